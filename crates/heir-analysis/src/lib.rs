@@ -1,0 +1,2 @@
+//! heir-analysis: schedulability analysis. (Skeleton.)
+#![forbid(unsafe_code)]

@@ -1,0 +1,1 @@
+//! heir-rt: the engine on real Linux threads. (Skeleton.)

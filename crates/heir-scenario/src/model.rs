@@ -1,0 +1,326 @@
+//! The scenario model: what a scenario file means, once read and checked.
+//!
+//! Every consumer (simulator, real-time runner, analysis) reads this model,
+//! never the JSON. Names are resolved to indices; every event keeps the key it
+//! had in the file (after workgen-style renaming of repeated keys) and its
+//! JSON path, so later stages can report errors where the user wrote them.
+//!
+//! Units: all times are microseconds, as in rt-app, unless a field says `_ns`.
+
+use std::fmt;
+
+/// Index into [`Scenario::tasks`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskIdx(pub usize);
+
+/// Index into [`Scenario::resources`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResIdx(pub usize);
+
+/// A whole scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub global: Global,
+    /// Resources in order of declaration, then of first use.
+    pub resources: Vec<Resource>,
+    /// Tasks in file order.
+    pub tasks: Vec<Task>,
+    /// Non-fatal findings (unknown `global` keys, ignored rt-app options).
+    pub warnings: Vec<Warning>,
+}
+
+/// The `global` object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Global {
+    /// `duration` in seconds; `None` for rt-app's `-1` (run until every task
+    /// ends) or when absent.
+    pub duration_s: Option<f64>,
+    pub default_policy: Policy,
+    /// rt-app's `pi_enabled`: the default mutex protocol is `inherit` when
+    /// true, `none` when false (rt-app's default: false).
+    pub pi_enabled: bool,
+    /// heir extension: PI-CV on condition variables with helpers (default true).
+    pub pi_cv: bool,
+    /// heir extension: the seed of every random draw (default 0).
+    pub seed: u64,
+    /// rt-app's `calibration` when it is an integer: ns per loop.
+    pub calibration_ns_per_loop: Option<u64>,
+}
+
+/// A scheduling policy, as rt-app names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+    Deadline,
+}
+
+impl Policy {
+    /// True for `SCHED_FIFO`, `SCHED_RR` and `SCHED_DEADLINE`.
+    pub fn is_realtime(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr | Policy::Deadline)
+    }
+    /// rt-app's spelling, e.g. `SCHED_FIFO`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "SCHED_OTHER",
+            Policy::Batch => "SCHED_BATCH",
+            Policy::Idle => "SCHED_IDLE",
+            Policy::Fifo => "SCHED_FIFO",
+            Policy::Rr => "SCHED_RR",
+            Policy::Deadline => "SCHED_DEADLINE",
+        }
+    }
+}
+
+/// `SCHED_DEADLINE` parameters (µs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DlParams {
+    pub runtime_us: u64,
+    pub deadline_us: u64,
+    pub period_us: u64,
+}
+
+/// Scheduling attributes of a task or a phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sched {
+    pub policy: Policy,
+    /// Real-time priority (1..=99) for FIFO/RR; nice (-20..=19) for
+    /// OTHER/BATCH; 0 otherwise. rt-app's default: 10 for RT, 0 for others.
+    pub priority: i32,
+    pub dl: Option<DlParams>,
+}
+
+/// A µs quantity: fixed, or uniform in `[min, max]` (heir extension), drawn
+/// from the seeded RNG each time the event runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Micros {
+    Fixed(u64),
+    Uniform { min: u64, max: u64 },
+}
+
+impl Micros {
+    /// The largest value it can take (a WCET for analysis).
+    pub fn max(self) -> u64 {
+        match self {
+            Micros::Fixed(v) => v,
+            Micros::Uniform { max, .. } => max,
+        }
+    }
+    /// The smallest value it can take.
+    pub fn min(self) -> u64 {
+        match self {
+            Micros::Fixed(v) => v,
+            Micros::Uniform { min, .. } => min,
+        }
+    }
+}
+
+/// A task object of `tasks`. `instance` copies run as separate threads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Task {
+    pub name: String,
+    /// JSON path of the task object, e.g. `tasks.Client1`.
+    pub path: String,
+    /// Number of threads (rt-app's `instance`, default 1; 0 creates none).
+    pub instance: u32,
+    pub sched: Sched,
+    /// CPU affinity; `None` means every CPU.
+    pub cpus: Option<Vec<u32>>,
+    /// Start delay (µs).
+    pub delay_us: u64,
+    /// Number of times the whole phase list runs; `None` = forever (-1).
+    pub loops: Option<u64>,
+    /// At least one phase. A task without `phases` has one phase named `""`.
+    pub phases: Vec<Phase>,
+}
+
+impl Task {
+    /// Thread names: the task's name when `instance == 1`, else `name-0`,
+    /// `name-1`, ... (rt-app's `<task_name>-<index>` scheme).
+    pub fn thread_names(&self) -> Vec<String> {
+        if self.instance == 1 {
+            vec![self.name.clone()]
+        } else {
+            (0..self.instance)
+                .map(|i| format!("{}-{}", self.name, i))
+                .collect()
+        }
+    }
+}
+
+/// A phase: events run in order, `loops` times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    pub path: String,
+    /// Default 1.
+    pub loops: u64,
+    /// Affinity change at the start of the phase (else unchanged).
+    pub cpus: Option<Vec<u32>>,
+    /// Scheduling change at the start of the phase (else unchanged).
+    pub sched: Option<Sched>,
+    pub events: Vec<Event>,
+}
+
+/// One event, as written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// The key, after renaming repeated keys as rt-app's workgen does
+    /// (`run`, `run1`, `run2`, ...).
+    pub key: String,
+    /// JSON path, e.g. `tasks.Client1.phases.p1.run1`.
+    pub path: String,
+    /// 1-based line and column of the key in the file.
+    pub line: u32,
+    pub column: u32,
+    pub kind: EventKind,
+}
+
+/// Timer reference modes (rt-app `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerMode {
+    /// Default: after an overrun the next period counts from now.
+    Relative,
+    /// The reference never moves: releases stay at `delay + k·period`.
+    Absolute,
+}
+
+/// What an event does. Resource operands are indices into
+/// [`Scenario::resources`], of the kind the event needs (checked by the reader).
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventKind {
+    /// `run`: µs of CPU work.
+    Run(Micros),
+    /// `runtime`: µs of wall-clock time spent runnable.
+    Runtime(Micros),
+    /// `sleep`: µs of sleep.
+    Sleep(Micros),
+    /// `timer`: wait for the next period of a timer resource.
+    Timer {
+        timer: ResIdx,
+        period: Micros,
+    },
+    Lock(ResIdx),
+    Unlock(ResIdx),
+    /// `wait`: `pthread_cond_wait(cond, mutex)`; the task must hold `mutex`.
+    Wait {
+        cond: ResIdx,
+        mutex: ResIdx,
+    },
+    Signal(ResIdx),
+    Broadcast(ResIdx),
+    /// `barrier`: rt-app's barrier (all users of the name meet).
+    Barrier(ResIdx),
+    /// `suspend`: wait on the task's own suspend resource until resumed.
+    Suspend(ResIdx),
+    /// `resume NAME`: wake every thread suspended on `NAME`'s suspend
+    /// resource (a resume that finds nobody suspended is lost, as in rt-app).
+    Resume(ResIdx),
+    Yield,
+    /// heir: `push QUEUE`: push one item, at the pusher's priority.
+    Push(ResIdx),
+    /// heir: `pop QUEUE`: pop the most urgent item.
+    Pop(ResIdx),
+    /// heir: `call {server, run}`: RPC to an endpoint; `run` µs of work done
+    /// by the serving thread on the caller's behalf.
+    Call {
+        endpoint: ResIdx,
+        run: Micros,
+    },
+    /// heir: `serve ENDPOINT`: take the most urgent request, run it, reply.
+    Serve(ResIdx),
+}
+
+/// A mutex protocol, as the scenario names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MutexProtocol {
+    None,
+    Inherit,
+    /// Immediate priority ceiling, with the ceiling's real-time priority.
+    Ceiling {
+        ceiling: i32,
+    },
+}
+
+/// A named resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resource {
+    pub name: String,
+    /// Where it was declared, or first used.
+    pub path: String,
+    pub kind: ResourceKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResourceKind {
+    Mutex {
+        protocol: MutexProtocol,
+    },
+    /// A condition variable; `helpers` are tasks (every thread of each).
+    Cond {
+        helpers: Vec<TaskIdx>,
+    },
+    /// heir: a bounded priority queue (seed 000 Fig. 5): one mutex and two
+    /// condvars. With `pi_cv`, pushers help "more", poppers help "less".
+    Queue {
+        capacity: u32,
+        pushers: Vec<TaskIdx>,
+        poppers: Vec<TaskIdx>,
+    },
+    /// rt-app barrier: `users` = number of threads that use it.
+    Barrier {
+        users: u32,
+    },
+    /// rt-app timer; `unique` timers are per thread.
+    Timer {
+        mode: TimerMode,
+        unique: bool,
+    },
+    /// A task's suspend point (named after the task).
+    Suspend {
+        task: TaskIdx,
+    },
+    /// heir: an RPC endpoint, served by `servers`, called by `callers`.
+    Endpoint {
+        servers: Vec<TaskIdx>,
+        callers: Vec<TaskIdx>,
+    },
+}
+
+impl ResourceKind {
+    /// A word for messages: "mutex", "cond", "queue", ...
+    pub fn word(&self) -> &'static str {
+        match self {
+            ResourceKind::Mutex { .. } => "mutex",
+            ResourceKind::Cond { .. } => "cond",
+            ResourceKind::Queue { .. } => "queue",
+            ResourceKind::Barrier { .. } => "barrier",
+            ResourceKind::Timer { .. } => "timer",
+            ResourceKind::Suspend { .. } => "suspend point",
+            ResourceKind::Endpoint { .. } => "endpoint",
+        }
+    }
+}
+
+/// A non-fatal finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}: {}",
+            self.line, self.column, self.path, self.message
+        )
+    }
+}
