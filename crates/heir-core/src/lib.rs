@@ -181,6 +181,16 @@ impl Engine {
     ) -> Result<Outcome<Option<TaskId>>, EngineError> {
         todo!()
     }
+    /// Records that `t` acquired `m` where the engine could not see it (a
+    /// user-space fast path, or a contended acquisition the kernel completed).
+    /// Pre: `m` has no owner in the engine; `t` is runnable or blocked on `m`
+    /// (then it is unblocked). Post: `t` owns `m`; remaining waiters donate
+    /// to `t` (per protocol).
+    pub fn acquire(&mut self, t: TaskId, m: MutexId) -> Result<Changes, EngineError> { todo!() }
+    /// `t` gives `m` up without handing it to a waiter (the kernel chooses
+    /// the next owner; it reports back with [`Engine::acquire`]). Pre: `t`
+    /// owns `m`. Post: `m` has no owner; its waiters stay blocked on it.
+    pub fn release(&mut self, t: TaskId, m: MutexId) -> Result<Changes, EngineError> { todo!() }
     /// Blocks `t` on `c`: its urgency flows to every helper of `c` (PI-CV).
     /// Releasing the associated mutex is the caller's business.
     pub fn cond_wait(&mut self, t: TaskId, c: CondId) -> Result<Changes, EngineError> {
