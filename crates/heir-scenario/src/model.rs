@@ -20,6 +20,7 @@ pub struct ResIdx(pub usize);
 /// A whole scenario.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
+    /// The `global` object (defaults when absent).
     pub global: Global,
     /// Resources in order of declaration, then of first use.
     pub resources: Vec<Resource>,
@@ -35,6 +36,8 @@ pub struct Global {
     /// `duration` in seconds; `None` for rt-app's `-1` (run until every task
     /// ends) or when absent.
     pub duration_s: Option<f64>,
+    /// rt-app's `default_policy`: the policy of tasks that set none
+    /// (default `SCHED_OTHER`).
     pub default_policy: Policy,
     /// rt-app's `pi_enabled`: the default mutex protocol is `inherit` when
     /// true, `none` when false (rt-app's default: false).
@@ -50,11 +53,17 @@ pub struct Global {
 /// A scheduling policy, as rt-app names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
+    /// `SCHED_OTHER` (CFS/EEVDF); `priority` is a nice value.
     Other,
+    /// `SCHED_BATCH`; `priority` is a nice value.
     Batch,
+    /// `SCHED_IDLE`; no priority.
     Idle,
+    /// `SCHED_FIFO`; `priority` is 1..=99.
     Fifo,
+    /// `SCHED_RR`; `priority` is 1..=99.
     Rr,
+    /// `SCHED_DEADLINE`; parameters in [`Sched::dl`].
     Deadline,
 }
 
@@ -79,18 +88,23 @@ impl Policy {
 /// `SCHED_DEADLINE` parameters (µs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DlParams {
+    /// `dl-runtime` (> 0).
     pub runtime_us: u64,
+    /// `dl-deadline` (defaults to the period; runtime ≤ deadline ≤ period).
     pub deadline_us: u64,
+    /// `dl-period` (defaults to the runtime).
     pub period_us: u64,
 }
 
 /// Scheduling attributes of a task or a phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sched {
+    /// The scheduling policy.
     pub policy: Policy,
     /// Real-time priority (1..=99) for FIFO/RR; nice (-20..=19) for
     /// OTHER/BATCH; 0 otherwise. rt-app's default: 10 for RT, 0 for others.
     pub priority: i32,
+    /// `Some` exactly when `policy` is [`Policy::Deadline`].
     pub dl: Option<DlParams>,
 }
 
@@ -98,8 +112,15 @@ pub struct Sched {
 /// from the seeded RNG each time the event runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Micros {
+    /// An integer in the file: always this many µs.
     Fixed(u64),
-    Uniform { min: u64, max: u64 },
+    /// `{"min": a, "max": b}` in the file (`min <= max`).
+    Uniform {
+        /// The smallest value drawn.
+        min: u64,
+        /// The largest value drawn.
+        max: u64,
+    },
 }
 
 impl Micros {
@@ -122,11 +143,13 @@ impl Micros {
 /// A task object of `tasks`. `instance` copies run as separate threads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Task {
+    /// The key in `tasks`.
     pub name: String,
     /// JSON path of the task object, e.g. `tasks.Client1`.
     pub path: String,
     /// Number of threads (rt-app's `instance`, default 1; 0 creates none).
     pub instance: u32,
+    /// Scheduling attributes at start (`policy`, `priority`, `dl-*`).
     pub sched: Sched,
     /// CPU affinity; `None` means every CPU.
     pub cpus: Option<Vec<u32>>,
@@ -155,7 +178,10 @@ impl Task {
 /// A phase: events run in order, `loops` times.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Phase {
+    /// The key in `phases`; `""` for a task without `phases`.
     pub name: String,
+    /// JSON path of the phase object (the task's path for a task without
+    /// `phases`).
     pub path: String,
     /// Default 1.
     pub loops: u64,
@@ -163,6 +189,7 @@ pub struct Phase {
     pub cpus: Option<Vec<u32>>,
     /// Scheduling change at the start of the phase (else unchanged).
     pub sched: Option<Sched>,
+    /// The events, in file order (a `sync` is two events: signal, wait).
     pub events: Vec<Event>,
 }
 
@@ -176,7 +203,9 @@ pub struct Event {
     pub path: String,
     /// 1-based line and column of the key in the file.
     pub line: u32,
+    /// See [`line`](Self::line).
     pub column: u32,
+    /// What the event does.
     pub kind: EventKind,
 }
 
@@ -201,17 +230,25 @@ pub enum EventKind {
     Sleep(Micros),
     /// `timer`: wait for the next period of a timer resource.
     Timer {
+        /// A [`ResourceKind::Timer`].
         timer: ResIdx,
+        /// The period (µs, > 0).
         period: Micros,
     },
+    /// `lock`: `pthread_mutex_lock` on a [`ResourceKind::Mutex`].
     Lock(ResIdx),
+    /// `unlock`: `pthread_mutex_unlock` on a [`ResourceKind::Mutex`].
     Unlock(ResIdx),
     /// `wait`: `pthread_cond_wait(cond, mutex)`; the task must hold `mutex`.
     Wait {
+        /// A [`ResourceKind::Cond`].
         cond: ResIdx,
+        /// A [`ResourceKind::Mutex`].
         mutex: ResIdx,
     },
+    /// `signal`: `pthread_cond_signal` on a [`ResourceKind::Cond`].
     Signal(ResIdx),
+    /// `broad`: `pthread_cond_broadcast` on a [`ResourceKind::Cond`].
     Broadcast(ResIdx),
     /// `barrier`: rt-app's barrier (all users of the name meet).
     Barrier(ResIdx),
@@ -220,6 +257,7 @@ pub enum EventKind {
     /// `resume NAME`: wake every thread suspended on `NAME`'s suspend
     /// resource (a resume that finds nobody suspended is lost, as in rt-app).
     Resume(ResIdx),
+    /// `yield`: `sched_yield()`.
     Yield,
     /// heir: `push QUEUE`: push one item, at the pusher's priority.
     Push(ResIdx),
@@ -228,7 +266,9 @@ pub enum EventKind {
     /// heir: `call {server, run}`: RPC to an endpoint; `run` µs of work done
     /// by the serving thread on the caller's behalf.
     Call {
+        /// A [`ResourceKind::Endpoint`].
         endpoint: ResIdx,
+        /// µs of work the server does for this call.
         run: Micros,
     },
     /// heir: `serve ENDPOINT`: take the most urgent request, run it, reply.
@@ -238,10 +278,13 @@ pub enum EventKind {
 /// A mutex protocol, as the scenario names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MutexProtocol {
+    /// No protocol (`PTHREAD_PRIO_NONE`).
     None,
+    /// Priority inheritance (`PTHREAD_PRIO_INHERIT`).
     Inherit,
     /// Immediate priority ceiling, with the ceiling's real-time priority.
     Ceiling {
+        /// The real-time priority (1..=99) a holder runs at.
         ceiling: i32,
     },
 }
@@ -249,44 +292,64 @@ pub enum MutexProtocol {
 /// A named resource.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resource {
+    /// The name in the file. Names are unique per kind, not overall: a
+    /// suspend point is named after its task, a `unique*` timer is named
+    /// `<ref>@<task>`, and a mutex and a cond may share a name when some
+    /// `wait`/`sync` uses them together (as rt-app's `video-short.json`
+    /// does).
     pub name: String,
     /// Where it was declared, or first used.
     pub path: String,
+    /// What it is.
     pub kind: ResourceKind,
 }
 
+/// The kinds of resources, with what the reader derived from their uses.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ResourceKind {
+    /// A pthread mutex.
     Mutex {
+        /// Declared, or `inherit`/`none` from `global.pi_enabled`.
         protocol: MutexProtocol,
     },
     /// A condition variable; `helpers` are tasks (every thread of each).
     Cond {
+        /// Declared `helpers`, in file order (empty when undeclared).
         helpers: Vec<TaskIdx>,
     },
     /// heir: a bounded priority queue (seed 000 Fig. 5): one mutex and two
     /// condvars. With `pi_cv`, pushers help "more", poppers help "less".
     Queue {
+        /// Items it holds (≥ 1, default 16).
         capacity: u32,
+        /// Tasks with a `push` on it, in order of first use.
         pushers: Vec<TaskIdx>,
+        /// Tasks with a `pop` on it, in order of first use.
         poppers: Vec<TaskIdx>,
     },
     /// rt-app barrier: `users` = number of threads that use it.
     Barrier {
+        /// The sum of `instance` over the tasks that use it.
         users: u32,
     },
     /// rt-app timer; `unique` timers are per thread.
     Timer {
+        /// The mode given by any of its uses (they must agree), else
+        /// relative.
         mode: TimerMode,
+        /// A `ref` starting with `unique`: one timer per thread.
         unique: bool,
     },
     /// A task's suspend point (named after the task).
     Suspend {
+        /// The task whose threads suspend on it.
         task: TaskIdx,
     },
     /// heir: an RPC endpoint, served by `servers`, called by `callers`.
     Endpoint {
+        /// Tasks with a `serve` on it, in order of first use (at least one).
         servers: Vec<TaskIdx>,
+        /// Tasks with a `call` to it, in order of first use.
         callers: Vec<TaskIdx>,
     },
 }
@@ -309,9 +372,13 @@ impl ResourceKind {
 /// A non-fatal finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
+    /// JSON path of what it is about.
     pub path: String,
+    /// 1-based line of the token it is about.
     pub line: u32,
+    /// 1-based column (in characters) of that token.
     pub column: u32,
+    /// What was found and why it is not an error.
     pub message: String,
 }
 

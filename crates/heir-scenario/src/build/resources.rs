@@ -1,0 +1,273 @@
+//! Step 3: the `resources` object.
+
+use super::*;
+
+impl Builder<'_> {
+    /// Step 3: the declared resources, in declaration order.
+    pub(super) fn declared_resources(&mut self, r: &Member) -> R<()> {
+        let Some(Kind::Object(members)) = r.value.as_ref().map(|v| &v.kind) else {
+            return fail(
+                value_at(r),
+                "resources",
+                format!(
+                    "expected an object of resources ({{\"name\": {{\"type\": ...}}}}), found {}",
+                    found(r.value.as_ref())
+                ),
+            );
+        };
+        self.unique_keys(members, "resources")?;
+        for m in members {
+            let path = key_path("resources", &m.key);
+            let Some(Kind::Object(fields)) = m.value.as_ref().map(|v| &v.kind) else {
+                return fail(
+                    value_at(m),
+                    &path,
+                    format!(
+                        "expected a resource object ({{\"type\": \"mutex\"}}, ...), found {}",
+                        found(m.value.as_ref())
+                    ),
+                );
+            };
+            self.unique_keys(fields, &path)?;
+            let Some(ty) = fields.iter().find(|f| f.key == "type") else {
+                return fail(
+                    value_at(m),
+                    &path,
+                    "missing \"type\": expected \"mutex\", \"cond\", \"queue\" or \"barrier\"",
+                );
+            };
+            let ty_path = key_path(&path, "type");
+            let (decl, ns, allowed): (Decl, Ns, &[&str]) =
+                match ty.value.as_ref().and_then(Value::as_str) {
+                Some("mutex") => (Decl::Mutex, Ns::Mutex, &["type", "protocol", "ceiling"]),
+                Some("cond" | "wait") => (Decl::Cond, Ns::Cond, &["type", "helpers"]),
+                Some("queue") => (Decl::Queue, Ns::Queue, &["type", "capacity"]),
+                Some("barrier") => (Decl::Barrier, Ns::Barrier, &["type"]),
+                Some("endpoint") => {
+                    return fail(
+                        value_at(ty),
+                        &ty_path,
+                        "endpoints are not declared: \"call\" and \"serve\" events create them",
+                    )
+                }
+                Some("timer") => {
+                    return fail(
+                        value_at(ty),
+                        &ty_path,
+                        "timers are not declared: \"timer\" events create them",
+                    )
+                }
+                _ => {
+                    return fail(
+                        value_at(ty),
+                        &ty_path,
+                        format!(
+                            "unknown resource type {}: expected \"mutex\", \"cond\" (or rt-app's \"wait\"), \"queue\" or \"barrier\"",
+                            found(ty.value.as_ref())
+                        ),
+                    )
+                }
+            };
+            if let Some(f) = fields.iter().find(|f| !allowed.contains(&f.key.as_str())) {
+                return fail(
+                    f.key_span.start,
+                    &key_path(&path, &f.key),
+                    format!(
+                        "unknown key {} in {}: expected {}",
+                        quote_short(&f.key),
+                        ns.a_word(),
+                        allowed
+                            .iter()
+                            .map(|a| format!("\"{a}\""))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            let field = |k: &str| fields.iter().find(|f| f.key == k);
+            let kind = match decl {
+                Decl::Mutex => ResourceKind::Mutex {
+                    protocol: self.protocol(field("protocol"), field("ceiling"), &path)?,
+                },
+                Decl::Cond => ResourceKind::Cond {
+                    helpers: match field("helpers") {
+                        Some(h) => self.helpers(h, &path)?,
+                        None => Vec::new(),
+                    },
+                },
+                Decl::Queue => ResourceKind::Queue {
+                    capacity: match field("capacity") {
+                        Some(c) => int_of(c.value.as_ref())
+                            .and_then(|i| u32::try_from(i).ok())
+                            .filter(|&i| i >= 1)
+                            .ok_or_else(|| Fail {
+                                at: value_at(c),
+                                path: key_path(&path, "capacity"),
+                                msg: format!(
+                                    "expected a capacity (an integer ≥ 1), found {}",
+                                    found(c.value.as_ref())
+                                ),
+                            })?,
+                        None => 16,
+                    },
+                    pushers: Vec::new(),
+                    poppers: Vec::new(),
+                },
+                Decl::Barrier => ResourceKind::Barrier { users: 0 },
+            };
+            let idx = ResIdx(self.resources.len());
+            self.resources.push(Resource {
+                name: m.key.clone(),
+                path: path.clone(),
+                kind,
+            });
+            self.usage.push(Usage {
+                declared: Some((path.clone(), m.key_span.start)),
+                ..Usage::default()
+            });
+            self.by_key.insert((m.key.clone(), ns), idx);
+            self.record_use(&m.key, ns, &path, m.key_span.start, true);
+        }
+        Ok(())
+    }
+
+    fn protocol(
+        &self,
+        protocol: Option<&Member>,
+        ceiling: Option<&Member>,
+        path: &str,
+    ) -> R<MutexProtocol> {
+        let default = if self.global.pi_enabled {
+            MutexProtocol::Inherit
+        } else {
+            MutexProtocol::None
+        };
+        let Some(p) = protocol else {
+            if let Some(c) = ceiling {
+                return fail(
+                    c.key_span.start,
+                    &key_path(path, "ceiling"),
+                    "\"ceiling\" needs \"protocol\": \"ceiling\"",
+                );
+            }
+            return Ok(default);
+        };
+        let p_path = key_path(path, "protocol");
+        match p.value.as_ref().and_then(Value::as_str) {
+            Some("inherit") | Some("none") => {
+                if let Some(c) = ceiling {
+                    return fail(
+                        c.key_span.start,
+                        &key_path(path, "ceiling"),
+                        "\"ceiling\" needs \"protocol\": \"ceiling\"",
+                    );
+                }
+                Ok(
+                    if p.value.as_ref().and_then(Value::as_str) == Some("inherit") {
+                        MutexProtocol::Inherit
+                    } else {
+                        MutexProtocol::None
+                    },
+                )
+            }
+            Some("ceiling") => {
+                let Some(c) = ceiling else {
+                    return fail(
+                        value_at(p),
+                        &p_path,
+                        "a \"ceiling\" mutex needs \"ceiling\": its real-time priority (1..=99)",
+                    );
+                };
+                let v = c.value.as_ref();
+                match int_of(v) {
+                    Some(n @ 1..=99) => Ok(MutexProtocol::Ceiling { ceiling: n as i32 }),
+                    _ => fail(
+                        value_at(c),
+                        &key_path(path, "ceiling"),
+                        format!(
+                            "expected a ceiling priority (an integer 1..=99), found {}",
+                            found(v)
+                        ),
+                    ),
+                }
+            }
+            _ => fail(
+                value_at(p),
+                &p_path,
+                format!(
+                    "expected \"inherit\", \"ceiling\" or \"none\", found {}",
+                    found(p.value.as_ref())
+                ),
+            ),
+        }
+    }
+
+    fn helpers(&self, h: &Member, path: &str) -> R<Vec<TaskIdx>> {
+        let h_path = key_path(path, "helpers");
+        let Some(Kind::Array(items)) = h.value.as_ref().map(|v| &v.kind) else {
+            return fail(
+                value_at(h),
+                &h_path,
+                format!(
+                    "expected an array of task names, found {}",
+                    found(h.value.as_ref())
+                ),
+            );
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let i_path = push_path(&h_path, &PathSeg::Index(i));
+            let Some(name) = item.as_str() else {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!("expected a task name (a string), found {}", item.describe()),
+                );
+            };
+            let Some(&t) = self.task_by_name.get(name) else {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!(
+                        "helper {} is not a task; the tasks are: {}",
+                        quote_short(name),
+                        self.task_list()
+                    ),
+                );
+            };
+            if out.contains(&t) {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!("helper {} is listed twice", quote_short(name)),
+                );
+            }
+            out.push(t);
+        }
+        Ok(out)
+    }
+
+    fn task_list(&self) -> String {
+        const MAX: usize = 20;
+        let mut s = self
+            .task_names
+            .iter()
+            .take(MAX)
+            .map(|n| quote_short(n))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if self.task_names.len() > MAX {
+            s.push_str(&format!(", ... ({} tasks)", self.task_names.len()));
+        }
+        s
+    }
+}
+
+/// The kinds a `resources` entry may declare.
+#[derive(Clone, Copy)]
+enum Decl {
+    Mutex,
+    Cond,
+    Queue,
+    Barrier,
+}

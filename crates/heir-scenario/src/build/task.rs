@@ -1,0 +1,646 @@
+//! Step 4: tasks and phases, their properties and scheduling attributes.
+
+use super::*;
+
+/// The event names heir models, in the order rt-app's `events[]` table
+/// matches prefixes (so `runtime3` is `runtime`, not `run`), then heir's own.
+const EVENTS: &[(&str, Ev)] = &[
+    ("lock", Ev::Lock),
+    ("unlock", Ev::Unlock),
+    ("wait", Ev::Wait),
+    ("signal", Ev::Signal),
+    ("broad", Ev::Broad),
+    ("sync", Ev::Sync),
+    ("sleep", Ev::Sleep),
+    ("runtime", Ev::Runtime),
+    ("run", Ev::Run),
+    ("timer", Ev::Timer),
+    ("suspend", Ev::Suspend),
+    ("resume", Ev::Resume),
+    ("yield", Ev::Yield),
+    ("barrier", Ev::Barrier),
+    ("push", Ev::Push),
+    ("pop", Ev::Pop),
+    ("call", Ev::Call),
+    ("serve", Ev::Serve),
+];
+
+/// rt-app keys heir refuses, with the reason.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("memrun", "rt-app's memrun is a memory-bandwidth load"),
+    ("mem", "rt-app's mem is a memory-bandwidth load"),
+    ("iorun", "rt-app's iorun writes to an I/O device"),
+    ("fork", "rt-app's fork creates threads at run time"),
+    ("sem_post", "rt-app's sem_post uses a POSIX semaphore"),
+    ("sem_wait", "rt-app's sem_wait uses a POSIX semaphore"),
+    ("taskgroup", "rt-app's taskgroup places threads in cgroups"),
+];
+
+const TASK_PROPS: &[&str] = &[
+    "instance",
+    "loop",
+    "delay",
+    "policy",
+    "priority",
+    "cpus",
+    "dl-runtime",
+    "dl-period",
+    "dl-deadline",
+    "util_min",
+    "util_max",
+    "nodes_membind",
+    "phases",
+];
+
+const PHASE_PROPS: &[&str] = &[
+    "loop",
+    "cpus",
+    "policy",
+    "priority",
+    "dl-runtime",
+    "dl-period",
+    "dl-deadline",
+    "util_min",
+    "util_max",
+    "nodes_membind",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ev {
+    Lock,
+    Unlock,
+    Wait,
+    Signal,
+    Broad,
+    Sync,
+    Sleep,
+    Runtime,
+    Run,
+    Timer,
+    Suspend,
+    Resume,
+    Yield,
+    Barrier,
+    Push,
+    Pop,
+    Call,
+    Serve,
+}
+
+/// What a key of a task or phase object is.
+enum Slot {
+    Prop(&'static str),
+    Event(Ev),
+}
+
+/// Classifies `key` of a task or phase object whose properties are `props`.
+fn classify(key: &str, props: &[&'static str], at: usize, path: &str, owner: &str) -> R<Slot> {
+    if let Some(p) = props.iter().find(|p| **p == key) {
+        return Ok(Slot::Prop(p));
+    }
+    if let Some((_, ev)) = EVENTS.iter().find(|(name, _)| key.starts_with(name)) {
+        return Ok(Slot::Event(*ev));
+    }
+    if let Some((name, why)) = UNSUPPORTED.iter().find(|(name, _)| key.starts_with(name)) {
+        let what = if *name == "taskgroup" { "key" } else { "event" };
+        return fail(
+            at,
+            path,
+            format!("{what} \"{name}\" is not modelled by heir ({why})"),
+        );
+    }
+    let events: Vec<&str> = EVENTS.iter().map(|(n, _)| *n).collect();
+    fail(
+        at,
+        path,
+        format!(
+            "unknown key {} in {owner}: expected a property ({}) or an event ({}; \
+             a suffix is allowed, as in run1)",
+            quote_short(key),
+            props.join(", "),
+            events.join(", ")
+        ),
+    )
+}
+
+impl Builder<'_> {
+    /// Step 4: one task of `tasks`.
+    pub(super) fn task(&mut self, idx: TaskIdx, m: &Member) -> R<Task> {
+        let name = m.key.as_str();
+        let path = key_path("tasks", name);
+        let Some(Kind::Object(members)) = m.value.as_ref().map(|v| &v.kind) else {
+            return fail(
+                value_at(m),
+                &path,
+                format!("expected a task object, found {}", found(m.value.as_ref())),
+            );
+        };
+        let owner = format!("task {}", quote_short(name));
+        let mut props: HashMap<&str, &Member> = HashMap::new();
+        let mut events: Vec<(&Member, Ev)> = Vec::new();
+        for f in members {
+            match classify(
+                &f.key,
+                TASK_PROPS,
+                f.key_span.start,
+                &key_path(&path, &f.name),
+                &owner,
+            )? {
+                Slot::Prop(p) => {
+                    if let Some(first) = props.insert(p, f) {
+                        return self.duplicate(first, f, &path);
+                    }
+                }
+                Slot::Event(ev) => events.push((f, ev)),
+            }
+        }
+        let prop = |k: &str| props.get(k).copied();
+
+        let instance = match prop("instance") {
+            Some(f) => int_of(f.value.as_ref())
+                .and_then(|i| u32::try_from(i).ok())
+                .ok_or_else(|| Fail {
+                    at: value_at(f),
+                    path: key_path(&path, "instance"),
+                    msg: format!(
+                        "expected a number of threads (an integer ≥ 0), found {}",
+                        found(f.value.as_ref())
+                    ),
+                })?,
+            None => 1,
+        };
+        let loops = match prop("loop") {
+            Some(f) => match int_of(f.value.as_ref()) {
+                Some(-1) => None,
+                Some(n) if n >= 1 => Some(u64::try_from(n).map_err(|_| Fail {
+                    at: value_at(f),
+                    path: key_path(&path, "loop"),
+                    msg: format!("loop count {n} is too large"),
+                })?),
+                _ => {
+                    return fail(
+                        value_at(f),
+                        &key_path(&path, "loop"),
+                        format!(
+                            "expected a loop count: -1 (forever) or an integer ≥ 1, found {}",
+                            found(f.value.as_ref())
+                        ),
+                    )
+                }
+            },
+            None => None,
+        };
+        let delay_us = match prop("delay") {
+            Some(f) => int_of(f.value.as_ref())
+                .and_then(|i| u64::try_from(i).ok())
+                .ok_or_else(|| Fail {
+                    at: value_at(f),
+                    path: key_path(&path, "delay"),
+                    msg: format!(
+                        "expected µs as a non-negative integer, found {}",
+                        found(f.value.as_ref())
+                    ),
+                })?,
+            None => 0,
+        };
+        let cpus = match prop("cpus") {
+            Some(f) => Some(cpus(f, &path)?),
+            None => None,
+        };
+        self.ignored_props(&props, &path);
+        let sched = self.task_sched(&props, &path, m.key_span.start)?;
+
+        let mut phases = Vec::new();
+        if let Some(ph) = prop("phases") {
+            if let Some((first, _)) = events.first() {
+                return fail(
+                    first.key_span.start,
+                    &key_path(&path, &first.name),
+                    format!(
+                        "task {} has both \"phases\" and events: move {} into a phase",
+                        quote_short(name),
+                        quote_short(&first.key)
+                    ),
+                );
+            }
+            let ph_path = key_path(&path, "phases");
+            let Some(Kind::Object(list)) = ph.value.as_ref().map(|v| &v.kind) else {
+                return fail(
+                    value_at(ph),
+                    &ph_path,
+                    format!(
+                        "expected an object of phases ({{\"name\": {{...}}}}), found {}",
+                        found(ph.value.as_ref())
+                    ),
+                );
+            };
+            if list.is_empty() {
+                return fail(value_at(ph), &ph_path, "expected at least one phase");
+            }
+            self.unique_keys(list, &ph_path)?;
+            let mut current = sched;
+            for p in list {
+                let phase = self.phase(idx, name, p, &ph_path, &mut current)?;
+                phases.push(phase);
+            }
+        } else {
+            if events.is_empty() {
+                return fail(
+                    m.key_span.start,
+                    &path,
+                    format!(
+                        "task {} has no events: expected \"phases\" or events such as \"run\"",
+                        quote_short(name)
+                    ),
+                );
+            }
+            let mut evs = Vec::new();
+            for (f, ev) in &events {
+                self.event(idx, name, f, *ev, &path, &mut evs)?;
+            }
+            phases.push(Phase {
+                name: String::new(),
+                path: path.clone(),
+                loops: 1,
+                cpus: None,
+                sched: None,
+                events: evs,
+            });
+        }
+        if phases.iter().all(|p| p.events.is_empty()) {
+            return fail(
+                m.key_span.start,
+                &path,
+                format!(
+                    "task {} has no event heir can run (its only events were resumes that wake nobody)",
+                    quote_short(name)
+                ),
+            );
+        }
+        Ok(Task {
+            name: name.to_string(),
+            path,
+            instance,
+            sched,
+            cpus,
+            delay_us,
+            loops,
+            phases,
+        })
+    }
+
+    /// Warns about rt-app properties heir reads but does not use.
+    fn ignored_props(&mut self, props: &HashMap<&str, &Member>, path: &str) {
+        for k in ["util_min", "util_max", "nodes_membind"] {
+            if let Some(f) = props.get(k) {
+                let what = if k == "nodes_membind" {
+                    "NUMA memory binding"
+                } else {
+                    "utilization clamping"
+                };
+                self.warn(
+                    f.key_span.start,
+                    &key_path(path, k),
+                    format!("heir ignores {k} ({what})"),
+                );
+            }
+        }
+    }
+
+    /// A task's scheduling attributes; the policy defaults to
+    /// `global.default_policy`, the priority to the policy's default.
+    fn task_sched(
+        &mut self,
+        props: &HashMap<&str, &Member>,
+        path: &str,
+        obj_at: usize,
+    ) -> R<Sched> {
+        self.sched(props, path, None, obj_at)
+    }
+
+    /// A phase's scheduling change: `Some` only if the phase sets `policy`,
+    /// `priority` or a `dl-*` key; what it leaves unset comes from `current`,
+    /// the attributes in effect before the phase (in file order).
+    fn phase_sched(
+        &mut self,
+        props: &HashMap<&str, &Member>,
+        path: &str,
+        current: Sched,
+        obj_at: usize,
+    ) -> R<Option<Sched>> {
+        let set = [
+            "policy",
+            "priority",
+            "dl-runtime",
+            "dl-period",
+            "dl-deadline",
+        ]
+        .iter()
+        .any(|k| props.contains_key(k));
+        if set {
+            self.sched(props, path, Some(current), obj_at).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Scheduling attributes from `policy`, `priority` and `dl-*` of a task
+    /// (`current == None`) or a phase (`current`: the attributes before it).
+    fn sched(
+        &mut self,
+        props: &HashMap<&str, &Member>,
+        path: &str,
+        current: Option<Sched>,
+        obj_at: usize,
+    ) -> R<Sched> {
+        let pol = props.get("policy").copied();
+        let prio = props.get("priority").copied();
+        let dl_keys = ["dl-runtime", "dl-period", "dl-deadline"];
+        let any_dl = dl_keys.iter().any(|k| props.contains_key(k));
+        let base_policy = current.map_or(self.global.default_policy, |c| c.policy);
+        let policy = match pol {
+            Some(f) => policy(f, &key_path(path, "policy"))?,
+            None => base_policy,
+        };
+        let priority = match prio {
+            Some(f) => {
+                let p_path = key_path(path, "priority");
+                let v = f.value.as_ref();
+                let Some(n) = int_of(v) else {
+                    return fail(
+                        value_at(f),
+                        &p_path,
+                        format!("expected a priority (an integer), found {}", found(v)),
+                    );
+                };
+                match policy {
+                    Policy::Fifo | Policy::Rr if !(1..=99).contains(&n) => {
+                        return fail(
+                            value_at(f),
+                            &p_path,
+                            format!(
+                                "priority {n} is out of range for {}: expected 1..=99",
+                                policy.name()
+                            ),
+                        )
+                    }
+                    Policy::Other | Policy::Batch if !(-20..=19).contains(&n) => {
+                        return fail(
+                            value_at(f),
+                            &p_path,
+                            format!(
+                            "priority {n} is out of range for {} (a nice value): expected -20..=19",
+                            policy.name()
+                        ),
+                        )
+                    }
+                    Policy::Idle | Policy::Deadline => {
+                        if n != 0 {
+                            self.warn(
+                                f.key_span.start,
+                                &p_path,
+                                format!("\"priority\" is ignored under {}", policy.name()),
+                            );
+                        }
+                        0
+                    }
+                    _ => n as i32,
+                }
+            }
+            None => match current {
+                Some(c) if pol.is_none() => c.priority,
+                _ => default_priority(policy),
+            },
+        };
+        let dl = if policy == Policy::Deadline {
+            if any_dl {
+                Some(self.dl_params(props, path, obj_at)?)
+            } else if let Some(dl) = current.and_then(|c| c.dl) {
+                Some(dl)
+            } else {
+                let at = pol.map_or(obj_at, value_at);
+                return fail(
+                    at,
+                    path,
+                    "SCHED_DEADLINE needs \"dl-runtime\" (µs, > 0); \"dl-period\" defaults to it and \"dl-deadline\" to the period",
+                );
+            }
+        } else {
+            for k in dl_keys {
+                if let Some(f) = props.get(k) {
+                    self.warn(
+                        f.key_span.start,
+                        &key_path(path, k),
+                        format!(
+                            "{k} is ignored: the policy is {}, not SCHED_DEADLINE",
+                            policy.name()
+                        ),
+                    );
+                }
+            }
+            None
+        };
+        Ok(Sched {
+            policy,
+            priority,
+            dl,
+        })
+    }
+
+    fn dl_params(&self, props: &HashMap<&str, &Member>, path: &str, obj_at: usize) -> R<DlParams> {
+        let get = |k: &str| -> R<Option<(u64, usize)>> {
+            match props.get(k) {
+                None => Ok(None),
+                Some(f) => int_of(f.value.as_ref())
+                    .and_then(|i| u64::try_from(i).ok())
+                    .map(|v| Some((v, value_at(f))))
+                    .ok_or_else(|| Fail {
+                        at: value_at(f),
+                        path: key_path(path, k),
+                        msg: format!(
+                            "expected µs as a non-negative integer, found {}",
+                            found(f.value.as_ref())
+                        ),
+                    }),
+            }
+        };
+        let runtime = get("dl-runtime")?;
+        let period = get("dl-period")?;
+        let deadline = get("dl-deadline")?;
+        let (runtime_us, r_at) = match runtime {
+            Some((r, at)) if r > 0 => (r, at),
+            Some((_, at)) => {
+                return fail(
+                    at,
+                    &key_path(path, "dl-runtime"),
+                    "expected \"dl-runtime\" > 0 µs, found 0",
+                )
+            }
+            None => {
+                return fail(
+                    obj_at,
+                    path,
+                    "SCHED_DEADLINE needs \"dl-runtime\" (µs, > 0); \"dl-period\" defaults to it and \"dl-deadline\" to the period",
+                )
+            }
+        };
+        let period_us = period.map_or(runtime_us, |p| p.0);
+        let deadline_us = deadline.map_or(period_us, |d| d.0);
+        if runtime_us > deadline_us || deadline_us > period_us {
+            let (at, k) = if runtime_us > deadline_us {
+                match (deadline, period) {
+                    (Some((_, at)), _) => (at, "dl-deadline"),
+                    (None, Some((_, at))) => (at, "dl-period"),
+                    (None, None) => (r_at, "dl-runtime"),
+                }
+            } else {
+                match period {
+                    Some((_, at)) => (at, "dl-period"),
+                    None => (deadline.map_or(r_at, |d| d.1), "dl-deadline"),
+                }
+            };
+            return fail(
+                at,
+                &key_path(path, k),
+                format!(
+                    "SCHED_DEADLINE needs dl-runtime ≤ dl-deadline ≤ dl-period, found {runtime_us} ≤ {deadline_us} ≤ {period_us}"
+                ),
+            );
+        }
+        Ok(DlParams {
+            runtime_us,
+            deadline_us,
+            period_us,
+        })
+    }
+
+    fn phase(
+        &mut self,
+        task: TaskIdx,
+        task_name: &str,
+        p: &Member,
+        phases_path: &str,
+        current: &mut Sched,
+    ) -> R<Phase> {
+        let path = key_path(phases_path, &p.key);
+        let Some(Kind::Object(members)) = p.value.as_ref().map(|v| &v.kind) else {
+            return fail(
+                value_at(p),
+                &path,
+                format!("expected a phase object, found {}", found(p.value.as_ref())),
+            );
+        };
+        let owner = format!("phase {}", quote_short(&p.key));
+        let mut props: HashMap<&str, &Member> = HashMap::new();
+        let mut events: Vec<(&Member, Ev)> = Vec::new();
+        for f in members {
+            match classify(
+                &f.key,
+                PHASE_PROPS,
+                f.key_span.start,
+                &key_path(&path, &f.name),
+                &owner,
+            )? {
+                Slot::Prop(k) => {
+                    if let Some(first) = props.insert(k, f) {
+                        return self.duplicate(first, f, &path);
+                    }
+                }
+                Slot::Event(ev) => events.push((f, ev)),
+            }
+        }
+        if events.is_empty() {
+            return fail(
+                value_at(p),
+                &path,
+                format!(
+                    "phase {} has no events: expected at least one event such as \"run\"",
+                    quote_short(&p.key)
+                ),
+            );
+        }
+        let loops = match props.get("loop") {
+            Some(f) => int_of(f.value.as_ref())
+                .and_then(|i| u64::try_from(i).ok())
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| Fail {
+                    at: value_at(f),
+                    path: key_path(&path, "loop"),
+                    msg: format!(
+                        "expected a phase loop count (an integer ≥ 1), found {}",
+                        found(f.value.as_ref())
+                    ),
+                })?,
+            None => 1,
+        };
+        let cpus = match props.get("cpus") {
+            Some(f) => Some(cpus(f, &path)?),
+            None => None,
+        };
+        self.ignored_props(&props, &path);
+        let sched = self.phase_sched(&props, &path, *current, value_at(p))?;
+        if let Some(s) = sched {
+            *current = s;
+        }
+        let mut evs = Vec::new();
+        for (f, ev) in &events {
+            self.event(task, task_name, f, *ev, &path, &mut evs)?;
+        }
+        Ok(Phase {
+            name: p.key.clone(),
+            path,
+            loops,
+            cpus,
+            sched,
+            events: evs,
+        })
+    }
+}
+
+fn default_priority(p: Policy) -> i32 {
+    if matches!(p, Policy::Fifo | Policy::Rr) {
+        10
+    } else {
+        0
+    }
+}
+
+fn cpus(f: &Member, owner_path: &str) -> R<Vec<u32>> {
+    let path = key_path(owner_path, "cpus");
+    let Some(Kind::Array(items)) = f.value.as_ref().map(|v| &v.kind) else {
+        return fail(
+            value_at(f),
+            &path,
+            format!(
+                "expected an array of CPU numbers (such as [0, 1]), found {}",
+                found(f.value.as_ref())
+            ),
+        );
+    };
+    if items.is_empty() {
+        return fail(
+            value_at(f),
+            &path,
+            "expected at least one CPU in \"cpus\" (leave \"cpus\" out for every CPU)",
+        );
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match int_of(Some(item)).and_then(|n| u32::try_from(n).ok()) {
+            Some(c) => out.push(c),
+            None => {
+                return fail(
+                    item.span.start,
+                    &push_path(&path, &PathSeg::Index(i)),
+                    format!(
+                        "expected a CPU number (an integer ≥ 0), found {}",
+                        item.describe()
+                    ),
+                )
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}

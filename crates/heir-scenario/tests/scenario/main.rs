@@ -1,0 +1,13 @@
+//! heir-scenario's integration tests: one binary, one module per behaviour.
+
+mod common;
+
+mod bad_input;
+mod events;
+mod global;
+mod props;
+mod reader;
+mod rename;
+mod resources;
+mod rtapp_files;
+mod tasks;

@@ -1,0 +1,297 @@
+//! rt-app's own example files (from /work/shared/reference/rt-app beside the
+//! clone) and heir's examples/ directory.
+
+use std::path::PathBuf;
+
+use heir_scenario::{
+    load, parse_str, EventKind, Micros, Policy, ResIdx, ResourceKind, Sched, TaskIdx, TimerMode,
+};
+
+use crate::common::*;
+
+/// rt-app's reference files, `../shared/reference/rt-app` from the repository
+/// root. `None` (with the reason printed) when absent, except under `CI=true`,
+/// where their absence fails the test.
+fn reference_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/rt-app");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("rt-app reference files not found at {}", dir.display());
+    }
+    eprintln!(
+        "skipped: rt-app reference files not found at {} (set CI=true to make this fatal)",
+        dir.display()
+    );
+    None
+}
+
+fn load_ref(name: &str) -> Option<heir_scenario::Scenario> {
+    let dir = reference_dir()?;
+    Some(load(&dir.join(name)).unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[test]
+fn every_supported_reference_file_parses() {
+    let Some(dir) = reference_dir() else { return };
+    for name in [
+        "mp3-short.json",
+        "browser-short.json",
+        "video-short.json",
+        "example1.json",
+        "example2.json",
+        "example3.json",
+        "example4.json",
+        "example7.json",
+        "example8.json",
+        "template.json",
+    ] {
+        let s = load(&dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.tasks.is_empty(), "{name}");
+        assert!(
+            s.tasks
+                .iter()
+                .all(|t| t.phases.iter().any(|p| !p.events.is_empty())),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn fork_example_is_refused_naming_fork() {
+    let Some(dir) = reference_dir() else { return };
+    let path = dir.join("example9.json");
+    let e = load(&path).unwrap_err();
+    assert_eq!(e.file, path.display().to_string());
+    assert_eq!((e.line, e.column), (32, 6));
+    assert_eq!(e.path.as_deref(), Some("tasks.thread3.phases.phase1.fork"));
+    assert_eq!(
+        e.message,
+        "event \"fork\" is not modelled by heir (rt-app's fork creates threads at run time)"
+    );
+}
+
+#[test]
+fn embedded_mp3_copy_matches_the_file() {
+    let Some(file) = load_ref("mp3-short.json") else {
+        return;
+    };
+    assert_eq!(ok(MP3_SHORT), file);
+}
+
+#[test]
+fn mp3_short_exact_values() {
+    let s = ok(MP3_SHORT);
+    let names: Vec<&str> = s.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "AudioTick",
+            "AudioOut",
+            "AudioTrack",
+            "mp3.decoder",
+            "OMXCall"
+        ]
+    );
+    assert_eq!(s.global.duration_s, Some(6.0));
+    assert_eq!(s.global.default_policy, Policy::Other);
+    assert_eq!(s.global.calibration_ns_per_loop, None);
+    assert_eq!(
+        warnings(&s),
+        ["64:3: global.frag: unknown global key \"frag\" (ignored)"]
+    );
+
+    // AudioTick: nice -19 on CPU 0, two phases sharing the timer "tick".
+    let tick = &s.tasks[0];
+    assert_eq!(
+        tick.sched,
+        Sched {
+            policy: Policy::Other,
+            priority: -19,
+            dl: None
+        }
+    );
+    assert_eq!(tick.cpus, Some(vec![0]));
+    assert_eq!(tick.loops, None);
+    let loops: Vec<(&str, u64)> = tick
+        .phases
+        .iter()
+        .map(|p| (p.name.as_str(), p.loops))
+        .collect();
+    assert_eq!(loops, [("p1", 1), ("p2", 4)]);
+    let (ti, tr) = res(&s, "tick", "timer");
+    assert_eq!(
+        tr.kind,
+        ResourceKind::Timer {
+            mode: TimerMode::Relative,
+            unique: false
+        }
+    );
+    let out = ResIdx(res(&s, "AudioOut", "suspend point").0);
+    let timer = EventKind::Timer {
+        timer: ResIdx(ti),
+        period: Micros::Fixed(6000),
+    };
+    assert_eq!(kinds(&s, 0, 0), [EventKind::Resume(out), timer.clone()]);
+    assert_eq!(kinds(&s, 0, 1), [timer]);
+
+    // OMXCall: the events in order, under workgen's names.
+    let m = ResIdx(res(&s, "mutex", "mutex").0);
+    let q = ResIdx(res(&s, "queue", "cond").0);
+    assert_eq!(
+        keys(&s, 4, 0),
+        ["lock", "wait", "unlock", "run", "lock1", "signal", "unlock1"]
+    );
+    assert_eq!(
+        kinds(&s, 4, 0),
+        [
+            EventKind::Lock(m),
+            EventKind::Wait { cond: q, mutex: m },
+            EventKind::Unlock(m),
+            EventKind::Run(Micros::Fixed(300)),
+            EventKind::Lock(m),
+            EventKind::Signal(q),
+            EventKind::Unlock(m),
+        ]
+    );
+    let e = &s.tasks[4].phases[0].events[4];
+    assert_eq!(
+        (e.path.as_str(), e.line, e.column),
+        ("tasks.OMXCall.lock1", 52, 4)
+    );
+    // mp3.decoder's path is quoted: its name has a dot.
+    assert_eq!(s.tasks[3].path, "tasks[\"mp3.decoder\"]");
+    assert_eq!(
+        *res_kind(&s, "mp3.decoder", "suspend point"),
+        ResourceKind::Suspend { task: TaskIdx(3) }
+    );
+}
+
+#[test]
+fn video_short_values() {
+    let Some(s) = load_ref("video-short.json") else {
+        return;
+    };
+    assert_eq!(s.tasks.len(), 17);
+    // surfaceflinger: `"suspend",` then run.
+    let sf = ResIdx(res(&s, "surfaceflinger", "suspend point").0);
+    assert_eq!(
+        kinds(&s, 0, 0),
+        [EventKind::Suspend(sf), EventKind::Run(Micros::Fixed(1500))]
+    );
+    // "NuPlayerDriver" is both a mutex and the cond synced with it.
+    let t = s
+        .tasks
+        .iter()
+        .position(|t| t.name == "NuPlayerDriver2")
+        .unwrap();
+    let m = ResIdx(res(&s, "NuPlayerDriver", "mutex").0);
+    let c = ResIdx(res(&s, "NuPlayerDriver", "cond").0);
+    // Its events: suspend, run, (resume "NuPlayerDriver" left out), resume,
+    // sleep, run, then lock, sync, unlock.
+    let ev = kinds(&s, t, 0);
+    assert_eq!(
+        ev[5..9],
+        [
+            EventKind::Lock(m),
+            EventKind::Signal(c),
+            EventKind::Wait { cond: c, mutex: m },
+            EventKind::Unlock(m),
+        ]
+    );
+    assert_eq!(keys(&s, t, 0)[5..9], ["lock", "sync", "sync", "unlock"]);
+    // Three resumes name no task ("EventThread", "NuPlayerDriver" twice).
+    let dropped: Vec<&str> = s
+        .warnings
+        .iter()
+        .filter(|w| w.message.starts_with("resume target"))
+        .map(|w| w.path.as_str())
+        .collect();
+    assert_eq!(
+        dropped,
+        [
+            "tasks.DispSync.phases.p1.resume",
+            "tasks.NuPlayerDriver1.resume",
+            "tasks.NuPlayerDriver2.resume"
+        ]
+    );
+}
+
+#[test]
+fn example_files_values() {
+    let Some(s) = load_ref("example3.json") else {
+        return;
+    };
+    let t = &s.tasks[0];
+    assert_eq!((t.instance, t.loops), (12, Some(1)));
+    let phases: Vec<(&str, u64)> = t
+        .phases
+        .iter()
+        .map(|p| (p.name.as_str(), p.loops))
+        .collect();
+    assert_eq!(phases, [("light", 10), ("heavy", 10)]);
+    assert_eq!(s.resources.len(), 1);
+    assert_eq!(s.resources[0].name, "unique@thread0");
+
+    let Some(s) = load_ref("example7.json") else {
+        return;
+    };
+    assert_eq!(keys(&s, 0, 0)[0..3], ["runtime1", "sleep1", "barrier1"]);
+    assert_eq!(kinds(&s, 0, 0)[0], EventKind::Runtime(Micros::Fixed(1000)));
+    for b in ["FIRST", "SECOND", "THIRD"] {
+        assert_eq!(
+            *res_kind(&s, b, "barrier"),
+            ResourceKind::Barrier { users: 2 }
+        );
+    }
+
+    let Some(s) = load_ref("example8.json") else {
+        return;
+    };
+    let t = &s.tasks[0];
+    assert_eq!(t.cpus, Some(vec![2]));
+    let cpus: Vec<Option<Vec<u32>>> = t.phases.iter().map(|p| p.cpus.clone()).collect();
+    assert_eq!(cpus, [Some(vec![0]), Some(vec![1]), None]);
+    assert_eq!(t.loops, None);
+
+    let Some(s) = load_ref("browser-short.json") else {
+        return;
+    };
+    assert_eq!(s.tasks[0].loops, Some(3));
+    assert_eq!(s.tasks[0].phases.len(), 7);
+    assert_eq!(s.tasks.last().unwrap().name, "Display");
+}
+
+#[test]
+fn heir_examples_parse() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            parse_str(&text, &path.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no examples in {}", dir.display());
+}
+
+#[test]
+fn scenario_reference_examples_parse() {
+    // Every complete scenario (a ```json block starting with `{`) in
+    // docs/SCENARIO.md must read without error.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/SCENARIO.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let mut n = 0;
+    for block in doc.split("```json\n").skip(1) {
+        let body = &block[..block.find("```").unwrap()];
+        if body.trim_start().starts_with('{') {
+            let s = parse_str(body, "SCENARIO.md").unwrap_or_else(|e| panic!("{e}\n{body}"));
+            assert!(!s.tasks.is_empty());
+            n += 1;
+        }
+    }
+    assert!(n >= 1, "no complete example in {}", path.display());
+}
