@@ -24,12 +24,24 @@ pub struct ServerId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Urgency {
     /// `SCHED_OTHER` / `SCHED_BATCH`: a nice value, -20 (most urgent) ..= 19.
-    Other { nice: i8 },
+    Other {
+        /// The nice value; lower is more urgent.
+        nice: i8,
+    },
     /// `SCHED_FIFO` / `SCHED_RR`: a real-time priority, 1 ..= 99 (most urgent).
-    Fixed { prio: u8 },
+    Fixed {
+        /// The real-time priority; higher is more urgent.
+        prio: u8,
+    },
     /// `SCHED_DEADLINE` / EDF: an absolute deadline in ns, with the reservation
     /// server whose budget the work runs on.
-    Deadline { abs_ns: u64, server: ServerId },
+    Deadline {
+        /// Absolute deadline in ns; earlier is more urgent.
+        abs_ns: u64,
+        /// The reservation server whose budget the work runs on (ties
+        /// between equal deadlines are broken by server id, lower first).
+        server: ServerId,
+    },
 }
 
 impl Urgency {

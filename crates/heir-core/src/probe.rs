@@ -1,0 +1,259 @@
+//! Checks made before an edge is added: would it close a cycle, would it make
+//! a chain longer than [`MAX_CHAIN_DEPTH`]. Read-only on the graph (only the
+//! scratch memo changes), so a refusal leaves the engine unchanged.
+//!
+//! Both probes are iterative depth-first searches with per-node memoisation
+//! (the graph is a DAG: without memo a diamond-rich graph would be walked
+//! exponentially often).
+
+use crate::state::Obj;
+use crate::{Engine, EngineError, Node, TaskId, MAX_CHAIN_DEPTH};
+
+/// A depth-first frame: the node, the index of its next child, and the best
+/// value folded in from the children seen so far.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    node: Node,
+    next: usize,
+    best: usize,
+}
+
+/// Which way a probe walks the wait-for graph.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    /// Along the edges: task → its object → the object's targets.
+    Down,
+    /// Against them: task → objects it is a target of → their waiters.
+    Up,
+}
+
+fn obj_of(n: Node) -> Option<Obj> {
+    match n {
+        Node::Task(_) => None,
+        Node::Mutex(m) => Some(Obj::Mutex(m)),
+        Node::Cond(c) => Some(Obj::Cond(c)),
+    }
+}
+
+impl Engine {
+    /// The `i`-th child of `n` in direction `dir`, with the weight of the
+    /// edge to it (1 for an edge between a blocked task and its object, i.e.
+    /// one blocked task of chain length; 0 for object ↔ target edges).
+    fn child(&self, n: Node, i: usize, dir: Dir) -> Option<(Node, usize)> {
+        match (n, dir) {
+            (Node::Task(t), Dir::Down) => {
+                let ts = &self.tasks[t.0 as usize];
+                match ts.blocked {
+                    Some(o) if i == 0 => Some((o.into(), 1)),
+                    _ => None,
+                }
+            }
+            (Node::Task(t), Dir::Up) => {
+                let ts = &self.tasks[t.0 as usize];
+                if let Some(m) = ts.owned.get(i) {
+                    Some((Node::Mutex(*m), 0))
+                } else {
+                    ts.helps
+                        .get(i - ts.owned.len())
+                        .map(|c| (Node::Cond(*c), 0))
+                }
+            }
+            (_, Dir::Down) => {
+                let o = obj_of(n)?;
+                self.target(o, i).map(|u| (Node::Task(u), 0))
+            }
+            (_, Dir::Up) => {
+                let o = obj_of(n)?;
+                self.queue(o)
+                    .waiters
+                    .get(i)
+                    .map(|w| (Node::Task(w.task), 1))
+            }
+        }
+    }
+
+    fn memo_slot(&mut self, n: Node) -> &mut (u32, u32) {
+        match n {
+            Node::Task(t) => &mut self.scratch.memo_task[t.0 as usize],
+            Node::Mutex(m) => &mut self.scratch.memo_mutex[m.0 as usize],
+            Node::Cond(c) => &mut self.scratch.memo_cond[c.0 as usize],
+        }
+    }
+
+    /// Longest chain (in blocked tasks) from `start` in direction `dir`;
+    /// going down, `Err(path)` if `goal` is reachable, with `path` the nodes
+    /// from `start` to `goal` inclusive.
+    fn probe(&mut self, start: Node, goal: Option<Node>, dir: Dir) -> Result<usize, Vec<Node>> {
+        let epoch = self.scratch.next_epoch();
+        let mut stack = core::mem::take(&mut self.scratch.stack);
+        stack.clear();
+        stack.push(Frame {
+            node: start,
+            next: 0,
+            best: 0,
+        });
+        let result = loop {
+            let Some(top) = stack.last_mut() else {
+                // Unreachable: the loop returns when the start frame pops.
+                break Ok(0);
+            };
+            match self.child(top.node, top.next, dir) {
+                Some((child, weight)) => {
+                    top.next += 1;
+                    if Some(child) == goal {
+                        let mut path: Vec<Node> = stack.iter().map(|f| f.node).collect();
+                        path.push(child);
+                        break Err(path);
+                    }
+                    let (stamp, val) = *self.memo_slot(child);
+                    if stamp == epoch {
+                        top.best = top.best.max(val as usize + weight);
+                    } else {
+                        stack.push(Frame {
+                            node: child,
+                            next: 0,
+                            best: 0,
+                        });
+                    }
+                }
+                None => {
+                    let done = *top;
+                    stack.pop();
+                    *self.memo_slot(done.node) = (epoch, done.best.min(u32::MAX as usize) as u32);
+                    match stack.last_mut() {
+                        Some(parent) => {
+                            // The weight of parent → done, looked up again.
+                            let w = self.edge_weight(parent.node, dir);
+                            parent.best = parent.best.max(done.best + w);
+                        }
+                        None => break Ok(done.best),
+                    }
+                }
+            }
+        };
+        self.scratch.stack = stack;
+        result
+    }
+
+    /// The weight of every edge leaving `parent` in direction `dir` (all
+    /// edges leaving a node have the same weight).
+    fn edge_weight(&self, parent: Node, dir: Dir) -> usize {
+        match (parent, dir) {
+            (Node::Task(_), Dir::Down) => 1,
+            (Node::Task(_), Dir::Up) => 0,
+            (_, Dir::Down) => 0,
+            (_, Dir::Up) => 1,
+        }
+    }
+
+    /// The down probe for the common shape, a plain chain (every object on
+    /// the way has at most one target): follows it from `o`, counting
+    /// blocked tasks, and reports the path if it reaches `t`. `None` as soon
+    /// as an object fans out (a condvar with several helpers): the caller
+    /// then runs the general probe.
+    fn probe_linear(&self, o: Obj, t: TaskId) -> Option<Result<usize, Vec<Node>>> {
+        let mut depth = 0;
+        let mut obj = o;
+        loop {
+            if self.target(obj, 1).is_some() {
+                return None;
+            }
+            let Some(u) = self.target(obj, 0) else {
+                return Some(Ok(depth));
+            };
+            if u == t {
+                // Walk again, this time writing the path down.
+                let mut path = Vec::with_capacity(2 * depth + 2);
+                let mut obj = o;
+                loop {
+                    path.push(Node::from(obj));
+                    match self.target(obj, 0) {
+                        Some(v) if v != t => {
+                            path.push(Node::Task(v));
+                            match self.tasks[v.0 as usize].blocked {
+                                Some(next) => obj = next,
+                                None => return None,
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+                path.push(Node::Task(t));
+                return Some(Err(path));
+            }
+            match self.tasks[u.0 as usize].blocked {
+                Some(next) => {
+                    depth += 1;
+                    obj = next;
+                }
+                None => return Some(Ok(depth)),
+            }
+        }
+    }
+
+    /// Checks the edge `t → o` (t blocks on o): no cycle (is `t` downstream
+    /// of `o`?), and the longest chain through the edge, `up(t) + 1 +
+    /// down(o)`, within [`MAX_CHAIN_DEPTH`].
+    pub(crate) fn check_block(&mut self, t: TaskId, o: Obj) -> Result<(), EngineError> {
+        // Fast path, the common case: every target of `o` is runnable and is
+        // not `t`. Then nothing is below `o` (down = 0) and no cycle closes.
+        let mut i = 0;
+        let mut shallow = true;
+        while let Some(u) = self.target(o, i) {
+            if u == t || self.tasks[u.0 as usize].blocked.is_some() {
+                shallow = false;
+                break;
+            }
+            i += 1;
+        }
+        let down = if shallow {
+            Ok(0)
+        } else {
+            match self.probe_linear(o, t) {
+                Some(r) => r,
+                None => self.probe(o.into(), Some(Node::Task(t)), Dir::Down),
+            }
+        };
+        let down = match down {
+            Ok(d) => d,
+            Err(path) => {
+                let mut cycle = Vec::with_capacity(path.len() + 1);
+                cycle.push(Node::Task(t));
+                cycle.extend(path);
+                return Err(EngineError::Cycle { cycle });
+            }
+        };
+        let ts = &self.tasks[t.0 as usize];
+        let up = if ts.owned.is_empty() && ts.helps.is_empty() {
+            0
+        } else {
+            self.probe(Node::Task(t), None, Dir::Up).unwrap_or(0)
+        };
+        if up + 1 + down > MAX_CHAIN_DEPTH {
+            return Err(EngineError::ChainTooLong {
+                limit: MAX_CHAIN_DEPTH,
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the edge `o → t` (t becomes a target of o while o has
+    /// waiters): no cycle (is `o` downstream of `t`?), and the longest chain
+    /// through the edge, `up(o) + down(t)`, within [`MAX_CHAIN_DEPTH`].
+    pub(crate) fn check_target_edge(&mut self, o: Obj, t: TaskId) -> Result<(), EngineError> {
+        let down = match self.probe(Node::Task(t), Some(o.into()), Dir::Down) {
+            Ok(d) => d,
+            Err(mut path) => {
+                path.push(Node::Task(t));
+                return Err(EngineError::Cycle { cycle: path });
+            }
+        };
+        let up = self.probe(o.into(), None, Dir::Up).unwrap_or(0);
+        if up + down > MAX_CHAIN_DEPTH {
+            return Err(EngineError::ChainTooLong {
+                limit: MAX_CHAIN_DEPTH,
+            });
+        }
+        Ok(())
+    }
+}
