@@ -8,28 +8,40 @@ use crate::stats::ResponseSummary;
 /// `{"mode":…,"duration_us":…,"tasks":{NAME:{…}},"deadlock":null}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
+    /// `"sim"` (heir-sim) or `"real"` (heir-rt).
     pub mode: &'static str,
+    /// How long the run lasted (µs): the duration, or the instant every
+    /// thread exited, or the instant of the deadlock.
     pub duration_us: f64,
     /// Per thread, in scenario order (serialized as an object keyed by name).
     #[serde(serialize_with = "tasks_as_map")]
     pub tasks: Vec<TaskReport>,
+    /// The dependency cycle that stopped the run, if any.
     pub deadlock: Option<DeadlockReport>,
-    /// Not serialized: scheduling events processed (for benchmarks).
+    /// Not serialized: scheduling events processed (for benchmarks); for the
+    /// simulator, future events popped plus context switches.
     #[serde(skip)]
     pub events: u64,
 }
 
+/// One thread's results: `{"jobs":…,"deadline_misses":…,"response_us":{…}}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TaskReport {
+    /// Thread name (the key of the `tasks` object).
     #[serde(skip)]
     pub name: String,
+    /// Jobs completed.
     pub jobs: u64,
+    /// Jobs completed after their deadline (the next release).
     pub deadline_misses: u64,
+    /// Response times of the completed jobs (µs).
     pub response_us: ResponseSummary,
 }
 
+/// `{"at_us":…,"cycle":["A","m2","B","m1","A"]}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeadlockReport {
+    /// When the cycle closed (µs).
     pub at_us: f64,
     /// Alternating task and resource names; first and last are the same.
     pub cycle: Vec<String>,
