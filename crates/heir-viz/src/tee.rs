@@ -1,0 +1,72 @@
+//! Fan-out of one event stream to several observers.
+
+use heir_sim::{Observer, SimInfo, TraceEvent};
+
+/// An [`Observer`] that forwards every call to each of its observers, in the
+/// order they were added.
+///
+/// ```
+/// use heir_viz::{ChromeTrace, SvgGantt, Tee};
+///
+/// let mut trace = ChromeTrace::new(Vec::new());
+/// let mut svg = SvgGantt::default();
+/// let mut tee = Tee::new();
+/// tee.push(&mut trace);
+/// tee.push(&mut svg);
+/// assert_eq!(tee.len(), 2);
+/// // heir_sim::simulate(&scenario, &config, &mut tee) …
+/// ```
+#[derive(Default)]
+pub struct Tee<'a> {
+    observers: Vec<&'a mut dyn Observer>,
+}
+
+impl<'a> Tee<'a> {
+    /// A tee with no observers (it ignores everything until one is pushed).
+    pub fn new() -> Self {
+        Tee {
+            observers: Vec::new(),
+        }
+    }
+
+    /// Adds an observer; it receives calls after those added before it.
+    pub fn push(&mut self, obs: &'a mut dyn Observer) {
+        self.observers.push(obs);
+    }
+
+    /// Adds an observer, builder style.
+    pub fn with(mut self, obs: &'a mut dyn Observer) -> Self {
+        self.push(obs);
+        self
+    }
+
+    /// Number of observers.
+    pub fn len(&self) -> usize {
+        self.observers.len()
+    }
+
+    /// True when there is no observer.
+    pub fn is_empty(&self) -> bool {
+        self.observers.is_empty()
+    }
+}
+
+impl Observer for Tee<'_> {
+    fn start(&mut self, info: &SimInfo) {
+        for o in &mut self.observers {
+            o.start(info);
+        }
+    }
+
+    fn event(&mut self, ev: &TraceEvent) {
+        for o in &mut self.observers {
+            o.event(ev);
+        }
+    }
+
+    fn finish(&mut self, end_ns: u64) {
+        for o in &mut self.observers {
+            o.finish(end_ns);
+        }
+    }
+}
