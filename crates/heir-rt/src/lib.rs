@@ -1,1 +1,112 @@
-//! heir-rt: the engine on real Linux threads. (Skeleton.)
+//! heir-rt (`libheir`): heir's inheritance engine on real Linux threads.
+//!
+//! No Linux library lets a thread waiting on a condition variable lend its
+//! priority to the thread that will signal it; heir-rt does it in user space
+//! on a stock kernel (seed 000's PI-CV, seed 003 §4.2's library approach),
+//! driven by the same [`heir_core::Engine`] as the simulator.
+//!
+//! - [`thread`]: the registry — a thread joins with its base attributes
+//!   (`sched_getattr`, saved exactly) and leaves on exit; effective urgencies
+//!   are applied with `sched_setattr` when the engine says they changed.
+//! - [`PiMutex`]: the kernel's PI futex (`FUTEX_LOCK_PI2`/`FUTEX_UNLOCK_PI`,
+//!   TID fast path, as glibc's `PTHREAD_PRIO_INHERIT`); contention is also
+//!   recorded in the engine so boosts continue past the owner into
+//!   condition-variable helpers (seed 000 Fig. 7).
+//! - [`PiCondvar`]: condition variable with helpers (`helpers_add/del`):
+//!   waiters are woken in priority order and lend their urgency to the
+//!   helpers while they wait.
+//! - [`CeilingMutex`]: immediate priority ceiling (seed 004).
+//! - [`PrioQueue`] (seed 000 Fig. 5) and [`rpc::Endpoint`].
+//! - [`capi`]: the C API (`heir.h`).
+//! - [`run`]: runs a scenario file on real threads (`heir run`).
+//!
+//! The locking rule and what is saved and restored are in [`rt`]'s docs and
+//! `docs/RUNTIME.md`.
+
+pub mod capi;
+pub mod caps;
+pub mod ceiling;
+pub mod condvar;
+pub mod mutex;
+pub mod queue;
+pub mod rpc;
+pub mod rt;
+pub mod run;
+pub mod sched;
+pub mod sys;
+pub mod thread;
+
+pub use ceiling::{CeilingMutex, CeilingMutexGuard, RawEngineMutex};
+pub use condvar::{PiCondvar, WaitResult};
+pub use heir_core::{Node, Urgency};
+pub use mutex::{PiMutex, PiMutexGuard, RawPiMutex};
+pub use queue::PrioQueue;
+
+/// Errors of heir-rt operations. Each maps to an errno for the C API
+/// ([`Error::errno`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A system call failed.
+    #[error("{op} failed: errno {errno}")]
+    Os {
+        /// The call.
+        op: &'static str,
+        /// Its errno.
+        errno: i32,
+    },
+    /// The tid is not a live thread of this process.
+    #[error("tid {0} is not a thread of this process")]
+    NoSuchThread(i32),
+    /// The operation would deadlock. `cycle` is the engine's wait-for cycle
+    /// (empty when the kernel found it, or for re-locking an owned mutex).
+    #[error("deadlock: the operation would close a dependency cycle")]
+    Deadlock {
+        /// The cycle, first node repeated last.
+        cycle: Vec<heir_core::Node>,
+    },
+    /// The deadline passed.
+    #[error("timed out")]
+    TimedOut,
+    /// The caller does not own the mutex.
+    #[error("the calling thread does not own the mutex")]
+    NotOwner,
+    /// The object was destroyed (or never initialised) — C API.
+    #[error("invalid or destroyed object")]
+    Invalid,
+    /// The engine refused the operation.
+    #[error("engine: {0}")]
+    Engine(heir_core::EngineError),
+    /// A consistency check failed.
+    #[error("invariant violated: {0}")]
+    Invariant(String),
+}
+
+impl Error {
+    /// The errno the C API returns for this error.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::Os { errno, .. } => *errno,
+            Error::NoSuchThread(_) => libc::ESRCH,
+            Error::Deadlock { .. } => libc::EDEADLK,
+            Error::TimedOut => libc::ETIMEDOUT,
+            Error::NotOwner => libc::EPERM,
+            Error::Invalid => libc::EINVAL,
+            Error::Engine(heir_core::EngineError::Cycle { .. }) => libc::EDEADLK,
+            Error::Engine(heir_core::EngineError::HelperExists { .. }) => libc::EEXIST,
+            Error::Engine(heir_core::EngineError::NotHelper { .. }) => libc::ENOENT,
+            Error::Engine(heir_core::EngineError::NotOwner { .. }) => libc::EPERM,
+            Error::Engine(heir_core::EngineError::ChainTooLong { .. }) => libc::ELOOP,
+            Error::Engine(_) => libc::EINVAL,
+            Error::Invariant(_) => libc::EFAULT,
+        }
+    }
+}
+
+impl From<heir_core::EngineError> for Error {
+    fn from(e: heir_core::EngineError) -> Self {
+        match e {
+            heir_core::EngineError::Cycle { cycle } => Error::Deadlock { cycle },
+            e => Error::Engine(e),
+        }
+    }
+}

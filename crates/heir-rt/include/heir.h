@@ -1,0 +1,86 @@
+/*
+ * heir.h — C API of libheir (heir-rt): priority inheritance beyond mutexes.
+ *
+ * PI condition variables with helpers (seed 000's PI-CV): a thread waiting
+ * on a heir_cond_t lends its priority to the condition's helper threads
+ * until it is woken, times out, or the helper is removed — transitively
+ * through heir PI mutexes and other heir condition variables. Plus kernel
+ * PI-futex mutexes, immediate-priority-ceiling mutexes and seed 000 Fig. 5's
+ * bounded priority queue.
+ *
+ * Conventions (as pthreads): every function returns 0 or a positive errno.
+ *   EINVAL  null, never initialised or destroyed object; bad argument
+ *   ESRCH   the tid is not a live thread of this process
+ *   EEXIST  already a helper;  ENOENT  not a helper
+ *   EPERM   the caller does not own the mutex
+ *   EDEADLK the operation would close a wait-for cycle (state unchanged)
+ *   ETIMEDOUT  the absolute CLOCK_MONOTONIC deadline passed
+ * Thread ids are kernel tids (gettid()). Objects must not be moved or copied
+ * after *_init. Link with -lheir (pkg-config --cflags --libs heir).
+ * See docs/RUNTIME.md.
+ */
+#ifndef HEIR_H
+#define HEIR_H
+
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A PI mutex (kernel PI futex; contention is also known to heir). */
+typedef struct heir_mutex { void *p; unsigned int magic; } heir_mutex_t;
+/** A PI condition variable with helpers. */
+typedef struct heir_cond { void *p; unsigned int magic; } heir_cond_t;
+/** An immediate-priority-ceiling mutex. */
+typedef struct heir_ceiling_mutex { void *p; unsigned int magic; } heir_ceiling_mutex_t;
+/** A bounded priority queue of void * items (seed 000 Fig. 5). */
+typedef struct heir_queue { void *p; unsigned int magic; } heir_queue_t;
+
+/* Threads. A thread joins automatically on first use; joining saves its
+ * scheduling attributes (sched_getattr) as its base. */
+int heir_thread_join(void);
+int heir_thread_leave(void);
+pid_t heir_gettid(void);
+int heir_check_invariants(void);
+
+/* PI mutexes. */
+int heir_mutex_init(heir_mutex_t *m);
+int heir_mutex_lock(heir_mutex_t *m);
+int heir_mutex_trylock(heir_mutex_t *m);
+int heir_mutex_timedlock(heir_mutex_t *m, const struct timespec *abstime);
+int heir_mutex_unlock(heir_mutex_t *m);
+int heir_mutex_destroy(heir_mutex_t *m);
+
+/* PI condition variables (abstime: CLOCK_MONOTONIC). */
+int heir_cond_init(heir_cond_t *c);
+int heir_cond_wait(heir_cond_t *c, heir_mutex_t *m);
+int heir_cond_timedwait(heir_cond_t *c, heir_mutex_t *m, const struct timespec *abstime);
+int heir_cond_signal(heir_cond_t *c);
+int heir_cond_broadcast(heir_cond_t *c);
+int heir_cond_helpers_add(heir_cond_t *c, pid_t helper);
+int heir_cond_helpers_del(heir_cond_t *c, pid_t helper);
+int heir_cond_destroy(heir_cond_t *c);
+
+/* Immediate priority ceiling (prio: SCHED_FIFO 1..99). */
+int heir_ceiling_mutex_init(heir_ceiling_mutex_t *m, int prio);
+int heir_ceiling_mutex_lock(heir_ceiling_mutex_t *m);
+int heir_ceiling_mutex_unlock(heir_ceiling_mutex_t *m);
+int heir_ceiling_mutex_destroy(heir_ceiling_mutex_t *m);
+
+/* Priority queue: push at the caller's effective priority, pop the most
+ * urgent item (FIFO among equals). */
+int heir_queue_init(heir_queue_t *q, unsigned int capacity);
+int heir_queue_push(heir_queue_t *q, void *item);
+int heir_queue_pop(heir_queue_t *q, void **item);
+int heir_queue_timedpop(heir_queue_t *q, void **item, const struct timespec *abstime);
+int heir_queue_add_producer(heir_queue_t *q, pid_t tid);
+int heir_queue_add_consumer(heir_queue_t *q, pid_t tid);
+int heir_queue_destroy(heir_queue_t *q);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HEIR_H */

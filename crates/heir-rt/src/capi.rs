@@ -1,0 +1,508 @@
+//! The C API (`include/heir.h`): pthread-style functions returning 0 or a
+//! positive errno.
+//!
+//! Every object type is a small struct holding a pointer to a heap object
+//! and a magic number; `*_destroy` frees the object and clears both, so a
+//! later call on the destroyed object returns `EINVAL` instead of crashing.
+//! A NULL object pointer also returns `EINVAL`. Deadlines are absolute
+//! `CLOCK_MONOTONIC` times. Thread ids are kernel tids (`gettid()`); a tid
+//! that is not a live thread of this process returns `ESRCH`.
+#![allow(non_camel_case_types)]
+
+use std::ffi::c_void;
+
+use heir_core::{Protocol, Urgency};
+
+use crate::ceiling::RawEngineMutex;
+use crate::condvar::{PiCondvar, WaitResult};
+use crate::mutex::RawPiMutex;
+use crate::queue::PrioQueue;
+use crate::{thread, Error};
+
+const MAGIC_MUTEX: u32 = 0x6865_6d78; // "hemx"
+const MAGIC_COND: u32 = 0x6865_6376; // "hecv"
+const MAGIC_CEIL: u32 = 0x6865_6365; // "hece"
+const MAGIC_QUEUE: u32 = 0x6865_7175; // "hequ"
+
+/// `heir_mutex_t`: a PI mutex (kernel PI futex).
+#[repr(C)]
+#[derive(Debug)]
+pub struct heir_mutex_t {
+    p: *mut c_void,
+    magic: u32,
+}
+
+/// `heir_cond_t`: a PI condition variable with helpers.
+#[repr(C)]
+#[derive(Debug)]
+pub struct heir_cond_t {
+    p: *mut c_void,
+    magic: u32,
+}
+
+/// `heir_ceiling_mutex_t`: an immediate-priority-ceiling mutex.
+#[repr(C)]
+#[derive(Debug)]
+pub struct heir_ceiling_mutex_t {
+    p: *mut c_void,
+    magic: u32,
+}
+
+/// `heir_queue_t`: seed 000 Fig. 5's priority queue of `void *` items.
+#[repr(C)]
+#[derive(Debug)]
+pub struct heir_queue_t {
+    p: *mut c_void,
+    magic: u32,
+}
+
+fn rc(r: Result<(), Error>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.errno(),
+    }
+}
+
+/// Reads an absolute CLOCK_MONOTONIC deadline.
+///
+/// # Safety
+/// `ts` must be null or point at a readable `struct timespec`.
+unsafe fn deadline(ts: *const libc::timespec) -> Result<u64, Error> {
+    // SAFETY: the caller guarantees `ts` is null or readable.
+    let Some(t) = (unsafe { ts.as_ref() }) else {
+        return Err(Error::Invalid);
+    };
+    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+        return Err(Error::Invalid);
+    }
+    Ok(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
+}
+
+macro_rules! handle {
+    ($name:ident, $ty:ty, $inner:ty, $magic:expr) => {
+        /// Resolves a C handle to its object.
+        ///
+        /// # Safety
+        /// `h` must be null or point at a handle struct that is either
+        /// zeroed, destroyed, or initialised by the matching `*_init` and not
+        /// moved since.
+        unsafe fn $name<'a>(h: *const $ty) -> Result<&'a $inner, Error> {
+            // SAFETY: the caller guarantees `h` is null or readable.
+            let Some(h) = (unsafe { h.as_ref() }) else {
+                return Err(Error::Invalid);
+            };
+            if h.magic != $magic || h.p.is_null() {
+                return Err(Error::Invalid);
+            }
+            // SAFETY: a live handle's `p` came from `Box::into_raw` of this
+            // type in `*_init` and is freed only by `*_destroy`.
+            Ok(unsafe { &*(h.p as *const $inner) })
+        }
+    };
+}
+
+handle!(mutex_of, heir_mutex_t, RawPiMutex, MAGIC_MUTEX);
+handle!(cond_of, heir_cond_t, PiCondvar, MAGIC_COND);
+handle!(ceil_of, heir_ceiling_mutex_t, RawEngineMutex, MAGIC_CEIL);
+handle!(queue_of, heir_queue_t, PrioQueue<usize>, MAGIC_QUEUE);
+
+/// Registers the calling thread with its current scheduling attributes.
+#[no_mangle]
+pub extern "C" fn heir_thread_join() -> i32 {
+    rc(thread::join().map(|_| ()))
+}
+
+/// Leaves the registry, restoring the caller's base attributes.
+#[no_mangle]
+pub extern "C" fn heir_thread_leave() -> i32 {
+    thread::leave();
+    0
+}
+
+/// The caller's kernel tid.
+#[no_mangle]
+pub extern "C" fn heir_gettid() -> libc::pid_t {
+    thread::current_tid()
+}
+
+/// Checks the engine's invariants and the kernel attributes of every
+/// registered thread; 0 if they hold, `EFAULT` if not.
+#[no_mangle]
+pub extern "C" fn heir_check_invariants() -> i32 {
+    rc(thread::check_invariants())
+}
+
+/// Initialises a PI mutex.
+///
+/// # Safety
+/// `m` must be null or point at writable memory for a `heir_mutex_t`.
+#[no_mangle]
+pub unsafe extern "C" fn heir_mutex_init(m: *mut heir_mutex_t) -> i32 {
+    // SAFETY: the caller guarantees `m` is null or writable.
+    let Some(m) = (unsafe { m.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    m.p = Box::into_raw(Box::new(RawPiMutex::new())) as *mut c_void;
+    m.magic = MAGIC_MUTEX;
+    0
+}
+
+/// Locks a PI mutex.
+///
+/// # Safety
+/// `m` as for [`heir_mutex_init`], initialised.
+#[no_mangle]
+pub unsafe extern "C" fn heir_mutex_lock(m: *mut heir_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { mutex_of(m) }.and_then(|m| m.lock()))
+}
+
+/// Locks a PI mutex if free (`EBUSY` otherwise).
+///
+/// # Safety
+/// As [`heir_mutex_lock`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_mutex_trylock(m: *mut heir_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    match unsafe { mutex_of(m) } {
+        Ok(m) if m.try_lock() => 0,
+        Ok(_) => libc::EBUSY,
+        Err(e) => e.errno(),
+    }
+}
+
+/// Locks a PI mutex, giving up at `abstime` (CLOCK_MONOTONIC).
+///
+/// # Safety
+/// As [`heir_mutex_lock`]; `abstime` null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_mutex_timedlock(
+    m: *mut heir_mutex_t,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    rc(unsafe { mutex_of(m) }.and_then(|m| {
+        // SAFETY: forwarded caller guarantee on `abstime`.
+        let d = unsafe { deadline(abstime) }?;
+        m.lock_until(Some(d))
+    }))
+}
+
+/// Unlocks a PI mutex (`EPERM` if the caller does not own it).
+///
+/// # Safety
+/// As [`heir_mutex_lock`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_mutex_unlock(m: *mut heir_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { mutex_of(m) }.and_then(|m| m.unlock()))
+}
+
+/// Destroys a PI mutex (`EBUSY` if locked).
+///
+/// # Safety
+/// As [`heir_mutex_lock`]; no other thread may use `m` concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn heir_mutex_destroy(m: *mut heir_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    if let Err(e) = unsafe { mutex_of(m) }.and_then(|x| {
+        if x.owner_tid().is_some() {
+            Err(Error::Os {
+                op: "destroy",
+                errno: libc::EBUSY,
+            })
+        } else {
+            Ok(())
+        }
+    }) {
+        return e.errno();
+    }
+    // SAFETY: validated above: `m` is a live handle.
+    let m = unsafe { &mut *m };
+    // SAFETY: `p` came from Box::into_raw in heir_mutex_init.
+    drop(unsafe { Box::from_raw(m.p as *mut RawPiMutex) });
+    m.p = std::ptr::null_mut();
+    m.magic = 0;
+    0
+}
+
+/// Initialises a PI condition variable (no helpers).
+///
+/// # Safety
+/// `c` must be null or point at writable memory for a `heir_cond_t`.
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_init(c: *mut heir_cond_t) -> i32 {
+    // SAFETY: the caller guarantees `c` is null or writable.
+    let Some(c) = (unsafe { c.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    c.p = Box::into_raw(Box::new(PiCondvar::new())) as *mut c_void;
+    c.magic = MAGIC_COND;
+    0
+}
+
+/// Waits on `c`; `m` (held by the caller) is released while waiting.
+///
+/// # Safety
+/// `c` and `m` initialised handles (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_wait(c: *mut heir_cond_t, m: *mut heir_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    let r = unsafe { cond_of(c) }.and_then(|c| {
+        // SAFETY: forwarded caller guarantee.
+        let m = unsafe { mutex_of(m) }?;
+        c.wait_raw(m, None).map(|_| ())
+    });
+    rc(r)
+}
+
+/// Waits on `c` until `abstime` (CLOCK_MONOTONIC); `ETIMEDOUT` on timeout.
+///
+/// # Safety
+/// As [`heir_cond_wait`]; `abstime` null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_timedwait(
+    c: *mut heir_cond_t,
+    m: *mut heir_mutex_t,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    let r = unsafe { cond_of(c) }.and_then(|c| {
+        // SAFETY: forwarded caller guarantees.
+        let m = unsafe { mutex_of(m) }?;
+        // SAFETY: forwarded caller guarantee.
+        let d = unsafe { deadline(abstime) }?;
+        match c.wait_raw(m, Some(d))? {
+            WaitResult::Woken => Ok(()),
+            WaitResult::TimedOut => Err(Error::TimedOut),
+        }
+    });
+    rc(r)
+}
+
+/// Wakes the most urgent waiter of `c`.
+///
+/// # Safety
+/// `c` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_signal(c: *mut heir_cond_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { cond_of(c) }.and_then(|c| c.signal().map(|_| ())))
+}
+
+/// Wakes every waiter of `c`, most urgent first.
+///
+/// # Safety
+/// `c` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_broadcast(c: *mut heir_cond_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { cond_of(c) }.and_then(|c| c.broadcast().map(|_| ())))
+}
+
+/// Declares thread `helper` a helper of `c` (`EEXIST` if already one,
+/// `ESRCH` if not a thread of this process).
+///
+/// # Safety
+/// `c` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_helpers_add(c: *mut heir_cond_t, helper: libc::pid_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { cond_of(c) }.and_then(|c| c.helpers_add(helper)))
+}
+
+/// Removes helper `helper` from `c` (`ENOENT` if not one), revoking what it
+/// inherited through `c`.
+///
+/// # Safety
+/// `c` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_helpers_del(c: *mut heir_cond_t, helper: libc::pid_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { cond_of(c) }.and_then(|c| c.helpers_del(helper)))
+}
+
+/// Destroys `c` (`EBUSY` if threads wait on it).
+///
+/// # Safety
+/// `c` an initialised handle (or null); not used concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_destroy(c: *mut heir_cond_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    match unsafe { cond_of(c) } {
+        Ok(x) if x.has_waiters() => return libc::EBUSY,
+        Ok(_) => {}
+        Err(e) => return e.errno(),
+    }
+    // SAFETY: validated above: `c` is a live handle.
+    let c = unsafe { &mut *c };
+    // SAFETY: `p` came from Box::into_raw in heir_cond_init.
+    drop(unsafe { Box::from_raw(c.p as *mut PiCondvar) });
+    c.p = std::ptr::null_mut();
+    c.magic = 0;
+    0
+}
+
+/// Initialises a ceiling mutex with real-time priority ceiling `prio`
+/// (1..=99).
+///
+/// # Safety
+/// `m` null or writable memory for a `heir_ceiling_mutex_t`.
+#[no_mangle]
+pub unsafe extern "C" fn heir_ceiling_mutex_init(m: *mut heir_ceiling_mutex_t, prio: i32) -> i32 {
+    if !(1..=99).contains(&prio) {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller guarantees `m` is null or writable.
+    let Some(m) = (unsafe { m.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    let raw = RawEngineMutex::new(Protocol::Ceiling(Urgency::fixed(prio as u8)));
+    m.p = Box::into_raw(Box::new(raw)) as *mut c_void;
+    m.magic = MAGIC_CEIL;
+    0
+}
+
+/// Raises the caller to the ceiling and locks.
+///
+/// # Safety
+/// `m` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_ceiling_mutex_lock(m: *mut heir_ceiling_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { ceil_of(m) }.and_then(|m| m.lock()))
+}
+
+/// Unlocks and restores the caller (to the next outer ceiling or its base).
+///
+/// # Safety
+/// `m` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_ceiling_mutex_unlock(m: *mut heir_ceiling_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { ceil_of(m) }.and_then(|m| m.unlock()))
+}
+
+/// Destroys a ceiling mutex.
+///
+/// # Safety
+/// `m` an initialised handle (or null); not used concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn heir_ceiling_mutex_destroy(m: *mut heir_ceiling_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    if let Err(e) = unsafe { ceil_of(m) } {
+        return e.errno();
+    }
+    // SAFETY: validated above.
+    let m = unsafe { &mut *m };
+    // SAFETY: `p` came from Box::into_raw in heir_ceiling_mutex_init.
+    drop(unsafe { Box::from_raw(m.p as *mut RawEngineMutex) });
+    m.p = std::ptr::null_mut();
+    m.magic = 0;
+    0
+}
+
+/// Initialises a queue of at most `capacity` items.
+///
+/// # Safety
+/// `q` null or writable memory for a `heir_queue_t`.
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_init(q: *mut heir_queue_t, capacity: u32) -> i32 {
+    // SAFETY: the caller guarantees `q` is null or writable.
+    let Some(q) = (unsafe { q.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    if capacity == 0 {
+        return libc::EINVAL;
+    }
+    q.p = Box::into_raw(Box::new(PrioQueue::<usize>::new(capacity as usize))) as *mut c_void;
+    q.magic = MAGIC_QUEUE;
+    0
+}
+
+/// Pushes `item` at the caller's effective priority (blocks while full).
+///
+/// # Safety
+/// `q` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_push(q: *mut heir_queue_t, item: *mut c_void) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { queue_of(q) }.and_then(|q| q.push(item as usize)))
+}
+
+/// Pops the most urgent item into `*item` (blocks while empty).
+///
+/// # Safety
+/// `q` an initialised handle (or null); `item` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_pop(q: *mut heir_queue_t, item: *mut *mut c_void) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { queue_of(q) }.and_then(|q| {
+        // SAFETY: the caller guarantees `item` is null or writable.
+        let out = unsafe { item.as_mut() }.ok_or(Error::Invalid)?;
+        *out = q.pop()? as *mut c_void;
+        Ok(())
+    });
+    rc(r)
+}
+
+/// Pops like [`heir_queue_pop`], giving up at `abstime` (`ETIMEDOUT`).
+///
+/// # Safety
+/// As [`heir_queue_pop`]; `abstime` null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_timedpop(
+    q: *mut heir_queue_t,
+    item: *mut *mut c_void,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { queue_of(q) }.and_then(|q| {
+        // SAFETY: the caller guarantees `item` is null or writable.
+        let out = unsafe { item.as_mut() }.ok_or(Error::Invalid)?;
+        // SAFETY: forwarded caller guarantee.
+        let d = unsafe { deadline(abstime) }?;
+        *out = q.pop_until(Some(d))?.ok_or(Error::TimedOut)? as *mut c_void;
+        Ok(())
+    });
+    rc(r)
+}
+
+/// Declares `tid` a producer of `q` (helper of its "more" condition).
+///
+/// # Safety
+/// `q` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_add_producer(q: *mut heir_queue_t, tid: libc::pid_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { queue_of(q) }.and_then(|q| q.add_producer(tid)))
+}
+
+/// Declares `tid` a consumer of `q` (helper of its "less" condition).
+///
+/// # Safety
+/// `q` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_add_consumer(q: *mut heir_queue_t, tid: libc::pid_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { queue_of(q) }.and_then(|q| q.add_consumer(tid)))
+}
+
+/// Destroys a queue.
+///
+/// # Safety
+/// `q` an initialised handle (or null); not used concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_destroy(q: *mut heir_queue_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    if let Err(e) = unsafe { queue_of(q) } {
+        return e.errno();
+    }
+    // SAFETY: validated above.
+    let q = unsafe { &mut *q };
+    // SAFETY: `p` came from Box::into_raw in heir_queue_init.
+    drop(unsafe { Box::from_raw(q.p as *mut PrioQueue<usize>) });
+    q.p = std::ptr::null_mut();
+    q.magic = 0;
+    0
+}

@@ -1,0 +1,161 @@
+//! [`PrioQueue`]: seed 000 Fig. 5's synchronized finite priority queue.
+//!
+//! One [`PiMutex`] and two [`PiCondvar`]s: `push` waits on `less` while the
+//! queue is full, `pop` waits on `more` while it is empty. `add_producer`
+//! declares a pusher a helper of `more` (consumers waiting for an item lend
+//! it their urgency); `add_consumer` declares a popper a helper of `less`.
+//! Items are popped most urgent first, FIFO among equals.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+
+use heir_core::Urgency;
+
+use crate::condvar::{PiCondvar, WaitResult};
+use crate::mutex::PiMutex;
+use crate::Error;
+
+struct Item<T> {
+    prio: Urgency,
+    seq: u64,
+    value: T,
+}
+
+impl<T> PartialEq for Item<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.prio == o.prio && self.seq == o.seq
+    }
+}
+impl<T> Eq for Item<T> {}
+impl<T> PartialOrd for Item<T> {
+    fn partial_cmp(&self, o: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(o))
+    }
+}
+impl<T> Ord for Item<T> {
+    fn cmp(&self, o: &Self) -> CmpOrdering {
+        self.prio.cmp(&o.prio).then(o.seq.cmp(&self.seq))
+    }
+}
+
+struct Inner<T> {
+    heap: BinaryHeap<Item<T>>,
+    seq: u64,
+}
+
+/// A bounded priority queue with PI-CV helpers.
+pub struct PrioQueue<T> {
+    inner: PiMutex<Inner<T>>,
+    more: PiCondvar,
+    less: PiCondvar,
+    capacity: usize,
+}
+
+impl<T: Send> PrioQueue<T> {
+    /// A queue holding at most `capacity` items (at least 1).
+    pub fn new(capacity: usize) -> Self {
+        PrioQueue {
+            inner: PiMutex::new(Inner {
+                heap: BinaryHeap::new(),
+                seq: 0,
+            }),
+            more: PiCondvar::new(),
+            less: PiCondvar::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Declares `tid` a producer: helper of the "more" condition.
+    pub fn add_producer(&self, tid: i32) -> Result<(), Error> {
+        self.more.helpers_add(tid)
+    }
+
+    /// Declares `tid` a consumer: helper of the "less" condition.
+    pub fn add_consumer(&self, tid: i32) -> Result<(), Error> {
+        self.less.helpers_add(tid)
+    }
+
+    /// Removes producer `tid`.
+    pub fn del_producer(&self, tid: i32) -> Result<(), Error> {
+        self.more.helpers_del(tid)
+    }
+
+    /// Removes consumer `tid`.
+    pub fn del_consumer(&self, tid: i32) -> Result<(), Error> {
+        self.less.helpers_del(tid)
+    }
+
+    /// Pushes at the caller's current effective urgency, blocking while full.
+    pub fn push(&self, value: T) -> Result<(), Error> {
+        let prio = crate::thread::current_urgency()?;
+        self.push_until(value, prio, None)
+    }
+
+    /// Pushes at `prio`, waiting while full until the absolute deadline
+    /// ([`Error::TimedOut`]; the value is dropped on failure).
+    pub fn push_until(
+        &self,
+        value: T,
+        prio: Urgency,
+        deadline_ns: Option<u64>,
+    ) -> Result<(), Error> {
+        let mut g = self.inner.lock()?;
+        while g.heap.len() >= self.capacity {
+            if self.less.wait_raw(g.raw(), deadline_ns)? == WaitResult::TimedOut
+                && g.heap.len() >= self.capacity
+            {
+                return Err(Error::TimedOut);
+            }
+        }
+        let seq = g.seq;
+        g.seq += 1;
+        g.heap.push(Item { prio, seq, value });
+        self.more.signal()?;
+        Ok(())
+    }
+
+    /// Pops the most urgent item, blocking while empty.
+    pub fn pop(&self) -> Result<T, Error> {
+        loop {
+            if let Some(v) = self.pop_until(None)? {
+                return Ok(v);
+            }
+        }
+    }
+
+    /// Pops the most urgent item, waiting while empty until the absolute
+    /// deadline (`Ok(None)` on timeout).
+    pub fn pop_until(&self, deadline_ns: Option<u64>) -> Result<Option<T>, Error> {
+        let mut g = self.inner.lock()?;
+        while g.heap.is_empty() {
+            if self.more.wait_raw(g.raw(), deadline_ns)? == WaitResult::TimedOut
+                && g.heap.is_empty()
+            {
+                return Ok(None);
+            }
+        }
+        let item = g.heap.pop().map(|i| i.value);
+        self.less.signal()?;
+        Ok(item)
+    }
+
+    /// Items queued now.
+    pub fn len(&self) -> Result<usize, Error> {
+        Ok(self.inner.lock()?.heap.len())
+    }
+
+    /// True if empty now.
+    pub fn is_empty(&self) -> Result<bool, Error> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The "more" condition variable (waited on by poppers).
+    pub fn more(&self) -> &PiCondvar {
+        &self.more
+    }
+
+    /// The "less" condition variable (waited on by pushers).
+    pub fn less(&self) -> &PiCondvar {
+        &self.less
+    }
+}

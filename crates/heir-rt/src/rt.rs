@@ -1,0 +1,556 @@
+//! The process-wide runtime: one [`heir_core::Engine`] plus the thread
+//! registry, behind one lock (the *engine lock*).
+//!
+//! # Locking rule
+//!
+//! - The engine lock is a kernel PI futex (`FUTEX_LOCK_PI2`), so a thread that
+//!   holds it inherits the priority of every thread waiting for it: a helper
+//!   de-boosted under the lock cannot be starved by a middle-priority thread
+//!   while a more urgent thread needs the lock.
+//! - It is never held across a system call that can sleep. Under it heir-rt
+//!   only calls `sched_setattr` on `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`
+//!   threads, `tgkill(…, 0)`, `sched_getattr` and `FUTEX_UNLOCK_PI` — none of
+//!   which sleeps. Futex *waits* (condition variables, contended mutexes)
+//!   happen after it is released; futex *wakes* of condition-variable waiters
+//!   happen after it is released too.
+//! - It is never taken recursively, and no user code runs under it.
+//!
+//! # Applying changes
+//!
+//! Every engine operation returns the tasks whose effective urgency changed.
+//! heir-rt applies them **under the engine lock**, and applies the engine's
+//! *current* effective urgency of each task (not the `new` value of the
+//! change), skipping tasks whose last applied value is already right. Two
+//! threads applying changes for the same target therefore cannot reorder:
+//! the later lock holder writes the later engine state. The one exception is
+//! the caller's own de-boost in `signal`/`broadcast`, deferred until the woken
+//! waiter has been made runnable (the kernel's PI-CV does both under one
+//! runqueue lock); the deferred step re-reads the engine under the lock, so
+//! it is exact too.
+
+use std::cell::UnsafeCell;
+use std::collections::{HashMap, HashSet};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use heir_core::{Changes, CondId, Engine, MutexId, Protocol, TaskId, Urgency};
+
+use crate::sched;
+use crate::sys::{self, SchedAttr};
+use crate::Error;
+
+/// `ThreadShared::wake` value: the thread is (about to be) asleep.
+pub(crate) const PARKED: u32 = 1;
+/// `ThreadShared::wake` value: the thread was handed what it waited for.
+pub(crate) const UNPARKED: u32 = 0;
+
+/// The part of a registered thread that outlives the engine lock: its tid and
+/// the futex word it sleeps on when it waits on a condition variable or an
+/// engine-managed mutex (one word per thread: a thread waits for one thing at
+/// a time).
+#[derive(Debug)]
+pub(crate) struct ThreadShared {
+    pub tid: i32,
+    pub wake: AtomicU32,
+}
+
+/// A registered thread.
+#[derive(Debug)]
+struct ThreadRec {
+    shared: Arc<ThreadShared>,
+    base: SchedAttr,
+    base_urgency: Urgency,
+    /// What heir-rt last told the kernel (the base urgency at join).
+    applied: Urgency,
+}
+
+/// Counters of what heir-rt did to the kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ApplyStats {
+    /// `sched_setattr` calls made.
+    pub setattr_calls: u64,
+    /// Calls that failed (other than a vanished thread).
+    pub setattr_errors: u64,
+    /// The last failure's errno (0 if none).
+    pub last_errno: i32,
+    /// Urgencies that could not be expressed for the target (deadline lent to
+    /// a non-deadline thread) and were not applied.
+    pub unexpressible: u64,
+    /// Threads found gone (`ESRCH`) and dropped from the registry.
+    pub vanished: u64,
+}
+
+/// The state behind the engine lock.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub engine: Engine,
+    threads: HashMap<TaskId, ThreadRec>,
+    by_tid: HashMap<i32, TaskId>,
+    mutexes: HashSet<MutexId>,
+    free_mutexes: Vec<(Protocol, MutexId)>,
+    free_conds: Vec<CondId>,
+    pub stats: ApplyStats,
+}
+
+/// A kernel PI futex lock around `T` (used for the engine lock).
+pub(crate) struct PiLock<T> {
+    word: AtomicU32,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the data is only reached through a guard, and a guard exists only
+// while the calling thread owns the futex (mutual exclusion by the kernel).
+unsafe impl<T: Send> Sync for PiLock<T> {}
+
+thread_local! {
+    static TID: i32 = sys::gettid();
+}
+
+/// The calling thread's tid (cached).
+pub fn tid() -> i32 {
+    TID.try_with(|t| *t).unwrap_or_else(|_| sys::gettid())
+}
+
+impl<T> PiLock<T> {
+    pub(crate) const fn new(v: T) -> Self {
+        PiLock {
+            word: AtomicU32::new(0),
+            data: UnsafeCell::new(v),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> PiLockGuard<'_, T> {
+        let me = tid() as u32;
+        if self
+            .word
+            .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            loop {
+                match sys::futex_lock_pi(&self.word, None) {
+                    0 => break,
+                    e if e == libc::EINTR || e == libc::EAGAIN => continue,
+                    e => {
+                        // EDEADLK: this thread already holds the engine lock,
+                        // a bug in heir-rt. Continuing would corrupt state.
+                        eprintln!("heir: engine lock: futex error {e}; aborting");
+                        std::process::abort();
+                    }
+                }
+            }
+        }
+        PiLockGuard { lock: self, me }
+    }
+}
+
+/// Holds a [`PiLock`].
+pub(crate) struct PiLockGuard<'a, T> {
+    lock: &'a PiLock<T>,
+    me: u32,
+}
+
+impl<T> Deref for PiLockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard proves this thread owns the futex.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for PiLockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard proves this thread owns the futex, and `&mut self`
+        // that no other reference from this guard is live.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for PiLockGuard<'_, T> {
+    fn drop(&mut self) {
+        if self
+            .lock
+            .word
+            .compare_exchange(self.me, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // Waiters are queued in the kernel: it hands the lock over.
+            let _ = sys::futex_unlock_pi(&self.lock.word);
+        }
+    }
+}
+
+static STATE: PiLock<Option<State>> = PiLock::new(None);
+
+/// The engine lock, held.
+pub(crate) struct StateGuard(PiLockGuard<'static, Option<State>>);
+
+impl Deref for StateGuard {
+    type Target = State;
+    fn deref(&self) -> &State {
+        match self.0.as_ref() {
+            Some(s) => s,
+            None => unreachable_state(),
+        }
+    }
+}
+
+impl DerefMut for StateGuard {
+    fn deref_mut(&mut self) -> &mut State {
+        match self.0.as_mut() {
+            Some(s) => s,
+            None => unreachable_state(),
+        }
+    }
+}
+
+fn unreachable_state() -> ! {
+    // `state()` initialises before handing out a guard.
+    eprintln!("heir: runtime state missing; aborting");
+    std::process::abort()
+}
+
+/// Takes the engine lock.
+pub(crate) fn state() -> StateGuard {
+    let mut g = STATE.lock();
+    if g.is_none() {
+        *g = Some(State {
+            engine: Engine::new(),
+            threads: HashMap::new(),
+            by_tid: HashMap::new(),
+            mutexes: HashSet::new(),
+            free_mutexes: Vec::new(),
+            free_conds: Vec::new(),
+            stats: ApplyStats::default(),
+        });
+    }
+    StateGuard(g)
+}
+
+/// Drops the calling thread from the registry when it exits.
+struct Member;
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let me = tid();
+        let mut st = state();
+        if let Some(&t) = st.by_tid.get(&me) {
+            st.purge(t);
+        }
+    }
+}
+
+thread_local! {
+    static MEMBER: Member = const { Member };
+}
+
+impl State {
+    /// The task of `tid`, registering it (base read with `sched_getattr`) if
+    /// it is a thread of this process not yet known.
+    pub(crate) fn task_of_tid(&mut self, tid: i32) -> Result<TaskId, Error> {
+        if let Some(&t) = self.by_tid.get(&tid) {
+            return Ok(t);
+        }
+        if !sys::is_own_thread(tid) {
+            return Err(Error::NoSuchThread(tid));
+        }
+        let base = sys::sched_getattr(tid).map_err(|errno| Error::Os {
+            op: "sched_getattr",
+            errno,
+        })?;
+        Ok(self.register(tid, base))
+    }
+
+    fn register(&mut self, tid: i32, base: SchedAttr) -> TaskId {
+        let base_urgency = sched::urgency_of(&base, tid);
+        let t = self.engine.add_task(base_urgency);
+        self.threads.insert(
+            t,
+            ThreadRec {
+                shared: Arc::new(ThreadShared {
+                    tid,
+                    wake: AtomicU32::new(UNPARKED),
+                }),
+                base,
+                base_urgency,
+                applied: base_urgency,
+            },
+        );
+        self.by_tid.insert(tid, t);
+        t
+    }
+
+    /// The calling thread's task (registered on first use; its exit drops
+    /// it from the registry).
+    pub(crate) fn current(&mut self) -> Result<TaskId, Error> {
+        let me = tid();
+        let _ = MEMBER.try_with(|_| ());
+        self.task_of_tid(me)
+    }
+
+    /// The shared part of a registered task.
+    pub(crate) fn shared(&self, t: TaskId) -> Option<Arc<ThreadShared>> {
+        self.threads.get(&t).map(|r| r.shared.clone())
+    }
+
+    /// The tid of a registered task.
+    pub(crate) fn tid_of(&self, t: TaskId) -> Option<i32> {
+        self.threads.get(&t).map(|r| r.shared.tid)
+    }
+
+    /// The task of a tid, if registered.
+    pub(crate) fn lookup_tid(&self, tid: i32) -> Option<TaskId> {
+        self.by_tid.get(&tid).copied()
+    }
+
+    /// Makes the kernel's attributes of `t` match the engine's current
+    /// effective urgency of `t`. Returns false if the thread vanished.
+    fn sync_one(&mut self, t: TaskId) -> bool {
+        let Ok(eff) = self.engine.effective(t) else {
+            return true;
+        };
+        let Some(rec) = self.threads.get_mut(&t) else {
+            return true;
+        };
+        if rec.applied == eff.urgency {
+            return true;
+        }
+        match sched::attr_for(&rec.base, rec.base_urgency, eff.urgency) {
+            None => {
+                self.stats.unexpressible += 1;
+                rec.applied = eff.urgency;
+                true
+            }
+            Some(attr) => {
+                self.stats.setattr_calls += 1;
+                match sys::sched_setattr(rec.shared.tid, &attr) {
+                    Ok(()) => {
+                        rec.applied = eff.urgency;
+                        true
+                    }
+                    Err(e) if e == libc::ESRCH => false,
+                    Err(e) => {
+                        self.stats.setattr_errors += 1;
+                        self.stats.last_errno = e;
+                        true
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies `changes` (see the module docs): each changed task gets the
+    /// engine's current effective urgency.
+    pub(crate) fn apply(&mut self, changes: &Changes) {
+        self.apply_except(changes, None);
+    }
+
+    /// Like [`State::apply`], but a de-boost of `defer` is left for later;
+    /// returns true if one was left.
+    pub(crate) fn apply_except(&mut self, changes: &Changes, defer: Option<TaskId>) -> bool {
+        let mut deferred = false;
+        let mut dead = Vec::new();
+        for c in changes {
+            if Some(c.task) == defer && c.new.urgency < c.old.urgency {
+                deferred = true;
+                continue;
+            }
+            if !self.sync_one(c.task) {
+                dead.push(c.task);
+            }
+        }
+        for t in dead {
+            self.stats.vanished += 1;
+            self.purge(t);
+        }
+        deferred
+    }
+
+    /// Re-applies the engine's current urgency of `t` (the deferred step).
+    pub(crate) fn sync(&mut self, t: TaskId) {
+        if !self.sync_one(t) {
+            self.stats.vanished += 1;
+            self.purge(t);
+        }
+    }
+
+    /// Drops `t` from the engine and the registry: releases what it owns in
+    /// the engine, cancels its wait, removes it from every helper set, and
+    /// applies what that changes for others. Its own attributes are left
+    /// alone (see [`crate::thread::leave`] for a restoring exit).
+    pub(crate) fn purge(&mut self, t: TaskId) {
+        let owned: Vec<MutexId> = self
+            .mutexes
+            .iter()
+            .copied()
+            .filter(|&m| self.engine.owner(m).ok().flatten() == Some(t))
+            .collect();
+        let mut all = Changes::new();
+        for m in owned {
+            if let Ok(c) = self.engine.release(t, m) {
+                all.extend(c);
+            }
+        }
+        if matches!(self.engine.blocked_on(t), Ok(Some(_))) {
+            if let Ok(c) = self.engine.cancel_wait(t) {
+                all.extend(c);
+            }
+        }
+        if let Ok(c) = self.engine.remove_task(t) {
+            all.extend(c);
+        }
+        if let Some(rec) = self.threads.remove(&t) {
+            self.by_tid.remove(&rec.shared.tid);
+        }
+        all.retain(|c| c.task != t);
+        self.apply(&all);
+    }
+
+    /// Restores `t`'s base attributes in the kernel (if heir-rt changed
+    /// them).
+    pub(crate) fn restore_base(&mut self, t: TaskId) {
+        if let Some(rec) = self.threads.get_mut(&t) {
+            if rec.applied != rec.base_urgency {
+                self.stats.setattr_calls += 1;
+                if sys::sched_setattr(rec.shared.tid, &rec.base).is_ok() {
+                    rec.applied = rec.base_urgency;
+                }
+            }
+        }
+    }
+
+    /// A new engine mutex with `protocol` (recycled when possible: the engine
+    /// has no way to delete one).
+    pub(crate) fn new_mutex(&mut self, protocol: Protocol) -> MutexId {
+        let m = match self.free_mutexes.iter().position(|(p, _)| *p == protocol) {
+            Some(i) => self.free_mutexes.swap_remove(i).1,
+            None => self.engine.add_mutex(protocol),
+        };
+        self.mutexes.insert(m);
+        m
+    }
+
+    /// Returns a mutex to the pool if nobody owns or waits on it.
+    pub(crate) fn free_mutex(&mut self, m: MutexId, protocol: Protocol) {
+        if self.engine.owner(m).ok().flatten().is_some() {
+            return;
+        }
+        let waited = self.threads.keys().any(|&t| {
+            self.engine.blocked_on(t).ok().flatten() == Some(heir_core::Blocker::Mutex(m))
+        });
+        if waited {
+            return;
+        }
+        self.mutexes.remove(&m);
+        self.free_mutexes.push((protocol, m));
+    }
+
+    /// A new engine condition variable (recycled when possible).
+    pub(crate) fn new_cond(&mut self) -> CondId {
+        self.free_conds
+            .pop()
+            .unwrap_or_else(|| self.engine.add_cond())
+    }
+
+    /// Drops every helper of `c` and returns it to the pool if nobody waits.
+    pub(crate) fn free_cond(&mut self, c: CondId) {
+        let helpers: Vec<TaskId> = self
+            .engine
+            .helpers(c)
+            .map(|h| h.to_vec())
+            .unwrap_or_default();
+        for h in helpers {
+            if let Ok(ch) = self.engine.helper_del(c, h) {
+                self.apply(&ch);
+            }
+        }
+        let waited = self.threads.keys().any(|&t| {
+            self.engine.blocked_on(t).ok().flatten() == Some(heir_core::Blocker::Cond(c))
+        });
+        if !waited {
+            self.free_conds.push(c);
+        }
+    }
+
+    /// Checks the engine's invariants and that the kernel holds, for every
+    /// registered thread, exactly the attributes heir-rt applied.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        self.engine
+            .check_invariants()
+            .map_err(|e| Error::Invariant(e.0))?;
+        for (&t, rec) in &self.threads {
+            let eff = self.engine.effective(t).map_err(Error::Engine)?;
+            if eff.urgency != rec.applied
+                && sched::attr_for(&rec.base, rec.base_urgency, eff.urgency).is_some()
+            {
+                return Err(Error::Invariant(format!(
+                    "tid {}: engine says {}, heir-rt applied {}",
+                    rec.shared.tid, eff.urgency, rec.applied
+                )));
+            }
+            if let Ok(k) = sys::sched_getattr(rec.shared.tid) {
+                if let Some(want) = sched::attr_for(&rec.base, rec.base_urgency, rec.applied) {
+                    let same = k.sched_policy == want.sched_policy
+                        && (k.sched_priority == want.sched_priority)
+                        && (k.sched_policy == sys::SCHED_FIFO
+                            || k.sched_policy == sys::SCHED_RR
+                            || k.sched_nice == want.sched_nice);
+                    if !same {
+                        return Err(Error::Invariant(format!(
+                            "tid {}: kernel has policy {} prio {} nice {}, expected policy {} prio {} nice {}",
+                            rec.shared.tid,
+                            k.sched_policy,
+                            k.sched_priority,
+                            k.sched_nice,
+                            want.sched_policy,
+                            want.sched_priority,
+                            want.sched_nice
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What the registry knows about `t`.
+    pub(crate) fn info(&self, t: TaskId) -> Option<crate::thread::ThreadInfo> {
+        let rec = self.threads.get(&t)?;
+        Some(crate::thread::ThreadInfo {
+            tid: rec.shared.tid,
+            base: rec.base,
+            base_urgency: rec.base_urgency,
+            effective: self.engine.effective(t).ok()?.urgency,
+            applied: rec.applied,
+        })
+    }
+
+    /// True if some registered thread waits on `c`.
+    pub(crate) fn cond_waited(&self, c: CondId) -> bool {
+        self.threads
+            .keys()
+            .any(|&t| self.engine.blocked_on(t).ok().flatten() == Some(heir_core::Blocker::Cond(c)))
+    }
+
+    /// Number of registered threads.
+    pub(crate) fn registered(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Re-reads `t`'s base (after the user changed its attributes).
+    pub(crate) fn set_base(&mut self, t: TaskId, base: SchedAttr) -> Result<(), Error> {
+        let Some(rec) = self.threads.get_mut(&t) else {
+            return Err(Error::NoSuchThread(0));
+        };
+        let bu = sched::urgency_of(&base, rec.shared.tid);
+        rec.base = base;
+        rec.base_urgency = bu;
+        rec.applied = bu;
+        let ch = self.engine.set_base(t, bu).map_err(Error::Engine)?;
+        self.apply(&ch);
+        // The thread's own change may be absent from `ch` (its effective
+        // urgency may stay the same while its base moved): re-sync it.
+        self.sync(t);
+        Ok(())
+    }
+}

@@ -1,0 +1,932 @@
+//! Runs a scenario file on real threads: `heir run`.
+//!
+//! The same semantics as the simulator, on the kernel's scheduler:
+//!
+//! - one thread per task instance, `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER` as
+//!   the file says, pinned to the task's `cpus` (all CPUs when absent);
+//! - `run` is a calibrated busy loop (ns per loop measured at start on a
+//!   pinned thread, like rt-app's calibration, or `global.calibration` when it
+//!   is an integer); `runtime` a wall-clock busy loop; `sleep` a relative
+//!   sleep; every busy loop also stops at the end of the run;
+//! - timers as rt-app: `t_next` starts at the thread's start and advances by
+//!   the period at each use; the thread sleeps with `clock_nanosleep`
+//!   (`TIMER_ABSTIME`, `CLOCK_MONOTONIC`); in relative mode an overrun resets
+//!   `t_next` to now. A job completes when the thread reaches its next timer:
+//!   response = completion − release, and an overrun (completion at or after
+//!   the next release) is a deadline miss. A task without timers counts each
+//!   pass of a phase as a job (no deadline);
+//! - mutexes: `inherit` → [`RawPiMutex`] (kernel PI futex), `none` and
+//!   `ceiling` → [`RawEngineMutex`]; conditions → [`PiCondvar`] with the
+//!   file's helpers when PI-CV is on; queues → seed 000 Fig. 5 (pushers help
+//!   "more", poppers help "less"); RPC endpoints → [`Endpoint`] (servers help
+//!   every caller's reply condition); barriers and suspend/resume on
+//!   [`PiCondvar`]s.
+//!
+//! Every blocking operation has the end of the run as its deadline, so a run
+//! always ends. RT throttling is never touched.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+
+use heir_core::{Node, Protocol, Urgency};
+use heir_scenario::{
+    EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Task, TimerMode,
+};
+use heir_sim::{DeadlockReport, Report, ResponseStats, TaskReport};
+
+use crate::caps::Capabilities;
+use crate::ceiling::RawEngineMutex;
+use crate::condvar::{PiCondvar, WaitResult};
+use crate::mutex::{PiMutex, RawPiMutex};
+use crate::queue::PrioQueue;
+use crate::rpc::{Caller, Endpoint};
+use crate::sys::{self, SchedAttr};
+use crate::{thread, Error};
+
+/// Overrides of what the scenario file says.
+#[derive(Clone, Debug, Default)]
+pub struct RunConfig {
+    /// Replaces `global.duration` (µs).
+    pub duration_us: Option<u64>,
+    /// Replaces `global.pi_cv`.
+    pub pi_cv: Option<bool>,
+    /// Replaces `global.calibration` (ns per loop).
+    pub calibration_ns_per_loop: Option<u64>,
+}
+
+/// Why a scenario could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No finite duration.
+    #[error("the scenario has no finite duration: set global.duration in the file or pass --duration SECONDS")]
+    NoDuration,
+    /// The process may not use real-time priorities.
+    #[error("cannot run real-time threads: {0}")]
+    NoPrivilege(String),
+    /// A feature `heir run` does not implement.
+    #[error("{path}: {what} is not supported by heir run")]
+    Unsupported {
+        /// JSON path.
+        path: String,
+        /// What.
+        what: String,
+    },
+    /// The scenario cannot be run as written here.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// JSON path.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The runtime failed.
+    #[error("runtime: {0}")]
+    Runtime(#[from] Error),
+    /// A thread could not be started.
+    #[error("cannot start thread {name}: {source}")]
+    Spawn {
+        /// Thread name.
+        name: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// A scenario resource, instantiated.
+enum Res {
+    Pi(RawPiMutex),
+    Engine(RawEngineMutex),
+    Cond(PiCondvar),
+    Queue(PrioQueue<()>),
+    Barrier {
+        state: PiMutex<(u32, u64)>,
+        cond: PiCondvar,
+        users: u32,
+    },
+    Timer {
+        unique: bool,
+        mode: TimerMode,
+        shared: PiMutex<Option<u64>>,
+    },
+    Suspend {
+        mutex: RawPiMutex,
+        cond: PiCondvar,
+    },
+    Endpoint(Endpoint<u64, ()>),
+}
+
+/// Busy-loop work unit: a few dependent integer operations.
+#[inline(never)]
+fn waste(loops: u64) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..loops {
+        x = std::hint::black_box(x.rotate_left(7) ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d));
+    }
+    std::hint::black_box(x);
+}
+
+/// Measures ns per [`waste`] loop on `cpu` (a pinned, short-lived
+/// `SCHED_FIFO` thread when allowed): the median of 41 samples of 100 000
+/// loops after a warm-up (robust to a preempted sample and to a lucky one).
+pub fn calibrate(cpu: u32) -> f64 {
+    let h = std::thread::spawn(move || {
+        let _ = sys::set_affinity(0, &[cpu]);
+        let me = sys::gettid();
+        let saved = sys::sched_getattr(me).ok();
+        let _ = sys::sched_setattr(me, &crate::sched::fifo(1));
+        waste(2_000_000);
+        let mut samples = Vec::with_capacity(41);
+        for _ in 0..41 {
+            let t0 = sys::now_ns();
+            waste(100_000);
+            samples.push((sys::now_ns() - t0) as f64 / 100_000.0);
+            sys::sleep_until(sys::now_ns() + 100_000);
+        }
+        if let Some(s) = saved {
+            let _ = sys::sched_setattr(me, &s);
+        }
+        samples.sort_by(f64::total_cmp);
+        samples[samples.len() / 2]
+    });
+    h.join().unwrap_or(1.0).max(0.01)
+}
+
+/// SplitMix64, for `Micros::Uniform` draws.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn draw(&mut self, m: Micros) -> u64 {
+        match m {
+            Micros::Fixed(v) => v,
+            Micros::Uniform { min, max } if max > min => min + self.next() % (max - min + 1),
+            Micros::Uniform { min, .. } => min,
+        }
+    }
+}
+
+fn attr_of(task: &Task) -> Result<SchedAttr, RunError> {
+    let s = task.sched;
+    let clamp_rt = |p: i32| p.clamp(1, 99) as u8;
+    Ok(match s.policy {
+        Policy::Fifo => crate::sched::fifo(clamp_rt(s.priority)),
+        Policy::Rr => SchedAttr {
+            sched_policy: sys::SCHED_RR,
+            sched_priority: u32::from(clamp_rt(s.priority)),
+            ..SchedAttr::default()
+        },
+        Policy::Other => crate::sched::other(s.priority.clamp(-20, 19) as i8),
+        Policy::Batch => SchedAttr {
+            sched_policy: sys::SCHED_BATCH,
+            sched_nice: s.priority.clamp(-20, 19),
+            ..SchedAttr::default()
+        },
+        Policy::Idle => SchedAttr {
+            sched_policy: sys::SCHED_IDLE,
+            ..SchedAttr::default()
+        },
+        Policy::Deadline => {
+            return Err(RunError::Unsupported {
+                path: task.path.clone(),
+                what: "SCHED_DEADLINE".into(),
+            })
+        }
+    })
+}
+
+/// What each thread hands back.
+struct ThreadOut {
+    stats: ResponseStats,
+    jobs: u64,
+    misses: u64,
+    events: u64,
+}
+
+/// Run-wide shared state.
+struct Shared {
+    res: Vec<Res>,
+    end_ns: AtomicU64,
+    failure: Mutex<Option<Error>>,
+    ns_per_loop: f64,
+    deadlock: Mutex<Option<DeadlockReport>>,
+    stopped: AtomicBool,
+    names: Mutex<HashMap<i32, String>>,
+    seed: u64,
+}
+
+/// Stop reasons inside a thread.
+enum Stop {
+    End,
+    Deadlock,
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::TimedOut => Stop::End,
+            Error::Deadlock { .. } => Stop::Deadlock,
+            e => Stop::Failed(e),
+        }
+    }
+}
+
+/// Runs `scenario` on real threads and reports like the simulator
+/// (`mode: "real"`).
+pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, RunError> {
+    let duration_us = config
+        .duration_us
+        .or_else(|| {
+            scenario
+                .global
+                .duration_s
+                .filter(|d| d.is_finite() && *d > 0.0)
+                .map(|d| (d * 1e6) as u64)
+        })
+        .ok_or(RunError::NoDuration)?;
+    let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
+    let caps = Capabilities::detect();
+    let needs_rt = scenario.tasks.iter().any(|t| {
+        t.sched.policy.is_realtime()
+            || t.phases
+                .iter()
+                .any(|p| p.sched.is_some_and(|s| s.policy.is_realtime()))
+    });
+    if let Some(why) = caps.realtime_missing() {
+        if needs_rt {
+            return Err(RunError::NoPrivilege(why));
+        }
+    }
+    // Check what the runner cannot do before starting anything.
+    let mut attrs = Vec::new();
+    for t in &scenario.tasks {
+        attrs.push(attr_of(t)?);
+        for c in t.cpus.iter().flatten() {
+            if !caps.cpus.contains(c) {
+                return Err(RunError::Invalid {
+                    path: format!("{}.cpus", t.path),
+                    message: format!("CPU {c} is not available (allowed: {:?})", caps.cpus),
+                });
+            }
+        }
+        for p in &t.phases {
+            if let Some(s) = p.sched {
+                if s.policy == Policy::Deadline {
+                    return Err(RunError::Unsupported {
+                        path: p.path.clone(),
+                        what: "SCHED_DEADLINE".into(),
+                    });
+                }
+            }
+        }
+    }
+    let calib_cpu = scenario
+        .tasks
+        .iter()
+        .find_map(|t| t.cpus.as_ref().and_then(|c| c.first().copied()))
+        .unwrap_or_else(|| caps.test_cpu());
+    let ns_per_loop = match config
+        .calibration_ns_per_loop
+        .or(scenario.global.calibration_ns_per_loop)
+    {
+        Some(v) => v.max(1) as f64,
+        None => calibrate(calib_cpu),
+    };
+
+    // Resources.
+    let mut res = Vec::new();
+    for r in &scenario.resources {
+        res.push(match &r.kind {
+            ResourceKind::Mutex { protocol } => match protocol {
+                MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
+                MutexProtocol::None => Res::Engine(RawEngineMutex::new(Protocol::None)),
+                MutexProtocol::Ceiling { ceiling } => Res::Engine(RawEngineMutex::new(
+                    Protocol::Ceiling(Urgency::fixed((*ceiling).clamp(1, 99) as u8)),
+                )),
+            },
+            ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),
+            ResourceKind::Queue { capacity, .. } => Res::Queue(PrioQueue::new(*capacity as usize)),
+            ResourceKind::Barrier { users } => Res::Barrier {
+                state: PiMutex::new((0, 0)),
+                cond: PiCondvar::new(),
+                users: *users,
+            },
+            ResourceKind::Timer { mode, unique } => Res::Timer {
+                unique: *unique,
+                mode: *mode,
+                shared: PiMutex::new(None),
+            },
+            ResourceKind::Suspend { .. } => Res::Suspend {
+                mutex: RawPiMutex::new(),
+                cond: PiCondvar::new(),
+            },
+            ResourceKind::Endpoint { .. } => Res::Endpoint(Endpoint::new(pi_cv)),
+        });
+    }
+    let nthreads: usize = scenario.tasks.iter().map(|t| t.instance as usize).sum();
+    let shared = Arc::new(Shared {
+        res,
+        end_ns: AtomicU64::new(u64::MAX),
+        failure: Mutex::new(None),
+        ns_per_loop,
+        deadlock: Mutex::new(None),
+        stopped: AtomicBool::new(false),
+        names: Mutex::new(HashMap::new()),
+        seed: scenario.global.seed,
+    });
+    // Start: every thread registers, reports its tid, then waits for t0.
+    let ready = Arc::new(Barrier::new(nthreads + 1));
+    let go = Arc::new(Barrier::new(nthreads + 1));
+    let t0_cell = Arc::new(AtomicU64::new(0));
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, i32)>();
+    let mut handles = Vec::new();
+    let mut names = Vec::new();
+    let mut idx = 0usize;
+    for (ti, task) in scenario.tasks.iter().enumerate() {
+        for name in task.thread_names() {
+            let sh = shared.clone();
+            let task = task.clone();
+            let attr = attrs[ti];
+            let ready = ready.clone();
+            let go = go.clone();
+            let t0_cell = t0_cell.clone();
+            let tx = tid_tx.clone();
+            let my_idx = idx;
+            let cpus = task.cpus.clone().unwrap_or_else(|| caps.cpus.clone());
+            let h = std::thread::Builder::new()
+                .name(name.chars().take(15).collect())
+                .spawn(move || {
+                    let ok = sys::set_affinity(0, &cpus).is_ok()
+                        && sys::sched_setattr(sys::gettid(), &attr).is_ok()
+                        && thread::join().is_ok();
+                    let callers = make_callers(&sh, &task);
+                    let _ = tx.send((my_idx, if ok { sys::gettid() } else { -1 }));
+                    ready.wait();
+                    go.wait();
+                    let t0 = t0_cell.load(Ordering::Acquire);
+                    let out = match callers {
+                        Ok(c) if ok => run_thread(&sh, &task, my_idx, t0, c),
+                        _ => ThreadOut {
+                            stats: ResponseStats::new(),
+                            jobs: 0,
+                            misses: 0,
+                            events: 0,
+                        },
+                    };
+                    thread::leave();
+                    out
+                })
+                .map_err(|source| RunError::Spawn {
+                    name: name.clone(),
+                    source,
+                })?;
+            handles.push(h);
+            names.push(name);
+            idx += 1;
+        }
+    }
+    drop(tid_tx);
+    let mut tids = vec![-1; nthreads];
+    for (i, tid) in tid_rx.iter().take(nthreads) {
+        tids[i] = tid;
+    }
+    ready.wait();
+    let failed = tids.iter().position(|&t| t < 0);
+    // Helpers (PI-CV), servers; names for deadlock reports.
+    let setup = (|| -> Result<(), Error> {
+        if let Ok(mut n) = shared.names.lock() {
+            for (i, &tid) in tids.iter().enumerate() {
+                n.insert(tid, names[i].clone());
+            }
+        }
+        let threads_of = |tis: &[heir_scenario::TaskIdx]| -> Vec<i32> {
+            let mut v = Vec::new();
+            let mut k = 0;
+            for (ti, t) in scenario.tasks.iter().enumerate() {
+                for _ in 0..t.instance {
+                    if tis.iter().any(|x| x.0 == ti) {
+                        v.push(tids[k]);
+                    }
+                    k += 1;
+                }
+            }
+            v
+        };
+        for (ri, r) in scenario.resources.iter().enumerate() {
+            match (&r.kind, &shared.res[ri]) {
+                (ResourceKind::Cond { helpers }, Res::Cond(c)) if pi_cv => {
+                    for tid in threads_of(helpers) {
+                        c.helpers_add(tid)?;
+                    }
+                }
+                (
+                    ResourceKind::Queue {
+                        pushers, poppers, ..
+                    },
+                    Res::Queue(q),
+                ) if pi_cv => {
+                    for tid in threads_of(pushers) {
+                        q.add_producer(tid)?;
+                    }
+                    for tid in threads_of(poppers) {
+                        q.add_consumer(tid)?;
+                    }
+                }
+                (ResourceKind::Endpoint { servers, .. }, Res::Endpoint(e)) => {
+                    for tid in threads_of(servers) {
+                        e.add_server(tid)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    })();
+    let t0 = sys::now_ns() + 20_000_000;
+    let end = t0 + duration_us * 1000;
+    shared.end_ns.store(end, Ordering::Release);
+    t0_cell.store(t0, Ordering::Release);
+    if failed.is_some() || setup.is_err() {
+        // Tell every thread to stop at once.
+        shared.end_ns.store(0, Ordering::Release);
+    }
+    go.wait();
+    let mut outs = Vec::new();
+    for h in handles {
+        outs.push(h.join().ok());
+    }
+    if let Some(i) = failed {
+        return Err(RunError::NoPrivilege(format!(
+            "thread {} could not set its scheduling attributes or CPU affinity",
+            names[i]
+        )));
+    }
+    setup?;
+    let actual_end = sys::now_ns().min(end);
+    let mut tasks = Vec::new();
+    let mut events = 0;
+    for (name, out) in names.into_iter().zip(outs) {
+        let out = out.unwrap_or(ThreadOut {
+            stats: ResponseStats::new(),
+            jobs: 0,
+            misses: 0,
+            events: 0,
+        });
+        events += out.events;
+        tasks.push(TaskReport {
+            name,
+            jobs: out.jobs,
+            deadline_misses: out.misses,
+            response_us: out.stats.summary(),
+        });
+    }
+    let deadlock = shared.deadlock.lock().ok().and_then(|d| d.clone());
+    if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
+        return Err(RunError::Runtime(e));
+    }
+    Ok(Report {
+        mode: "real",
+        duration_us: actual_end.saturating_sub(t0) as f64 / 1000.0,
+        tasks,
+        deadlock,
+        events,
+    })
+}
+
+fn make_callers(sh: &Shared, task: &Task) -> Result<HashMap<usize, Caller>, Error> {
+    let mut m = HashMap::new();
+    for p in &task.phases {
+        for e in &p.events {
+            if let EventKind::Call { endpoint, .. } = e.kind {
+                if let Res::Endpoint(ep) = &sh.res[endpoint.0] {
+                    if let std::collections::hash_map::Entry::Vacant(v) = m.entry(endpoint.0) {
+                        v.insert(ep.caller()?);
+                    }
+                }
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// Per-thread execution state.
+struct Ctx<'a> {
+    sh: &'a Shared,
+    rng: Rng,
+    callers: HashMap<usize, Caller>,
+    /// Unique timers' `t_next`.
+    timers: HashMap<usize, u64>,
+    t_first: u64,
+    release: u64,
+    stats: ResponseStats,
+    jobs: u64,
+    misses: u64,
+    events: u64,
+    held: Vec<usize>,
+    has_timer: bool,
+}
+
+impl Ctx<'_> {
+    fn end(&self) -> u64 {
+        self.sh.end_ns.load(Ordering::Acquire)
+    }
+
+    fn over(&self) -> bool {
+        sys::now_ns() >= self.end() || self.sh.stopped.load(Ordering::Relaxed)
+    }
+
+    fn busy_loops(&self, loops: u64) -> Result<(), Stop> {
+        let mut left = loops;
+        while left > 0 {
+            let n = left.min(2000);
+            waste(n);
+            left -= n;
+            if self.over() {
+                return Err(Stop::End);
+            }
+        }
+        Ok(())
+    }
+
+    fn busy_until(&self, t: u64) -> Result<(), Stop> {
+        let end = self.end();
+        loop {
+            let now = sys::now_ns();
+            if now >= end {
+                return Err(Stop::End);
+            }
+            if now >= t {
+                return Ok(());
+            }
+            waste(200);
+        }
+    }
+
+    fn run_us(&self, us: u64) -> Result<(), Stop> {
+        self.busy_loops((us as f64 * 1000.0 / self.sh.ns_per_loop) as u64)
+    }
+
+    fn lock(&mut self, r: usize) -> Result<(), Stop> {
+        let end = Some(self.end());
+        match &self.sh.res[r] {
+            Res::Pi(m) => m.lock_until(end).map_err(|e| self.on_error(e))?,
+            Res::Engine(m) => m.lock_until(end).map_err(|e| self.on_error(e))?,
+            _ => {}
+        }
+        self.held.push(r);
+        Ok(())
+    }
+
+    fn unlock(&mut self, r: usize) -> Result<(), Stop> {
+        match &self.sh.res[r] {
+            Res::Pi(m) => m.unlock()?,
+            Res::Engine(m) => m.unlock()?,
+            _ => {}
+        }
+        if let Some(i) = self.held.iter().rposition(|&x| x == r) {
+            self.held.remove(i);
+        }
+        Ok(())
+    }
+
+    fn on_error(&self, e: Error) -> Stop {
+        if let Error::Deadlock { cycle } = &e {
+            self.report_deadlock(cycle);
+        }
+        e.into()
+    }
+
+    fn report_deadlock(&self, cycle: &[Node]) {
+        let names = self.sh.names.lock().map(|n| n.clone()).unwrap_or_default();
+        let res_name = |n: &Node| -> String {
+            for (i, r) in self.sh.res.iter().enumerate() {
+                let hit = match (n, r) {
+                    (Node::Mutex(m), Res::Pi(x)) => x.id() == *m,
+                    (Node::Mutex(m), Res::Engine(x)) => x.id() == *m,
+                    (Node::Cond(c), Res::Cond(x)) => x.id() == *c,
+                    _ => false,
+                };
+                if hit {
+                    return format!("r{i}");
+                }
+            }
+            format!("{n:?}")
+        };
+        let mut out = Vec::new();
+        for n in cycle {
+            match n {
+                Node::Task(t) => {
+                    let name = names
+                        .iter()
+                        .find(|(tid, _)| thread::task_of(**tid) == Some(*t))
+                        .map(|(_, n)| n.clone())
+                        .unwrap_or_else(|| format!("{t:?}"));
+                    out.push(name);
+                }
+                other => out.push(res_name(other)),
+            }
+        }
+        if let Ok(mut d) = self.sh.deadlock.lock() {
+            if d.is_none() {
+                *d = Some(DeadlockReport {
+                    at_us: sys::now_ns().saturating_sub(self.t_first) as f64 / 1000.0,
+                    cycle: out,
+                });
+            }
+        }
+        self.sh.stopped.store(true, Ordering::Relaxed);
+    }
+
+    fn complete_job(&mut self, now: u64, deadline: Option<u64>) {
+        self.stats.record(now.saturating_sub(self.release));
+        self.jobs += 1;
+        if deadline.is_some_and(|d| now >= d) {
+            self.misses += 1;
+        }
+    }
+
+    fn timer(&mut self, r: usize, period_us: u64) -> Result<(), Stop> {
+        let period = period_us * 1000;
+        let (unique, mode) = match &self.sh.res[r] {
+            Res::Timer { unique, mode, .. } => (*unique, *mode),
+            _ => (true, TimerMode::Relative),
+        };
+        let t_first = self.t_first;
+        let next = if unique {
+            let t = self.timers.entry(r).or_insert(t_first);
+            *t += period;
+            *t
+        } else if let Res::Timer { shared, .. } = &self.sh.res[r] {
+            let mut g = shared.lock()?;
+            let t = g.get_or_insert(t_first);
+            *t += period;
+            *t
+        } else {
+            t_first + period
+        };
+        let now = sys::now_ns();
+        self.complete_job(now, Some(next));
+        let release = if now < next {
+            let end = self.end();
+            sys::sleep_until(next.min(end));
+            if next >= end {
+                return Err(Stop::End);
+            }
+            next
+        } else if mode == TimerMode::Relative {
+            if unique {
+                self.timers.insert(r, now);
+            } else if let Res::Timer { shared, .. } = &self.sh.res[r] {
+                *shared.lock()? = Some(now);
+            }
+            now
+        } else {
+            next
+        };
+        self.release = release;
+        Ok(())
+    }
+
+    fn event(&mut self, kind: &EventKind) -> Result<(), Stop> {
+        self.events += 1;
+        let end = Some(self.end());
+        match kind {
+            EventKind::Run(m) => {
+                let us = self.rng.draw(*m);
+                self.run_us(us)?;
+            }
+            EventKind::Runtime(m) => {
+                let us = self.rng.draw(*m);
+                self.busy_until(sys::now_ns() + us * 1000)?;
+            }
+            EventKind::Sleep(m) => {
+                let us = self.rng.draw(*m);
+                let t = sys::now_ns() + us * 1000;
+                sys::sleep_until(t.min(self.end()));
+                if self.over() {
+                    return Err(Stop::End);
+                }
+            }
+            EventKind::Timer { timer, period } => {
+                let p = self.rng.draw(*period);
+                self.timer(timer.0, p)?;
+            }
+            EventKind::Lock(r) => self.lock(r.0)?,
+            EventKind::Unlock(r) => self.unlock(r.0)?,
+            EventKind::Wait { cond, mutex } => {
+                let c = match &self.sh.res[cond.0] {
+                    Res::Cond(c) => c,
+                    _ => return Ok(()),
+                };
+                let r = match &self.sh.res[mutex.0] {
+                    Res::Pi(m) => c.wait_raw(m, end),
+                    Res::Engine(m) => c.wait_engine(m, end),
+                    _ => Ok(WaitResult::Woken),
+                };
+                if r.map_err(|e| self.on_error(e))? == WaitResult::TimedOut && self.over() {
+                    return Err(Stop::End);
+                }
+            }
+            EventKind::Signal(r) => {
+                if let Res::Cond(c) = &self.sh.res[r.0] {
+                    c.signal()?;
+                }
+            }
+            EventKind::Broadcast(r) => {
+                if let Res::Cond(c) = &self.sh.res[r.0] {
+                    c.broadcast()?;
+                }
+            }
+            EventKind::Barrier(r) => {
+                if let Res::Barrier { state, cond, users } = &self.sh.res[r.0] {
+                    let mut g = state.lock()?;
+                    g.0 += 1;
+                    if g.0 >= *users {
+                        g.0 = 0;
+                        g.1 += 1;
+                        cond.broadcast()?;
+                    } else {
+                        let gen = g.1;
+                        loop {
+                            if g.1 != gen {
+                                break;
+                            }
+                            if cond.wait_raw(g.raw(), end)? == WaitResult::TimedOut && g.1 == gen {
+                                return Err(Stop::End);
+                            }
+                        }
+                    }
+                }
+            }
+            EventKind::Suspend(r) => {
+                if let Res::Suspend { mutex, cond } = &self.sh.res[r.0] {
+                    mutex.lock_until(end)?;
+                    let w = cond.wait_raw(mutex, end);
+                    mutex.unlock()?;
+                    if w? == WaitResult::TimedOut {
+                        return Err(Stop::End);
+                    }
+                }
+            }
+            EventKind::Resume(r) => {
+                if let Res::Suspend { mutex, cond } = &self.sh.res[r.0] {
+                    mutex.lock_until(end)?;
+                    let b = cond.broadcast();
+                    mutex.unlock()?;
+                    b?;
+                }
+            }
+            EventKind::Yield => {
+                // SAFETY: sched_yield takes no arguments.
+                unsafe { libc::sched_yield() };
+            }
+            EventKind::Push(q) => {
+                if let Res::Queue(q) = &self.sh.res[q.0] {
+                    let prio = thread::current_urgency()?;
+                    q.push_until((), prio, end)?;
+                }
+            }
+            EventKind::Pop(q) => {
+                if let Res::Queue(q) = &self.sh.res[q.0] {
+                    if q.pop_until(end)?.is_none() {
+                        return Err(Stop::End);
+                    }
+                }
+            }
+            EventKind::Call { endpoint, run } => {
+                let us = self.rng.draw(*run);
+                if let (Res::Endpoint(ep), Some(c)) =
+                    (&self.sh.res[endpoint.0], self.callers.get(&endpoint.0))
+                {
+                    let prio = thread::current_urgency()?;
+                    if ep.call_until(c, us, prio, end)?.is_none() {
+                        return Err(Stop::End);
+                    }
+                }
+            }
+            EventKind::Serve(e) => {
+                if let Res::Endpoint(ep) = &self.sh.res[e.0] {
+                    let mut stop = None;
+                    let served = ep.serve_until(end, |us| {
+                        if let Err(s) = self.run_us(us) {
+                            stop = Some(s);
+                        }
+                    })?;
+                    if let Some(s) = stop {
+                        return Err(s);
+                    }
+                    if !served {
+                        return Err(Stop::End);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn uses_timer(task: &Task) -> bool {
+    task.phases.iter().any(|p| {
+        p.events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Timer { .. }))
+    })
+}
+
+fn run_thread(
+    sh: &Shared,
+    task: &Task,
+    idx: usize,
+    t0: u64,
+    callers: HashMap<usize, Caller>,
+) -> ThreadOut {
+    let start = t0 + task.delay_us * 1000;
+    let mut cx = Ctx {
+        sh,
+        rng: Rng(sh.seed ^ (idx as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        callers,
+        timers: HashMap::new(),
+        t_first: start,
+        release: start,
+        stats: ResponseStats::new(),
+        jobs: 0,
+        misses: 0,
+        events: 0,
+        held: Vec::new(),
+        has_timer: uses_timer(task),
+    };
+    let end = cx.end();
+    if start < end {
+        sys::sleep_until(start);
+        if let Err(Stop::Failed(e)) = run_phases(&mut cx, task) {
+            if let Ok(mut f) = sh.failure.lock() {
+                f.get_or_insert(e);
+            }
+            sh.stopped.store(true, Ordering::Relaxed);
+        }
+    }
+    // Leave nothing locked behind.
+    while let Some(r) = cx.held.pop() {
+        match &sh.res[r] {
+            Res::Pi(m) => {
+                let _ = m.unlock();
+            }
+            Res::Engine(m) => {
+                let _ = m.unlock();
+            }
+            _ => {}
+        }
+    }
+    ThreadOut {
+        stats: cx.stats,
+        jobs: cx.jobs,
+        misses: cx.misses,
+        events: cx.events,
+    }
+}
+
+fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
+    let mut pass = 0u64;
+    loop {
+        if task.loops.is_some_and(|n| pass >= n) {
+            return Ok(());
+        }
+        pass += 1;
+        for p in &task.phases {
+            if let Some(cpus) = &p.cpus {
+                let _ = sys::set_affinity(0, cpus);
+            }
+            if let Some(s) = p.sched {
+                let t = Task {
+                    sched: s,
+                    ..task.clone()
+                };
+                if let Ok(a) = attr_of(&t) {
+                    thread::set_sched(&a)?;
+                }
+            }
+            for _ in 0..p.loops {
+                if !cx.has_timer {
+                    cx.release = sys::now_ns();
+                }
+                for e in &p.events {
+                    if cx.over() {
+                        return Err(Stop::End);
+                    }
+                    cx.event(&e.kind)?;
+                }
+                if !cx.has_timer {
+                    let now = sys::now_ns();
+                    cx.complete_job(now, None);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! Thin wrappers over the Linux system calls heir-rt needs: `gettid`,
+//! `sched_getattr`/`sched_setattr`, `futex` (wait/wake on a private word,
+//! `FUTEX_LOCK_PI2`/`FUTEX_UNLOCK_PI`), clocks and CPU affinity.
+//!
+//! This is the only module with `unsafe`; every wrapper is a safe function
+//! whose arguments make the call sound (references to live memory, sizes
+//! from `size_of`).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+/// An OS error number (`errno`).
+pub type Errno = i32;
+
+/// `SCHED_OTHER`.
+pub const SCHED_OTHER: u32 = 0;
+/// `SCHED_FIFO`.
+pub const SCHED_FIFO: u32 = 1;
+/// `SCHED_RR`.
+pub const SCHED_RR: u32 = 2;
+/// `SCHED_BATCH`.
+pub const SCHED_BATCH: u32 = 3;
+/// `SCHED_IDLE`.
+pub const SCHED_IDLE: u32 = 5;
+/// `SCHED_DEADLINE`.
+pub const SCHED_DEADLINE: u32 = 6;
+/// `SCHED_FLAG_RESET_ON_FORK`.
+pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+
+/// The owner-TID bits of a PI futex word.
+pub const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
+/// Set by a contender: the owner must unlock through the kernel.
+pub const FUTEX_WAITERS: u32 = 0x8000_0000;
+
+const FUTEX_WAKE: i32 = 1;
+const FUTEX_LOCK_PI: i32 = 6;
+const FUTEX_UNLOCK_PI: i32 = 7;
+const FUTEX_WAIT_BITSET: i32 = 9;
+const FUTEX_LOCK_PI2: i32 = 13;
+const FUTEX_PRIVATE_FLAG: i32 = 128;
+const FUTEX_BITSET_MATCH_ANY: u32 = 0xffff_ffff;
+
+/// The kernel's `struct sched_attr` (`SCHED_ATTR_SIZE_VER1`, 56 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedAttr {
+    /// Size of the structure (filled in by the wrappers).
+    pub size: u32,
+    /// `SCHED_*` policy.
+    pub sched_policy: u32,
+    /// `SCHED_FLAG_*` flags.
+    pub sched_flags: u64,
+    /// Nice value (fair policies).
+    pub sched_nice: i32,
+    /// Real-time priority (FIFO/RR).
+    pub sched_priority: u32,
+    /// `SCHED_DEADLINE` runtime (ns).
+    pub sched_runtime: u64,
+    /// `SCHED_DEADLINE` relative deadline (ns).
+    pub sched_deadline: u64,
+    /// `SCHED_DEADLINE` period (ns).
+    pub sched_period: u64,
+    /// Utilisation clamp minimum.
+    pub sched_util_min: u32,
+    /// Utilisation clamp maximum.
+    pub sched_util_max: u32,
+}
+
+const SCHED_ATTR_SIZE: u32 = std::mem::size_of::<SchedAttr>() as u32;
+
+fn errno() -> Errno {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// The calling thread's kernel thread id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// `sched_getattr(tid)`: the attributes as the user set them (never the
+/// PI-boosted priority).
+pub fn sched_getattr(tid: i32) -> Result<SchedAttr, Errno> {
+    let mut attr = SchedAttr {
+        size: SCHED_ATTR_SIZE,
+        ..SchedAttr::default()
+    };
+    // SAFETY: `attr` is a live, writable `struct sched_attr` of the size we
+    // pass; the kernel writes at most that many bytes.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut attr as *mut SchedAttr,
+            SCHED_ATTR_SIZE,
+            0u32,
+        )
+    };
+    if r == 0 {
+        Ok(attr)
+    } else {
+        Err(errno())
+    }
+}
+
+/// `sched_setattr(tid, attr)`. Does not sleep for FIFO/RR/OTHER targets.
+pub fn sched_setattr(tid: i32, attr: &SchedAttr) -> Result<(), Errno> {
+    let mut a = *attr;
+    a.size = SCHED_ATTR_SIZE;
+    // SAFETY: `a` is a live `struct sched_attr` with its size field set; the
+    // kernel only reads it.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &a as *const SchedAttr, 0u32) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// True if `tid` is a thread of this process (`tgkill(getpid(), tid, 0)`).
+pub fn is_own_thread(tid: i32) -> bool {
+    if tid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks existence and permission; no signal is sent.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) };
+    r == 0
+}
+
+/// `CLOCK_MONOTONIC` now, in ns.
+pub fn now_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec; clock_gettime writes it.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Converts ns to a `timespec`.
+pub fn timespec(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// Sleeps until `CLOCK_MONOTONIC` reaches `abs_ns` (`TIMER_ABSTIME`).
+pub fn sleep_until(abs_ns: u64) {
+    let ts = timespec(abs_ns);
+    loop {
+        // SAFETY: `ts` is a live timespec; the remainder pointer may be null
+        // with TIMER_ABSTIME.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if r != libc::EINTR {
+            return;
+        }
+    }
+}
+
+/// Result of [`futex_wait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FutexWait {
+    /// Woken (or spuriously returned, or the word differed): re-check.
+    Retry,
+    /// The absolute deadline passed.
+    TimedOut,
+}
+
+/// `FUTEX_WAIT_BITSET` (private) while `*word == expected`, until the
+/// absolute `CLOCK_MONOTONIC` deadline if any.
+pub fn futex_wait(word: &AtomicU32, expected: u32, deadline_ns: Option<u64>) -> FutexWait {
+    let ts = deadline_ns.map(timespec);
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live, aligned u32 for the whole call; `tsp` is null
+    // or points at a live timespec.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+            expected,
+            tsp,
+            std::ptr::null::<u32>(),
+            FUTEX_BITSET_MATCH_ANY,
+        )
+    };
+    if r != 0 && errno() == libc::ETIMEDOUT {
+        FutexWait::TimedOut
+    } else {
+        FutexWait::Retry
+    }
+}
+
+/// `FUTEX_WAKE` (private) of up to `n` waiters of `word`.
+pub fn futex_wake(word: &AtomicU32, n: i32) {
+    // SAFETY: `word` is a live, aligned u32; FUTEX_WAKE only uses its address.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            FUTEX_WAKE | FUTEX_PRIVATE_FLAG,
+            n,
+        )
+    };
+}
+
+static NO_LOCK_PI2: AtomicBool = AtomicBool::new(false);
+
+/// `FUTEX_LOCK_PI2` (private; `CLOCK_MONOTONIC` absolute timeout), falling
+/// back to `FUTEX_LOCK_PI` (`CLOCK_REALTIME` timeout) on kernels before 5.14.
+/// Returns 0 when the caller owns the futex, else the errno (`ETIMEDOUT`,
+/// `EDEADLK`, `EINTR`, `EAGAIN`, ...).
+pub fn futex_lock_pi(word: &AtomicU32, deadline_ns: Option<u64>) -> Errno {
+    let pi2 = !NO_LOCK_PI2.load(Ordering::Relaxed);
+    let ts = deadline_ns.map(|d| {
+        if pi2 {
+            timespec(d)
+        } else {
+            // FUTEX_LOCK_PI measures its timeout on CLOCK_REALTIME.
+            let now_m = now_ns();
+            let now_r = clock_ns(libc::CLOCK_REALTIME);
+            timespec(now_r + d.saturating_sub(now_m))
+        }
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let op = if pi2 { FUTEX_LOCK_PI2 } else { FUTEX_LOCK_PI };
+    // SAFETY: `word` is a live, aligned u32 for the whole call; `tsp` is null
+    // or a live timespec.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op | FUTEX_PRIVATE_FLAG,
+            0,
+            tsp,
+        )
+    };
+    if r == 0 {
+        return 0;
+    }
+    let e = errno();
+    if e == libc::ENOSYS && pi2 {
+        NO_LOCK_PI2.store(true, Ordering::Relaxed);
+        return futex_lock_pi(word, deadline_ns);
+    }
+    e
+}
+
+/// `FUTEX_UNLOCK_PI` (private): the kernel hands the futex to its top waiter.
+/// Never sleeps.
+pub fn futex_unlock_pi(word: &AtomicU32) -> Result<(), Errno> {
+    // SAFETY: `word` is a live, aligned u32 owned by the caller.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// Pins thread `tid` (0 = caller) to `cpus`.
+pub fn set_affinity(tid: i32, cpus: &[u32]) -> Result<(), Errno> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if (c as usize) < libc::CPU_SETSIZE as usize {
+            // SAFETY: `c` is below CPU_SETSIZE, so the bit is inside `set`.
+            unsafe { libc::CPU_SET(c as usize, &mut set) };
+        }
+    }
+    // SAFETY: `set` is a live cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<u32> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return vec![0];
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `i` is below CPU_SETSIZE.
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .map(|i| i as u32)
+        .collect()
+}

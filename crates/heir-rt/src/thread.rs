@@ -1,0 +1,118 @@
+//! The thread registry: join, leave, inspect.
+//!
+//! A thread joins the first time it uses heir-rt (or explicitly with
+//! [`join`]); another thread can name it by tid (e.g. as a helper) before
+//! that, which registers it on its behalf. Joining saves the thread's
+//! attributes exactly as `sched_getattr` reports them (the *base*); heir-rt
+//! only ever writes attributes derived from the base and restores the base
+//! itself when the boost ends. A thread that used heir-rt leaves when it
+//! exits (a thread-local destructor): what it owned in the engine is
+//! released, its wait cancelled, and it is dropped from every helper set, so
+//! nobody keeps an urgency it lent. [`leave`] does the same and restores the
+//! caller's base attributes.
+
+use heir_core::Urgency;
+
+use crate::rt::{self, ApplyStats};
+use crate::sys::{self, SchedAttr};
+use crate::Error;
+
+/// What the registry knows about a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// The attributes saved at join.
+    pub base: SchedAttr,
+    /// The base, as an urgency.
+    pub base_urgency: Urgency,
+    /// The engine's effective urgency now.
+    pub effective: Urgency,
+    /// What heir-rt last applied with `sched_setattr`.
+    pub applied: Urgency,
+}
+
+/// The calling thread's kernel tid.
+pub fn current_tid() -> i32 {
+    rt::tid()
+}
+
+/// Registers the calling thread with its current attributes; returns its
+/// tid. Idempotent.
+pub fn join() -> Result<i32, Error> {
+    let mut st = rt::state();
+    st.current()?;
+    Ok(rt::tid())
+}
+
+/// Sets the calling thread's attributes (`sched_setattr`) and makes them its
+/// base, joining if needed. Fails with `EPERM` without the privilege.
+pub fn set_sched(attr: &SchedAttr) -> Result<(), Error> {
+    let me = rt::tid();
+    let mut st = rt::state();
+    let t = st.current()?;
+    sys::sched_setattr(me, attr).map_err(|errno| Error::Os {
+        op: "sched_setattr",
+        errno,
+    })?;
+    let base = sys::sched_getattr(me).map_err(|errno| Error::Os {
+        op: "sched_getattr",
+        errno,
+    })?;
+    st.set_base(t, base)
+}
+
+/// Leaves the registry: releases what the caller owns in the engine, drops it
+/// from every helper set (revoking what it inherited through them) and
+/// restores its base attributes.
+pub fn leave() {
+    let me = rt::tid();
+    let mut st = rt::state();
+    if let Some(t) = st.lookup_tid(me) {
+        st.restore_base(t);
+        st.purge(t);
+    }
+}
+
+/// What the registry knows about `tid`, if registered.
+pub fn info(tid: i32) -> Option<ThreadInfo> {
+    let st = rt::state();
+    let t = st.lookup_tid(tid)?;
+    st.info(t)
+}
+
+/// The engine's effective urgency of the calling thread (joining if needed).
+pub fn current_urgency() -> Result<Urgency, Error> {
+    let mut st = rt::state();
+    let t = st.current()?;
+    Ok(st.engine.effective(t)?.urgency)
+}
+
+/// Number of registered threads.
+pub fn registered() -> usize {
+    rt::state().registered()
+}
+
+/// Checks the engine's invariants and that every registered thread's kernel
+/// attributes are exactly what heir-rt applied.
+pub fn check_invariants() -> Result<(), Error> {
+    rt::state().check()
+}
+
+/// Counters of `sched_setattr` calls and failures.
+pub fn apply_stats() -> ApplyStats {
+    rt::state().stats
+}
+
+/// Pins the calling thread to `cpus`.
+pub fn pin_current(cpus: &[u32]) -> Result<(), Error> {
+    sys::set_affinity(0, cpus).map_err(|errno| Error::Os {
+        op: "sched_setaffinity",
+        errno,
+    })
+}
+
+/// The engine task of a registered tid.
+pub fn task_of(tid: i32) -> Option<heir_core::TaskId> {
+    rt::state().lookup_tid(tid)
+}

@@ -1,0 +1,194 @@
+//! The C API as a C program sees it: `heir.h` compiles cleanly, declares
+//! every exported function, the pkg-config file resolves, and the C
+//! producer/consumer example (examples/c) builds, runs and shows the
+//! producer boosted while the consumer waits.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding the freshly built `libheir.so` (the test binary
+/// lives in `<target>/<profile>/deps`).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    let deps = exe.parent().expect("deps dir").to_path_buf();
+    for d in [
+        deps.clone(),
+        deps.parent().expect("profile dir").to_path_buf(),
+    ] {
+        if d.join("libheir.so").exists() {
+            return d;
+        }
+    }
+    panic!("libheir.so not found next to {}", exe.display());
+}
+
+fn cc() -> Option<String> {
+    for c in ["cc", "gcc", "clang"] {
+        if Command::new(c).arg("--version").output().is_ok() {
+            return Some(c.to_string());
+        }
+    }
+    None
+}
+
+fn need_cc(test: &str) -> Option<String> {
+    match cc() {
+        Some(c) => Some(c),
+        None if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: no C compiler under CI=true")
+        }
+        None => {
+            eprintln!("{test}: SKIPPED: no C compiler");
+            None
+        }
+    }
+}
+
+#[test]
+fn header_declares_every_exported_function() {
+    let header = std::fs::read_to_string(crate_dir().join("include/heir.h")).expect("heir.h");
+    let src = std::fs::read_to_string(crate_dir().join("src/capi.rs")).expect("capi.rs");
+    let mut n = 0;
+    for line in src.lines() {
+        let l = line.trim_start();
+        if let Some(rest) = l
+            .strip_prefix("pub unsafe extern \"C\" fn ")
+            .or_else(|| l.strip_prefix("pub extern \"C\" fn "))
+        {
+            let name = rest.split('(').next().expect("name");
+            assert!(header.contains(&format!("{name}(")), "heir.h lacks {name}");
+            n += 1;
+        }
+    }
+    assert!(n >= 25, "found {n} exported functions");
+}
+
+#[test]
+fn header_compiles_standalone_with_warnings_as_errors() {
+    let Some(cc) = need_cc("capi::header") else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("heir-h-{}.o", std::process::id()));
+    let st = Command::new(&cc)
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-x",
+            "c",
+            "-c",
+        ])
+        .arg(crate_dir().join("include/heir.h"))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("cc");
+    let _ = std::fs::remove_file(&out);
+    assert!(st.success());
+}
+
+fn build_example(cc: &str, flags: &[String], out: &Path) {
+    let src = crate_dir().join("../../examples/c/producer_consumer.c");
+    let output = Command::new(cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .arg(&src)
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("cc");
+    assert!(
+        output.status.success(),
+        "building the C example failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn pkg_config_file_resolves_to_the_built_library() {
+    let pc_in = std::fs::read_to_string(crate_dir().join("heir.pc.in")).expect("heir.pc.in");
+    let dir = std::env::temp_dir().join(format!("heir-pc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let pc = pc_in
+        .replace("@LIBDIR@", &lib_dir().display().to_string())
+        .replace(
+            "@INCLUDEDIR@",
+            &crate_dir().join("include").display().to_string(),
+        )
+        .replace("@VERSION@", env!("CARGO_PKG_VERSION"));
+    std::fs::write(dir.join("heir.pc"), pc).expect("write");
+    let out = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "heir"])
+        .env("PKG_CONFIG_PATH", &dir)
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let Ok(out) = out else {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("pkg-config missing under CI=true");
+        }
+        eprintln!("pkg_config: SKIPPED: no pkg-config");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let flags = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(flags.contains("-lheir"), "{flags}");
+    assert!(flags.contains(&format!("-I{}", crate_dir().join("include").display())));
+    assert!(flags.contains(&format!("-L{}", lib_dir().display())));
+}
+
+#[test]
+fn c_producer_consumer_example_runs_with_helpers() {
+    let Some(rt) = rt_or_skip("capi::example", 30) else {
+        return;
+    };
+    let Some(cc) = need_cc("capi::example") else {
+        return;
+    };
+    let exe = std::env::temp_dir().join(format!("heir-example-{}", std::process::id()));
+    let lib = lib_dir();
+    let flags = vec![
+        format!("-I{}", crate_dir().join("include").display()),
+        format!("-L{}", lib.display()),
+        "-lheir".to_string(),
+        format!("-Wl,-rpath,{}", lib.display()),
+        "-lpthread".to_string(),
+    ];
+    build_example(&cc, &flags, &exe);
+    let out = Command::new(&exe)
+        .arg(rt.cpu.to_string())
+        .output()
+        .expect("run example");
+    let _ = std::fs::remove_file(&exe);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "example failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The producer saw its own priority raised to the consumer's while the
+    // consumer waited, and back to its base afterwards.
+    assert!(
+        stdout.contains("producer priority while consumer waits: 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("producer priority after the push: 10"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("consumed 5 items in priority order"),
+        "{stdout}"
+    );
+}

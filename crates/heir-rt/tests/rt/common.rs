@@ -1,0 +1,135 @@
+//! Shared test scaffolding: capability gate, serialisation, watchdog,
+//! pinned SCHED_FIFO threads, bounded busy loops.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use heir::caps::Capabilities;
+use heir::sys;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A real-time test's environment; holds the serialisation lock and the
+/// watchdog for the test's duration.
+pub struct Rt {
+    pub cpu: u32,
+    _serial: MutexGuard<'static, ()>,
+    _dog: Watchdog,
+}
+
+/// Returns the environment, or `None` (after printing why) when real-time
+/// scheduling is unavailable; under `CI=true` that panics instead.
+pub fn rt_or_skip(test: &str, limit_s: u64) -> Option<Rt> {
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let caps = Capabilities::detect();
+    if let Some(why) = caps.realtime_missing() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{test}: real-time capability missing under CI=true: {why}");
+        }
+        eprintln!("{test}: SKIPPED: {why}");
+        return None;
+    }
+    Some(Rt {
+        cpu: caps.test_cpu(),
+        _serial: serial,
+        _dog: Watchdog::start(test, limit_s),
+    })
+}
+
+/// Aborts the process if a test overruns its bound (a hang is a failure,
+/// never a stuck CI run).
+pub struct Watchdog {
+    done: Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    pub fn start(test: &str, limit_s: u64) -> Watchdog {
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let name = test.to_string();
+        std::thread::spawn(move || {
+            let deadline = sys::now_ns() + limit_s * 1_000_000_000;
+            while sys::now_ns() < deadline {
+                if d.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if !d.load(Ordering::Relaxed) {
+                eprintln!("{name}: watchdog: exceeded {limit_s} s; aborting");
+                std::process::abort();
+            }
+        });
+        Watchdog { done }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Spawns a thread pinned to `cpu` at `SCHED_FIFO` `prio`, registered with
+/// heir (base = that priority).
+pub fn spawn_fifo<T: Send + 'static>(
+    cpu: u32,
+    prio: u8,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> JoinHandle<T> {
+    std::thread::spawn(move || {
+        sys::set_affinity(0, &[cpu]).expect("pin");
+        heir::thread::set_sched(&heir::sched::fifo(prio)).expect("SCHED_FIFO");
+        f()
+    })
+}
+
+/// Spawns like [`spawn_fifo`] and returns the thread's tid once it runs.
+pub fn spawn_fifo_tid<T: Send + 'static>(
+    cpu: u32,
+    prio: u8,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> (JoinHandle<T>, i32) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = spawn_fifo(cpu, prio, move || {
+        tx.send(heir::thread::current_tid()).expect("send tid");
+        f()
+    });
+    let tid = rx.recv().expect("tid");
+    (h, tid)
+}
+
+/// CPU time of the calling thread (ns).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Burns `ns` of the calling thread's CPU time, giving up at the absolute
+/// wall-clock `limit` (every busy loop has a deadline). Returns true if the
+/// work completed.
+pub fn busy_cpu(ns: u64, limit: u64) -> bool {
+    let start = thread_cpu_ns();
+    while thread_cpu_ns() - start < ns {
+        if sys::now_ns() >= limit {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+    true
+}
+
+/// The calling thread's kernel `sched_priority` (its `sched_getattr` view).
+pub fn my_prio() -> u32 {
+    sys::sched_getattr(sys::gettid())
+        .expect("sched_getattr")
+        .sched_priority
+}
+
+pub const MS: u64 = 1_000_000;

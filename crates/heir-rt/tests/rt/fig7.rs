@@ -1,0 +1,91 @@
+//! Seed 000 Fig. 7 on real threads: the consumer's boost reaches the owner of
+//! a PI mutex the producer (a helper) blocks on: consumer → PI-CV → producer →
+//! PI mutex → "Mutex" thread. Pinned to one CPU; thread-recorded timestamps.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use heir::sys::now_ns;
+use heir::{PiMutex, PrioQueue, Urgency};
+
+use crate::common::*;
+
+#[derive(Default)]
+struct Times {
+    cons_woken: AtomicU64,
+    prod_signal: AtomicU64,
+    mutex_unlock: AtomicU64,
+    mutex_max_prio: AtomicU32,
+    annoy_start: AtomicU64,
+}
+
+#[test]
+fn boost_reaches_the_mutex_owner_through_the_producer() {
+    let Some(rt) = rt_or_skip("fig7", 20) else {
+        return;
+    };
+    let cpu = rt.cpu;
+    let q = Arc::new(PrioQueue::<u32>::new(4));
+    let m = Arc::new(PiMutex::new(0u32));
+    let tm = Arc::new(Times::default());
+    let t0 = now_ns() + 30 * MS;
+    let limit = t0 + 500 * MS;
+
+    // "Mutex" (prio 5) locks M first and works 15 ms inside.
+    let (mm, tmm) = (m.clone(), tm.clone());
+    let mutex_thread = spawn_fifo(cpu, 5, move || {
+        heir::sys::sleep_until(t0);
+        let mut g = mm.lock().expect("lock M");
+        let start = thread_cpu_ns();
+        let mut maxp = 0;
+        while thread_cpu_ns() - start < 15 * MS && now_ns() < limit {
+            maxp = maxp.max(my_prio());
+        }
+        *g += 1;
+        tmm.mutex_max_prio.store(maxp, Ordering::SeqCst);
+        tmm.mutex_unlock.store(now_ns(), Ordering::SeqCst);
+        drop(g);
+    });
+    // Producer (prio 10): works 5 ms, then needs M, then pushes.
+    let (qp, mp, tp) = (q.clone(), m.clone(), tm.clone());
+    let (prod, prod_tid) = spawn_fifo_tid(cpu, 10, move || {
+        heir::sys::sleep_until(t0 + 2 * MS);
+        assert!(busy_cpu(5 * MS, limit));
+        {
+            let mut g = mp.lock().expect("producer locks M");
+            *g += 1;
+        }
+        tp.prod_signal.store(now_ns(), Ordering::SeqCst);
+        qp.push_until(1, Urgency::fixed(10), Some(limit))
+            .expect("push");
+    });
+    q.add_producer(prod_tid).expect("helper");
+    // Consumer (prio 30) waits for an item.
+    let (qc, tc) = (q.clone(), tm.clone());
+    let cons = spawn_fifo(cpu, 30, move || {
+        heir::sys::sleep_until(t0 + MS);
+        assert_eq!(qc.pop_until(Some(limit)).expect("pop"), Some(1));
+        tc.cons_woken.store(now_ns(), Ordering::SeqCst);
+    });
+    // Annoyer (prio 20) wakes while "Mutex" holds M on the producer's behalf.
+    let ta = tm.clone();
+    let ann = spawn_fifo(cpu, 20, move || {
+        heir::sys::sleep_until(t0 + 10 * MS);
+        ta.annoy_start.store(now_ns(), Ordering::SeqCst);
+        assert!(busy_cpu(5 * MS, limit));
+    });
+    for h in [mutex_thread, prod, cons, ann] {
+        h.join().expect("thread");
+    }
+    heir::thread::check_invariants().expect("invariants");
+    let g = |a: &AtomicU64| a.load(Ordering::SeqCst);
+    // The mutex owner ran at the consumer's priority (applied by heir: the
+    // kernel's own PI boost is not visible through sched_getattr).
+    assert_eq!(tm.mutex_max_prio.load(Ordering::SeqCst), 30);
+    // The annoyer waited until the chain unwound: M unlocked, item pushed,
+    // consumer woken.
+    assert!(g(&tm.annoy_start) > g(&tm.mutex_unlock));
+    assert!(g(&tm.annoy_start) > g(&tm.prod_signal));
+    assert!(g(&tm.annoy_start) > g(&tm.cons_woken));
+    assert!(g(&tm.mutex_unlock) < g(&tm.prod_signal));
+}

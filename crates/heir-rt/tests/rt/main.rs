@@ -1,0 +1,19 @@
+//! heir-rt integration tests: one binary, a module per behaviour.
+//!
+//! Real-time tests pin their threads to one CPU, run under a watchdog, and
+//! are serialised (see `common`). Where SCHED_FIFO is not available they
+//! print why and skip — except under `CI=true`, where that is a failure.
+
+mod common;
+
+mod bad_args;
+mod capi;
+mod ceiling;
+mod chain;
+mod exit;
+mod fig6;
+mod fig7;
+mod queue_rpc;
+mod revoke;
+mod run_scenario;
+mod stress;
