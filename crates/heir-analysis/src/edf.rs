@@ -1,0 +1,133 @@
+//! EDF / CBS admission (seed 001 §3.3), for `SCHED_DEADLINE` reservations.
+//!
+//! A reservation `(Q, P)` with relative deadline `D` is guaranteed `Q` units
+//! of CPU every `P` once admitted. Two tests:
+//!
+//! - utilisation: `Σ_i Q_i / P_i ≤ 1` ([`utilisation_test`]);
+//! - with blocking: `∀i: Σ_{D_j ≤ D_i} Q_j / P_j + B_i / P_i ≤ 1`
+//!   ([`blocking_test`]), where `B_i` is the longest time a reservation can
+//!   be blocked by reservations with a longer relative deadline.
+//!
+//! Sums of fractions are compared with 1 exactly (128-bit rationals); only
+//! when a denominator would overflow does the comparison fall back to `f64`
+//! with a relative tolerance of 1e-12.
+
+use crate::model::Nanos;
+
+/// One reservation, and the blocking it can suffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    /// `Q`: budget per period.
+    pub runtime: Nanos,
+    /// `D`: relative deadline.
+    pub deadline: Nanos,
+    /// `P`: period.
+    pub period: Nanos,
+    /// `B`: worst-case blocking (0 for independent tasks).
+    pub blocking: Nanos,
+}
+
+/// The outcome of an admission test.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Admission {
+    /// True if every inequality holds.
+    pub admitted: bool,
+    /// Left-hand side per reservation (for the utilisation test, the same
+    /// total for every reservation).
+    pub load: Vec<f64>,
+}
+
+/// `Σ Q_i / P_i ≤ 1`.
+pub fn utilisation_test(res: &[Reservation]) -> Admission {
+    let terms: Vec<(u64, u64)> = res.iter().map(|r| (r.runtime, r.period)).collect();
+    let ok = sum_le_one(&terms);
+    let total: f64 = terms.iter().map(|&(n, d)| n as f64 / d as f64).sum();
+    Admission {
+        admitted: ok,
+        load: vec![total; res.len()],
+    }
+}
+
+/// `∀i: Σ_{D_j ≤ D_i} Q_j / P_j + B_i / P_i ≤ 1` (seed 001 §3.3).
+pub fn blocking_test(res: &[Reservation]) -> Admission {
+    let mut admitted = true;
+    let mut load = Vec::with_capacity(res.len());
+    let mut terms: Vec<(u64, u64)> = Vec::with_capacity(res.len() + 1);
+    for r in res {
+        terms.clear();
+        terms.extend(
+            res.iter()
+                .filter(|o| o.deadline <= r.deadline)
+                .map(|o| (o.runtime, o.period)),
+        );
+        terms.push((r.blocking, r.period));
+        if !sum_le_one(&terms) {
+            admitted = false;
+        }
+        load.push(terms.iter().map(|&(n, d)| n as f64 / d as f64).sum());
+    }
+    Admission { admitted, load }
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        let t = a % b;
+        a = b;
+        b = t;
+    }
+    a
+}
+
+/// Exactly whether `Σ num/den ≤ 1` (zero denominators count as +∞ unless the
+/// numerator is 0).
+pub(crate) fn sum_le_one(terms: &[(u64, u64)]) -> bool {
+    let (mut n, mut d): (u128, u128) = (0, 1);
+    for &(a, b) in terms {
+        if a == 0 {
+            continue;
+        }
+        if b == 0 {
+            return false;
+        }
+        let (a, b) = (a as u128, b as u128);
+        let g = gcd(d, b);
+        let lcm = match (d / g).checked_mul(b) {
+            Some(l) => l,
+            None => return sum_le_one_f64(terms),
+        };
+        let (Some(x), Some(y)) = (n.checked_mul(lcm / d), a.checked_mul(lcm / b)) else {
+            return sum_le_one_f64(terms);
+        };
+        let Some(s) = x.checked_add(y) else {
+            return sum_le_one_f64(terms);
+        };
+        let g2 = gcd(s, lcm);
+        n = s / g2;
+        d = lcm / g2;
+        if n > d {
+            return false;
+        }
+    }
+    n <= d
+}
+
+fn sum_le_one_f64(terms: &[(u64, u64)]) -> bool {
+    let s: f64 = terms
+        .iter()
+        .map(|&(a, b)| if a == 0 { 0.0 } else { a as f64 / b as f64 })
+        .sum();
+    s <= 1.0 + 1e-12
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_fractions_at_the_boundary() {
+        // 1/2 + 1/3 + 1/6 = 1 exactly (f64 would give 0.9999999999999999).
+        assert!(sum_le_one(&[(1, 2), (1, 3), (1, 6)]));
+        assert!(!sum_le_one(&[(1, 2), (1, 3), (1, 6), (1, 1_000_000_007)]));
+        assert!(sum_le_one(&[]));
+    }
+}

@@ -1,0 +1,883 @@
+//! Fixed-priority response-time analysis with blocking, for every protocol
+//! heir implements, plus the `SCHED_DEADLINE` reservations that share a CPU.
+//!
+//! For a fixed-priority task τ_i on CPU c (all sets below are restricted to
+//! c; `hp(i)` = other tasks with `p_h ≥ p_i`, `lp(i)` = tasks with
+//! `p_L < p_i`):
+//!
+//! 1. **Inversion check.** For every wait of τ_i on work done *below* its
+//!    priority — a plain mutex (or a ceiling mutex whose ceiling is below
+//!    `p_i`) held by a lower task at level ℓ, or, without PI-CV, a server of
+//!    priority ℓ < `p_i` — if any other task or server on c has a priority in
+//!    `[ℓ, p_i)`, it can run while τ_i waits, as long as it likes: the bound is
+//!    *unbounded* (the medium task is named).
+//! 2. **Suspension check.** If a task of `hp(i)` can wait on work done below
+//!    `p_i` (same waits as above), its work can be deferred and arrive in
+//!    bursts that `⌈R/T⌉E` does not cover: τ_i is reported unbounded too.
+//!    Under PI-CV, priority inheritance and proper ceilings no such wait
+//!    exists, because the work τ_h waits for always runs at `≥ p_h`.
+//! 3. **Blocking** `B_i` (see [`Analyzer`] for the derivation): every lower
+//!    task is in at most one "state" when τ_i is released — inside one
+//!    critical section, waiting for one mutex, or waiting for one reply —
+//!    and cannot start a new one until τ_i completes. Each lower task
+//!    contributes at most once; each low server (Lemma 2 of seed 000) and
+//!    the ceiling protocol as a whole contribute at most once. That is a
+//!    maximum-weight bipartite matching ([`crate::matching`]). PI mutexes
+//!    have no per-mutex limit: heir's mutexes hand the lock to the top
+//!    waiter on unlock, so a lower task already waiting for R when τ_i is
+//!    released can receive R before τ_i asks for it (R blocks twice).
+//! 4. **Response time**: the level-i busy window (Lehoczky) with
+//!    `w_q = B_i + (q+1)E_i + Σ_{h∈hp(i)} ⌈w_q/T_h⌉ E_h
+//!           + Σ_{d∈DL(c)} (⌈w_q/P_d⌉ + 1) Q_d`,
+//!    `R_i = max_q (w_q − q T_i)` over the jobs `q` of the busy period. With
+//!    `R_i ≤ T_i` only `q = 0` is needed and this is Eq. 1 of seed 000 with
+//!    `I_i = B_i`.
+//!
+//! `SCHED_DEADLINE` tasks are checked per CPU with the admission tests of
+//! [`crate::edf`]; an admitted reservation `(Q, D, P)` finishes a job of
+//! demand E within `(⌈E/Q⌉ − 1)·P + D` (one budget per server period).
+
+use crate::edf::{self, Reservation};
+use crate::matching::Matcher;
+use crate::model::{Class, LockProtocol, Nanos, Task, TaskSet};
+
+/// A wait of a task on work done on its behalf by someone else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// An RPC to `server` (index into [`TaskSet::servers`]).
+    Call { server: usize },
+    /// `mutex` held by task `holder`.
+    Mutex { mutex: usize, holder: usize },
+}
+
+/// A task or a server of the set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entity {
+    Task(usize),
+    Server(usize),
+}
+
+/// Why a task has no bound.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unbounded {
+    /// While the task waits (`wait`), the work it waits for runs below its
+    /// priority and `medium` can preempt it: unbounded priority inversion.
+    Inversion { wait: Wait, medium: Entity },
+    /// Higher-priority task `higher` can be suspended on `wait`, whose work
+    /// runs below this task's priority: its work can arrive in bursts.
+    HigherSuspends { higher: usize, wait: Wait },
+    /// A lower task that holds `mutex` (no inheritance) nests critical
+    /// sections: chained blocking without inheritance is not bounded here.
+    NestedWithoutInheritance { mutex: usize, holder: usize },
+    /// The work at this priority level and above exceeds the CPU.
+    Overload { utilisation: f64 },
+    /// The level busy period did not close within the iteration limit.
+    BusyPeriod,
+    /// `SCHED_DEADLINE`: the CPU's reservations fail the admission test
+    /// (`load` is this reservation's left-hand side).
+    NotAdmitted { load: f64 },
+    /// `SCHED_DEADLINE`: jobs arrive faster than the reservation period.
+    ReservationPeriod,
+}
+
+impl Unbounded {
+    /// A sentence for people, naming tasks, servers and mutexes.
+    pub fn describe(&self, set: &TaskSet) -> String {
+        let ent = |e: &Entity| match *e {
+            Entity::Task(t) => format!("task {}", set.tasks[t].name),
+            Entity::Server(s) => format!("server {}", set.servers[s].name),
+        };
+        let wait = |w: &Wait| match *w {
+            Wait::Call { server } => format!(
+                "a reply from server {} (priority {}, no PI-CV)",
+                set.servers[server].name, set.servers[server].priority
+            ),
+            Wait::Mutex { mutex, holder } => format!(
+                "mutex {} held by {} without inheritance",
+                set.mutexes[mutex].name, set.tasks[holder].name
+            ),
+        };
+        match self {
+            Unbounded::Inversion { wait: w, medium } => format!(
+                "unbounded priority inversion: while it waits for {}, {} can run for as long as it likes",
+                wait(w),
+                ent(medium)
+            ),
+            Unbounded::HigherSuspends { higher, wait: w } => format!(
+                "higher-priority task {} can be suspended waiting for {}, below this task's priority: its work can be deferred without bound",
+                set.tasks[*higher].name,
+                wait(w)
+            ),
+            Unbounded::NestedWithoutInheritance { mutex, holder } => format!(
+                "task {} nests critical sections while holding {}, which has no inheritance: chained blocking is not bounded",
+                set.tasks[*holder].name, set.mutexes[*mutex].name
+            ),
+            Unbounded::Overload { utilisation } => format!(
+                "the load at this priority and above is {utilisation:.3} > 1: the busy period never ends"
+            ),
+            Unbounded::BusyPeriod => "the busy period did not close within the analysis limit".to_string(),
+            Unbounded::NotAdmitted { load } => format!(
+                "SCHED_DEADLINE admission fails on this CPU (load {load:.3} > 1)"
+            ),
+            Unbounded::ReservationPeriod => {
+                "SCHED_DEADLINE: jobs arrive faster than the reservation period".to_string()
+            }
+        }
+    }
+}
+
+/// The analysis of one task.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskResult {
+    /// Worst-case response time bound, `None` when unbounded.
+    pub wcrt: Option<Nanos>,
+    /// Blocking term `B_i` (`I_i` of seed 000 for RPC clients), `None` when
+    /// unbounded. For `SCHED_DEADLINE` tasks, the `B_i` of the admission test.
+    pub blocking: Option<Nanos>,
+    /// `wcrt ≤ deadline`.
+    pub schedulable: bool,
+    /// Why there is no bound (or, for reservations, no admission).
+    pub unbounded: Option<Unbounded>,
+}
+
+impl TaskResult {
+    fn bounded(wcrt: Nanos, blocking: Nanos, deadline: Nanos) -> TaskResult {
+        TaskResult {
+            wcrt: Some(wcrt),
+            blocking: Some(blocking),
+            schedulable: wcrt <= deadline,
+            unbounded: None,
+        }
+    }
+    fn unbounded(why: Unbounded, blocking: Option<Nanos>) -> TaskResult {
+        TaskResult {
+            wcrt: None,
+            blocking,
+            schedulable: false,
+            unbounded: Some(why),
+        }
+    }
+}
+
+/// Inner fixed-point iterations allowed per task before giving up.
+const MAX_ITERATIONS: u32 = 1_000_000;
+
+#[derive(Clone, Copy, Debug)]
+enum Row {
+    /// All ceiling mutexes with a ceiling at or above `p_i`, together.
+    Icpp,
+    /// A server below `p_i` that τ_i or a higher task calls.
+    Server(usize),
+}
+
+/// The analyser, with buffers reused across task sets (a sweep analyses
+/// millions of sets; once warm, analysing one allocates only its result).
+///
+/// # The blocking term
+///
+/// For a fixed-priority task τ_i, let `f_L` be what lower task `L` can
+/// charge without a shared limit: its longest request to a server whose base
+/// priority is `≥ p_i` (served there whoever waits), and its longest
+/// critical section on a mutex charged per lower task — inheritance with a
+/// transitive ceiling `≥ p_i` (direct and push-through blocking), or a mutex
+/// τ_i uses whose owner runs below `p_i` (no protocol, or a ceiling below
+/// `p_i`; only reached when the inversion check found no medium task).
+/// Under hand-off (the lock goes to the top waiter on unlock, as with
+/// `FUTEX_UNLOCK_PI`), a mutex can block τ_i once per lower task waiting
+/// for it, so Sha, Rajkumar and Lehoczky's "once per semaphore" does not
+/// apply. Rows are what blocks "at most once": one row for all ceiling
+/// mutexes with ceiling `≥ p_i` (under the immediate ceiling protocol only
+/// one lower critical section can be in progress at level `≥ p_i`), and
+/// each server below `p_i` that τ_i or a higher task calls (seed 000's
+/// `Q_i ∪ P_i`, Lemma 2: each server serves at most one lower request while
+/// τ_i is pending). The weight of `(row, L)` is L's longest critical section
+/// on the row's mutexes, or its longest call to the row's server. Then
+///
+/// `B_i = Σ_L f_L + maxmatch(row, L: max(0, w(row, L) − f_L))`,
+///
+/// i.e. each lower task picks at most one item and each row is used at most
+/// once. A lower task with nested critical sections is charged, as its
+/// `f_L`, the longest outermost section that contains a relevant mutex (and
+/// its longest call to a row's server), without any shared limit.
+#[derive(Clone, Debug, Default)]
+pub struct Analyzer {
+    matcher: Matcher,
+    n: usize,
+    m: usize,
+    s: usize,
+    maxcs: Vec<Nanos>,
+    uses: Vec<bool>,
+    nested: Vec<bool>,
+    callmax: Vec<Nanos>,
+    calls_to: Vec<bool>,
+    ceiling: Vec<i32>,
+    edges: Vec<(usize, usize)>,
+    waits: Vec<(usize, i32, Wait)>,
+    lambda: Vec<(i32, Option<Wait>)>,
+    /// Per task: priority (`i32::MIN` for reservations) and CPU.
+    prio: Vec<i32>,
+    cpu: Vec<u32>,
+    fixed: Vec<bool>,
+    /// Per task: its waits are `waits[wait_range[t]]`.
+    wait_range: Vec<(usize, usize)>,
+    /// Per server: its two highest-priority fixed-priority callers
+    /// `(priority, task)`, for `P_i`.
+    top_callers: Vec<[(i32, usize); 2]>,
+    /// Scratch per analysed task: mutexes charged per lower task, mutexes
+    /// of the ceiling row, any relevant mutex, servers at or above `p_i`.
+    rel_task: Vec<usize>,
+    rel_icpp: Vec<usize>,
+    rel_any: Vec<bool>,
+    high: Vec<usize>,
+    lowers: Vec<usize>,
+    f: Vec<Nanos>,
+    rows: Vec<Row>,
+    weights: Vec<Nanos>,
+    hp: Vec<(Nanos, Nanos)>,
+    dl: Vec<(Nanos, Nanos)>,
+    marks: Vec<bool>,
+}
+
+impl Analyzer {
+    /// A fresh analyser.
+    pub fn new() -> Analyzer {
+        Analyzer::default()
+    }
+
+    /// Analyses every task of a set (which must have passed
+    /// [`TaskSet::validate`]). One result per task, in order.
+    pub fn analyze(&mut self, set: &TaskSet) -> Vec<TaskResult> {
+        self.prepare(set);
+        let mut out: Vec<Option<TaskResult>> = vec![None; set.tasks.len()];
+        self.analyze_deadline_tasks(set, &mut out);
+        for (i, slot) in out.iter_mut().enumerate() {
+            if slot.is_none() {
+                *slot = Some(self.analyze_fixed(set, i, false));
+            }
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| TaskResult::unbounded(Unbounded::BusyPeriod, None)))
+            .collect()
+    }
+
+    /// Whether every task meets its deadline; stops at the first that does
+    /// not (the fast path of sweeps).
+    pub fn schedulable(&mut self, set: &TaskSet) -> bool {
+        self.prepare(set);
+        if set
+            .tasks
+            .iter()
+            .any(|t| matches!(t.class, Class::Deadline { .. }))
+        {
+            let mut out: Vec<Option<TaskResult>> = vec![None; set.tasks.len()];
+            self.analyze_deadline_tasks(set, &mut out);
+            if out.iter().flatten().any(|r| !r.schedulable) {
+                return false;
+            }
+        }
+        (0..set.tasks.len())
+            .filter(|&i| set.tasks[i].priority().is_some())
+            .all(|i| self.analyze_fixed(set, i, true).schedulable)
+    }
+
+    /// Seed 000 Eq. 5 for client `i` exactly as the paper states it (PI-CV,
+    /// servers below every client): the maximum-weight matching between
+    /// lower-priority clients and the servers of `Q_i ∪ P_i`. The set must be
+    /// valid and `i` a fixed-priority task.
+    pub fn rpc_interference(&mut self, set: &TaskSet, i: usize) -> Nanos {
+        self.prepare(set);
+        let ti = &set.tasks[i];
+        let Some(pi) = ti.priority() else { return 0 };
+        let lowers: Vec<usize> = (0..self.n)
+            .filter(|&l| {
+                let t = &set.tasks[l];
+                t.cpu == ti.cpu && t.priority().is_some_and(|p| p < pi)
+            })
+            .collect();
+        let servers: Vec<usize> = (0..self.s)
+            .filter(|&k| self.server_in_q_or_p(i, k))
+            .collect();
+        let (s, callmax) = (self.s, &self.callmax);
+        self.matcher
+            .max_weight(servers.len(), lowers.len(), |r, c| {
+                callmax[lowers[c] * s + servers[r]]
+            })
+    }
+
+    /// Whether server `k` is in `K_i` or called by a task of `hp(i)` (after
+    /// [`Analyzer::prepare`]).
+    fn server_in_q_or_p(&self, i: usize, k: usize) -> bool {
+        if !self.fixed[i] {
+            return false;
+        }
+        if self.calls_to[i * self.s + k] {
+            return true;
+        }
+        // The highest caller other than i (callers are on the server's CPU).
+        let top = self.top_callers[k];
+        let other = if top[0].1 == i { top[1] } else { top[0] };
+        other.1 != usize::MAX && other.0 >= self.prio[i]
+    }
+
+    fn prepare(&mut self, set: &TaskSet) {
+        let (n, m, s) = (set.tasks.len(), set.mutexes.len(), set.servers.len());
+        self.n = n;
+        self.m = m;
+        self.s = s;
+        reset(&mut self.maxcs, n * m, 0);
+        reset(&mut self.uses, n * m, false);
+        reset(&mut self.nested, n, false);
+        reset(&mut self.callmax, n * s, 0);
+        reset(&mut self.calls_to, n * s, false);
+        reset(&mut self.ceiling, m, i32::MIN);
+        for (t, task) in set.tasks.iter().enumerate() {
+            for sec in &task.sections {
+                let k = t * m + sec.mutex;
+                self.maxcs[k] = self.maxcs[k].max(sec.length);
+                self.uses[k] = true;
+                if sec.parent.is_some() {
+                    self.nested[t] = true;
+                }
+                if let Some(p) = task.priority() {
+                    self.ceiling[sec.mutex] = self.ceiling[sec.mutex].max(p);
+                }
+            }
+            for c in &task.calls {
+                let k = t * s + c.server;
+                self.callmax[k] = self.callmax[k].max(c.wcet);
+                self.calls_to[k] = true;
+            }
+        }
+        reset(&mut self.prio, n, i32::MIN);
+        reset(&mut self.cpu, n, 0);
+        reset(&mut self.fixed, n, false);
+        reset(&mut self.top_callers, s, [(i32::MIN, usize::MAX); 2]);
+        for (t, task) in set.tasks.iter().enumerate() {
+            self.cpu[t] = task.cpu;
+            if let Some(p) = task.priority() {
+                self.prio[t] = p;
+                self.fixed[t] = true;
+                for k in 0..s {
+                    if self.calls_to[t * s + k] {
+                        let top = &mut self.top_callers[k];
+                        if p > top[0].0 {
+                            top[1] = top[0];
+                            top[0] = (p, t);
+                        } else if p > top[1].0 {
+                            top[1] = (p, t);
+                        }
+                    }
+                }
+            }
+        }
+        // Nested locking: `outer -> inner` when inner is locked while outer is
+        // held. Under inheritance the owner of `inner` can be boosted through
+        // the chain to anything that can wait on `outer`: the *transitive*
+        // ceiling ceil*(inner) = max(ceil(inner), ceil*(outer)). The order is
+        // acyclic (validated), so m passes reach the fixed point.
+        self.edges.clear();
+        for task in &set.tasks {
+            for sec in &task.sections {
+                let mut p = sec.parent;
+                while let Some(pi) = p {
+                    let e = (task.sections[pi].mutex, sec.mutex);
+                    if !self.edges.contains(&e) {
+                        self.edges.push(e);
+                    }
+                    p = task.sections[pi].parent;
+                }
+            }
+        }
+        if !self.edges.is_empty() {
+            for _ in 0..m {
+                let mut changed = false;
+                for &(o, i) in &self.edges {
+                    if self.ceiling[o] > self.ceiling[i] {
+                        self.ceiling[i] = self.ceiling[o];
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+        }
+        // Waits on work done below the waiter's own priority, and λ_t: the
+        // lowest level such work runs at (τ_t suspends w.r.t. level p iff
+        // λ_t < p).
+        self.waits.clear();
+        reset(&mut self.lambda, n, (i32::MAX, None));
+        for (t, task) in set.tasks.iter().enumerate() {
+            let Some(pt) = task.priority() else { continue };
+            if !set.pi_cv {
+                for k in 0..s {
+                    if self.calls_to[t * s + k] && set.servers[k].priority < pt {
+                        self.waits
+                            .push((t, set.servers[k].priority, Wait::Call { server: k }));
+                    }
+                }
+            }
+            for r in 0..m {
+                if !self.uses[t * m + r] {
+                    continue;
+                }
+                let floor = match set.mutexes[r].protocol {
+                    LockProtocol::Inherit => continue,
+                    LockProtocol::Ceiling(c) if c >= pt => continue,
+                    LockProtocol::Ceiling(c) => c,
+                    LockProtocol::None => i32::MIN,
+                };
+                for (l, other) in set.tasks.iter().enumerate() {
+                    if l == t || other.cpu != task.cpu || !self.uses[l * m + r] {
+                        continue;
+                    }
+                    if let Some(pl) = other.priority() {
+                        let level = pl.max(floor);
+                        if level < pt {
+                            self.waits.push((
+                                t,
+                                level,
+                                Wait::Mutex {
+                                    mutex: r,
+                                    holder: l,
+                                },
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        reset(&mut self.wait_range, n, (0, 0));
+        let mut k = 0;
+        while k < self.waits.len() {
+            let t = self.waits[k].0;
+            let start = k;
+            while k < self.waits.len() && self.waits[k].0 == t {
+                let (_, level, w) = self.waits[k];
+                if level < self.lambda[t].0 {
+                    self.lambda[t] = (level, Some(w));
+                }
+                k += 1;
+            }
+            self.wait_range[t] = (start, k);
+        }
+    }
+
+    /// Fills `out` for every `SCHED_DEADLINE` task, CPU by CPU.
+    fn analyze_deadline_tasks(&mut self, set: &TaskSet, out: &mut [Option<TaskResult>]) {
+        let mut cpus: Vec<u32> = set
+            .tasks
+            .iter()
+            .filter(|t| matches!(t.class, Class::Deadline { .. }))
+            .map(|t| t.cpu)
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        for cpu in cpus {
+            let members: Vec<usize> = (0..self.n)
+                .filter(|&t| {
+                    set.tasks[t].cpu == cpu && matches!(set.tasks[t].class, Class::Deadline { .. })
+                })
+                .collect();
+            let res: Vec<Reservation> = members
+                .iter()
+                .map(|&i| {
+                    let (q, d, p) = dl_params(&set.tasks[i]);
+                    Reservation {
+                        runtime: q,
+                        deadline: d,
+                        period: p,
+                        blocking: self.deadline_blocking(set, i, &members),
+                    }
+                })
+                .collect();
+            let util = edf::utilisation_test(&res);
+            let block = edf::blocking_test(&res);
+            for (k, &i) in members.iter().enumerate() {
+                let task = &set.tasks[i];
+                let b = res[k].blocking;
+                out[i] = Some(if !(util.admitted && block.admitted) {
+                    let load = block.load[k].max(util.load[k]);
+                    TaskResult::unbounded(Unbounded::NotAdmitted { load }, Some(b))
+                } else if task.period < res[k].period {
+                    TaskResult::unbounded(Unbounded::ReservationPeriod, Some(b))
+                } else {
+                    let (q, d, p) = (res[k].runtime, res[k].deadline, res[k].period);
+                    let chunks = task.demand.div_ceil(q).max(1);
+                    let r = (chunks - 1).saturating_mul(p).saturating_add(d);
+                    TaskResult::bounded(r, b, task.deadline)
+                });
+            }
+        }
+    }
+
+    /// `B_i` of the EDF admission test: lower preemption levels (longer
+    /// relative deadlines) × mutexes used at level ≥ D_i.
+    fn deadline_blocking(&mut self, set: &TaskSet, i: usize, members: &[usize]) -> Nanos {
+        let di = dl_params(&set.tasks[i]).1;
+        let m = self.m;
+        let lowers: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&l| dl_params(&set.tasks[l]).1 > di)
+            .collect();
+        let mut relevant: Vec<bool> = (0..m)
+            .map(|r| {
+                members
+                    .iter()
+                    .any(|&j| dl_params(&set.tasks[j]).1 <= di && self.uses[j * m + r])
+            })
+            .collect();
+        // Transitive blocking through nested sections (see `prepare`).
+        for _ in 0..m {
+            let mut changed = false;
+            for &(o, inner) in &self.edges {
+                if relevant[o] && !relevant[inner] {
+                    relevant[inner] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let rows: Vec<usize> = (0..m).filter(|&r| relevant[r]).collect();
+        // Hand-off: each lower reservation blocks at most once, with its
+        // longest relevant (outermost) section; no per-mutex limit.
+        let mut total: Nanos = 0;
+        for &l in &lowers {
+            let b = if self.nested[l] {
+                self.nested_blocking(set, l, |r| rows.contains(&r))
+            } else {
+                rows.iter()
+                    .map(|&r| self.maxcs[l * m + r])
+                    .max()
+                    .unwrap_or(0)
+            };
+            total = total.saturating_add(b);
+        }
+        total
+    }
+
+    /// The longest outermost section of `l` containing a mutex `relevant`.
+    fn nested_blocking(
+        &mut self,
+        set: &TaskSet,
+        l: usize,
+        relevant: impl Fn(usize) -> bool,
+    ) -> Nanos {
+        let secs = &set.tasks[l].sections;
+        reset(&mut self.marks, secs.len(), false);
+        for (k, sec) in secs.iter().enumerate() {
+            if relevant(sec.mutex) {
+                let mut root = k;
+                while let Some(p) = secs[root].parent {
+                    root = p;
+                }
+                self.marks[root] = true;
+            }
+        }
+        secs.iter()
+            .zip(&self.marks)
+            .filter(|(_, &mk)| mk)
+            .map(|(s, _)| s.length)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn analyze_fixed(&mut self, set: &TaskSet, i: usize, early: bool) -> TaskResult {
+        if !self.fixed[i] {
+            return TaskResult::unbounded(Unbounded::BusyPeriod, None);
+        }
+        let (n, m, s) = (self.n, self.m, self.s);
+        let (pi, cpu) = (self.prio[i], self.cpu[i]);
+        let ti = &set.tasks[i];
+
+        // Step 1: inversion (a medium task delays the work τ_i waits for).
+        let (w0, w1) = self.wait_range[i];
+        for &(_, level, w) in &self.waits[w0..w1] {
+            let helper = match w {
+                Wait::Call { server } => Entity::Server(server),
+                Wait::Mutex { holder, .. } => Entity::Task(holder),
+            };
+            let medium_task = (0..n).find(|&x| {
+                x != i
+                    && self.fixed[x]
+                    && self.cpu[x] == cpu
+                    && Entity::Task(x) != helper
+                    && level <= self.prio[x]
+                    && self.prio[x] < pi
+            });
+            if let Some(x) = medium_task {
+                let medium = Entity::Task(x);
+                return TaskResult::unbounded(Unbounded::Inversion { wait: w, medium }, None);
+            }
+            let medium_server = (0..s).find(|&k| {
+                let sv = &set.servers[k];
+                Entity::Server(k) != helper
+                    && sv.cpu == cpu
+                    && level <= sv.priority
+                    && sv.priority < pi
+            });
+            if let Some(k) = medium_server {
+                let medium = Entity::Server(k);
+                return TaskResult::unbounded(Unbounded::Inversion { wait: w, medium }, None);
+            }
+            if let Wait::Mutex { mutex, holder } = w {
+                if self.nested[holder] {
+                    return TaskResult::unbounded(
+                        Unbounded::NestedWithoutInheritance { mutex, holder },
+                        None,
+                    );
+                }
+            }
+        }
+
+        // Step 2: a higher task that can suspend on work below p_i.
+        if !self.waits.is_empty() {
+            for h in 0..n {
+                if h != i && self.fixed[h] && self.cpu[h] == cpu && self.prio[h] >= pi {
+                    if let (lambda, Some(w)) = self.lambda[h] {
+                        if lambda < pi {
+                            return TaskResult::unbounded(
+                                Unbounded::HigherSuspends { higher: h, wait: w },
+                                None,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+
+        // Step 3: blocking. Which mutexes can block τ_i, and how:
+        // charged once per lower task (inheritance, none, or a ceiling below
+        // p_i that τ_i uses), or in the single ceiling row (ceiling ≥ p_i).
+        self.rel_task.clear();
+        self.rel_icpp.clear();
+        reset(&mut self.rel_any, m, false);
+        for r in 0..m {
+            let kind = match set.mutexes[r].protocol {
+                LockProtocol::Inherit => (self.ceiling[r] >= pi).then_some(false),
+                LockProtocol::None => self.uses[i * m + r].then_some(false),
+                LockProtocol::Ceiling(c) if c >= pi => Some(true),
+                LockProtocol::Ceiling(_) => self.uses[i * m + r].then_some(false),
+            };
+            match kind {
+                Some(true) => self.rel_icpp.push(r),
+                Some(false) => self.rel_task.push(r),
+                None => continue,
+            }
+            self.rel_any[r] = true;
+        }
+        self.rows.clear();
+        if !self.rel_icpp.is_empty() {
+            self.rows.push(Row::Icpp);
+        }
+        self.high.clear();
+        for k in 0..s {
+            let sv = &set.servers[k];
+            if sv.cpu != cpu {
+                continue;
+            }
+            if sv.priority >= pi {
+                self.high.push(k);
+            } else if self.server_in_q_or_p(i, k) {
+                self.rows.push(Row::Server(k));
+            }
+        }
+        self.lowers.clear();
+        self.lowers
+            .extend((0..n).filter(|&l| self.fixed[l] && self.cpu[l] == cpu && self.prio[l] < pi));
+        self.f.clear();
+        for c in 0..self.lowers.len() {
+            let l = self.lowers[c];
+            // A request to a server at or above p_i is served there whoever
+            // waits: once per lower task, no per-server limit.
+            let mut f = self
+                .high
+                .iter()
+                .map(|&k| self.callmax[l * s + k])
+                .max()
+                .unwrap_or(0);
+            if self.nested[l] {
+                let rel_any = std::mem::take(&mut self.rel_any);
+                let nb = self.nested_blocking(set, l, |r| rel_any[r]);
+                self.rel_any = rel_any;
+                f = f.max(nb);
+                // Its calls to low servers still count, privately.
+                for row in &self.rows {
+                    if let Row::Server(k) = *row {
+                        f = f.max(self.callmax[l * s + k]);
+                    }
+                }
+            } else {
+                // Hand-off: the longest relevant section, no per-mutex limit.
+                for &r in &self.rel_task {
+                    f = f.max(self.maxcs[l * m + r]);
+                }
+            }
+            self.f.push(f);
+        }
+        let (rows, cols) = (self.rows.len(), self.lowers.len());
+        self.weights.clear();
+        for r in 0..rows {
+            for c in 0..cols {
+                let l = self.lowers[c];
+                let w = if self.nested[l] {
+                    0
+                } else {
+                    match self.rows[r] {
+                        Row::Icpp => self
+                            .rel_icpp
+                            .iter()
+                            .map(|&x| self.maxcs[l * m + x])
+                            .max()
+                            .unwrap_or(0),
+                        Row::Server(k) => self.callmax[l * s + k],
+                    }
+                };
+                self.weights.push(w.saturating_sub(self.f[c]));
+            }
+        }
+        let weights = &self.weights;
+        let matched = self
+            .matcher
+            .max_weight(rows, cols, |r, c| weights[r * cols + c]);
+        let blocking = self.f.iter().fold(matched, |a, &b| a.saturating_add(b));
+
+        // Step 4: the busy window.
+        self.hp.clear();
+        self.dl.clear();
+        for (h, th) in set.tasks.iter().enumerate() {
+            if h == i || self.cpu[h] != cpu {
+                continue;
+            }
+            if self.fixed[h] {
+                if self.prio[h] >= pi {
+                    self.hp.push((th.demand, th.period));
+                }
+            } else if let Class::Deadline {
+                runtime, period, ..
+            } = th.class
+            {
+                self.dl.push((runtime, period));
+            }
+        }
+        match busy_window(
+            ti.demand,
+            ti.period,
+            ti.deadline,
+            blocking,
+            &self.hp,
+            &self.dl,
+            early,
+        ) {
+            Ok(r) => TaskResult::bounded(r, blocking, ti.deadline),
+            Err(why) => TaskResult::unbounded(why, Some(blocking)),
+        }
+    }
+}
+
+fn dl_params(t: &Task) -> (Nanos, Nanos, Nanos) {
+    match t.class {
+        Class::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => (runtime, deadline, period),
+        Class::Fixed { .. } => (t.demand, t.deadline, t.period),
+    }
+}
+
+fn reset<T: Clone>(v: &mut Vec<T>, len: usize, value: T) {
+    v.clear();
+    v.resize(len, value);
+}
+
+/// The level-i busy window (see the module docs). `hp` holds `(E_h, T_h)`,
+/// `dl` holds `(Q_d, P_d)`. With `early`, stops as soon as a job is known to
+/// miss `d` (the returned value is then only known to exceed `d`).
+pub fn busy_window(
+    e: Nanos,
+    t: Nanos,
+    d: Nanos,
+    b: Nanos,
+    hp: &[(Nanos, Nanos)],
+    dl: &[(Nanos, Nanos)],
+    early: bool,
+) -> Result<Nanos, Unbounded> {
+    // Level utilisation: > 1 means the busy period never closes.
+    let util: f64 = e as f64 / t as f64
+        + hp.iter().map(|&(e, t)| e as f64 / t as f64).sum::<f64>()
+        + dl.iter().map(|&(q, p)| q as f64 / p as f64).sum::<f64>();
+    if util > 1.0 - 1e-9 {
+        let mut terms: Vec<(u64, u64)> = Vec::with_capacity(hp.len() + dl.len() + 1);
+        terms.push((e, t));
+        terms.extend_from_slice(hp);
+        terms.extend_from_slice(dl);
+        if !edf::sum_le_one(&terms) {
+            return Err(Unbounded::Overload { utilisation: util });
+        }
+    }
+    // All values stay below LIMIT; ⌈w/T⌉·E ≤ w + T (E ≤ T is validated,
+    // and Q ≤ P), so checked u64 arithmetic never saturates in practice.
+    const LIMIT: u64 = 1 << 62;
+    let add = |a: u64, b: u64| a.checked_add(b).filter(|&x| x <= LIMIT);
+    let mul = |a: u64, b: u64| a.checked_mul(b).filter(|&x| x <= LIMIT);
+    let mut budget = MAX_ITERATIONS;
+    let mut r_max: u64 = 0;
+    let mut q: u64 = 0;
+    let mut w: u64 = 0;
+    loop {
+        let Some(base) = mul(q + 1, e).and_then(|x| add(x, b)) else {
+            return Err(Unbounded::BusyPeriod);
+        };
+        if q == 0 {
+            // A lower bound of the least fixed point: one job of everyone.
+            w = base;
+            if base > 0 {
+                for &(eh, _) in hp {
+                    w = add(w, eh).ok_or(Unbounded::BusyPeriod)?;
+                }
+                for &(qd, _) in dl {
+                    w = add(w, 2 * qd).ok_or(Unbounded::BusyPeriod)?;
+                }
+            }
+        } else {
+            w = w.max(base);
+        }
+        loop {
+            let mut next = Some(base);
+            if w > 0 {
+                for &(eh, th) in hp {
+                    next = next.and_then(|x| add(x, mul(w.div_ceil(th), eh)?));
+                }
+                for &(qd, pd) in dl {
+                    next = next.and_then(|x| add(x, mul(w.div_ceil(pd) + 1, qd)?));
+                }
+            }
+            let Some(next) = next else {
+                return Err(Unbounded::BusyPeriod);
+            };
+            if next == w {
+                break;
+            }
+            w = next;
+            budget = budget.saturating_sub(1);
+            if budget == 0 {
+                return Err(Unbounded::BusyPeriod);
+            }
+            if early && w.saturating_sub(q * t) > d {
+                return Ok(w.saturating_sub(q * t));
+            }
+        }
+        r_max = r_max.max(w.saturating_sub(q * t));
+        if w <= (q + 1).saturating_mul(t) {
+            return Ok(r_max);
+        }
+        if early && r_max > d {
+            return Ok(r_max);
+        }
+        q += 1;
+    }
+}

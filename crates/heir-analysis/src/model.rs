@@ -1,0 +1,509 @@
+//! The analysis task model: what the equations need, and nothing else.
+//!
+//! A [`TaskSet`] is built from a scenario ([`crate::extract`]) or generated
+//! ([`crate::gen`]). Times are integer nanoseconds ([`Nanos`]) so that every
+//! fixed point is computed exactly (Table I's 4.5 ms is 4 500 000 ns, and
+//! 19 ms comes out as 19 000 000, not 18 999 999.999).
+//!
+//! Vocabulary (seed 000 §5): a *client* task τ_i releases a job every `T_i`;
+//! the job runs `C_i` of local work (its critical sections included) and
+//! `K_i` remote procedure calls, the k-th to server `S_{r_{i,k}}` costing
+//! `D_{i,k}`; `E_i = C_i + Σ_k D_{i,k}` is the job's whole demand on its CPU.
+//! A *server* only serves requests; it is not a task of its own in the
+//! equations.
+
+use crate::error::{AnalysisError, ErrorKind};
+
+/// Time in nanoseconds.
+pub type Nanos = u64;
+
+/// A mutex protocol, as the analysis sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockProtocol {
+    /// No inheritance: the owner runs at its own priority.
+    None,
+    /// Priority inheritance (rt_mutex PI).
+    Inherit,
+    /// Immediate priority ceiling at the given real-time priority.
+    Ceiling(i32),
+}
+
+/// The protocol families heir compares (`heir sweep`, `heir analyze
+/// --protocol`). Each fixes the mutex protocol and how an RPC server runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// Plain mutexes; servers run at their own priority.
+    None,
+    /// Priority-inheritance mutexes; servers run at their own priority (no
+    /// PI-CV: a waiting client lends nothing to the server).
+    Inherit,
+    /// Immediate-ceiling mutexes (ceiling = highest priority of their users);
+    /// each server runs at the highest priority of its callers (the
+    /// "alternative approach" of seed 000 §6.2).
+    Ceiling,
+    /// Priority-inheritance mutexes and PI-CV: a waiting client lends its
+    /// priority to the server (seed 000).
+    PiCv,
+}
+
+impl Protocol {
+    /// All four, in the order heir reports them.
+    pub const ALL: [Protocol; 4] = [
+        Protocol::None,
+        Protocol::Inherit,
+        Protocol::Ceiling,
+        Protocol::PiCv,
+    ];
+
+    /// The name used in files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::None => "none",
+            Protocol::Inherit => "inherit",
+            Protocol::Ceiling => "ceiling",
+            Protocol::PiCv => "pi-cv",
+        }
+    }
+
+    /// Parses [`Protocol::name`] (also `picv` and `pi_cv`).
+    pub fn parse(s: &str) -> Option<Protocol> {
+        match s {
+            "none" => Some(Protocol::None),
+            "inherit" => Some(Protocol::Inherit),
+            "ceiling" => Some(Protocol::Ceiling),
+            "pi-cv" | "picv" | "pi_cv" => Some(Protocol::PiCv),
+            _ => None,
+        }
+    }
+}
+
+/// A task's scheduling class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// `SCHED_FIFO` / `SCHED_RR` at a real-time priority (greater = more
+    /// urgent). Equal priorities are analysed as mutually higher-priority.
+    Fixed { priority: i32 },
+    /// `SCHED_DEADLINE`: a CBS reservation of `runtime` every `period`, with
+    /// relative `deadline`.
+    Deadline {
+        runtime: Nanos,
+        deadline: Nanos,
+        period: Nanos,
+    },
+}
+
+/// A critical section: `length` ns of work between `lock(mutex)` and
+/// `unlock(mutex)`, nested sections included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Section {
+    /// Index into [`TaskSet::mutexes`].
+    pub mutex: usize,
+    pub length: Nanos,
+    /// The enclosing section (an index into the same task's `sections`,
+    /// smaller than this one's), or `None` for an outermost section.
+    pub parent: Option<usize>,
+}
+
+/// One remote procedure call of a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// Index into [`TaskSet::servers`].
+    pub server: usize,
+    /// `D_{i,k}`: the work the server does for it.
+    pub wcet: Nanos,
+}
+
+/// A periodic (or sporadic) task: one thread of the scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Task {
+    pub name: String,
+    /// The one CPU it may run on (partitioned scheduling).
+    pub cpu: u32,
+    pub class: Class,
+    /// `T_i`: the minimum time between releases.
+    pub period: Nanos,
+    /// Relative deadline (the period, for rt-app timers).
+    pub deadline: Nanos,
+    /// `C_i`: local work of one job (critical sections included, calls not).
+    pub wcet: Nanos,
+    /// `E_i`: the whole demand of one job, calls included. For a task whose
+    /// jobs all look alike, `wcet + Σ calls.wcet`; for a task with several
+    /// job shapes (phases), the largest job's total.
+    pub demand: Nanos,
+    pub sections: Vec<Section>,
+    /// Every call site (`K_i` of them for a single-shape task).
+    pub calls: Vec<Call>,
+}
+
+impl Task {
+    /// A fixed-priority task whose jobs all look alike: `demand` is computed.
+    pub fn fixed(
+        name: impl Into<String>,
+        cpu: u32,
+        priority: i32,
+        period: Nanos,
+        wcet: Nanos,
+        sections: Vec<Section>,
+        calls: Vec<Call>,
+    ) -> Task {
+        let demand = wcet.saturating_add(calls.iter().map(|c| c.wcet).sum());
+        Task {
+            name: name.into(),
+            cpu,
+            class: Class::Fixed { priority },
+            period,
+            deadline: period,
+            wcet,
+            demand,
+            sections,
+            calls,
+        }
+    }
+
+    /// The real-time priority, for a fixed-priority task.
+    pub fn priority(&self) -> Option<i32> {
+        match self.class {
+            Class::Fixed { priority } => Some(priority),
+            Class::Deadline { .. } => None,
+        }
+    }
+
+    /// `E_i / T_i`.
+    pub fn utilisation(&self) -> f64 {
+        self.demand as f64 / self.period as f64
+    }
+}
+
+/// An RPC server thread: it serves one endpoint, requests in priority order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Server {
+    pub name: String,
+    pub cpu: u32,
+    /// Its own (base) real-time priority.
+    pub priority: i32,
+}
+
+/// A mutex.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mutex {
+    pub name: String,
+    pub protocol: LockProtocol,
+}
+
+/// A whole task set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskSet {
+    pub tasks: Vec<Task>,
+    pub servers: Vec<Server>,
+    pub mutexes: Vec<Mutex>,
+    /// PI-CV on: a client waiting for a reply lends its priority to the
+    /// server (seed 000). Off: the server runs at its own priority.
+    pub pi_cv: bool,
+}
+
+impl TaskSet {
+    /// The same set under one of the protocol families (see [`Protocol`]):
+    /// mutex protocols, server priorities and PI-CV are replaced.
+    pub fn with_protocol(&self, protocol: Protocol) -> TaskSet {
+        let mut out = self.clone();
+        match protocol {
+            Protocol::None => {
+                out.mutexes
+                    .iter_mut()
+                    .for_each(|m| m.protocol = LockProtocol::None);
+                out.pi_cv = false;
+            }
+            Protocol::Inherit => {
+                out.mutexes
+                    .iter_mut()
+                    .for_each(|m| m.protocol = LockProtocol::Inherit);
+                out.pi_cv = false;
+            }
+            Protocol::PiCv => {
+                out.mutexes
+                    .iter_mut()
+                    .for_each(|m| m.protocol = LockProtocol::Inherit);
+                out.pi_cv = true;
+            }
+            Protocol::Ceiling => {
+                let mut mutex_ceiling: Vec<Option<i32>> = vec![None; self.mutexes.len()];
+                let mut server_ceiling: Vec<Option<i32>> = vec![None; self.servers.len()];
+                for t in &self.tasks {
+                    if let Some(p) = t.priority() {
+                        for s in &t.sections {
+                            if let Some(c) = mutex_ceiling.get_mut(s.mutex) {
+                                *c = Some(c.map_or(p, |c| c.max(p)));
+                            }
+                        }
+                        for c in &t.calls {
+                            if let Some(sc) = server_ceiling.get_mut(c.server) {
+                                *sc = Some(sc.map_or(p, |sc| sc.max(p)));
+                            }
+                        }
+                    }
+                }
+                for (m, c) in out.mutexes.iter_mut().zip(&mutex_ceiling) {
+                    // A mutex no fixed-priority task uses keeps a ceiling of 1.
+                    m.protocol = LockProtocol::Ceiling(c.unwrap_or(1));
+                }
+                for (s, c) in out.servers.iter_mut().zip(&server_ceiling) {
+                    if let Some(c) = c {
+                        s.priority = s.priority.max(*c);
+                    }
+                }
+                out.pi_cv = false;
+            }
+        }
+        out
+    }
+
+    /// Checks the set is consistent and within the model. Errors name tasks
+    /// by name (the scenario extraction gives file positions before this).
+    ///
+    /// Checked: indices in range; periods and deadlines positive; section
+    /// nesting well-formed and lengths within `C_i`; `E_i ≥ C_i + D_{i,k}`;
+    /// `E_i ≤ T_i` (a task alone over 100% is refused); mutexes and servers
+    /// used only by tasks of one CPU; `SCHED_DEADLINE` tasks neither call
+    /// servers nor share a mutex with fixed-priority tasks, and have
+    /// `runtime ≤ deadline ≤ period`; mutexes used by `SCHED_DEADLINE` tasks
+    /// use inheritance; no cycle in the nested-lock order.
+    pub fn validate(&self) -> Result<(), AnalysisError> {
+        let invalid = |msg: String| Err(AnalysisError::new(ErrorKind::Invalid, None, msg));
+        let mut mutex_cpu: Vec<Option<(u32, usize)>> = vec![None; self.mutexes.len()];
+        let mut mutex_dl: Vec<(bool, bool)> = vec![(false, false); self.mutexes.len()];
+        let mut server_cpu_seen: Vec<bool> = vec![false; self.servers.len()];
+        for t in &self.tasks {
+            if t.period == 0 || t.deadline == 0 {
+                return invalid(format!(
+                    "task {}: period and deadline must be positive",
+                    t.name
+                ));
+            }
+            if t.wcet > t.demand {
+                return invalid(format!("task {}: demand E below local work C", t.name));
+            }
+            if t.demand > t.period {
+                return Err(AnalysisError::new(
+                    ErrorKind::Overload,
+                    None,
+                    format!(
+                        "task {} needs {} µs every {} µs: utilisation {:.3} > 1 (no schedule can meet it)",
+                        t.name,
+                        fmt_us(t.demand),
+                        fmt_us(t.period),
+                        t.utilisation()
+                    ),
+                ));
+            }
+            if let Class::Deadline {
+                runtime,
+                deadline,
+                period,
+            } = t.class
+            {
+                if runtime == 0 || runtime > deadline || deadline > period {
+                    return invalid(format!(
+                        "task {}: SCHED_DEADLINE needs 0 < runtime ≤ deadline ≤ period",
+                        t.name
+                    ));
+                }
+                if !t.calls.is_empty() {
+                    return Err(AnalysisError::new(
+                        ErrorKind::Unsupported,
+                        None,
+                        format!(
+                            "task {}: RPC calls from SCHED_DEADLINE tasks are not analysed",
+                            t.name
+                        ),
+                    ));
+                }
+            }
+            for (k, s) in t.sections.iter().enumerate() {
+                let Some(m) = self.mutexes.get(s.mutex) else {
+                    return invalid(format!(
+                        "task {}: section on unknown mutex #{}",
+                        t.name, s.mutex
+                    ));
+                };
+                if s.length > t.wcet {
+                    return invalid(format!(
+                        "task {}: critical section on {} longer than the job's work",
+                        t.name, m.name
+                    ));
+                }
+                if let Some(p) = s.parent {
+                    if p >= k || t.sections[p].length < s.length {
+                        return invalid(format!(
+                            "task {}: ill-nested critical section on {}",
+                            t.name, m.name
+                        ));
+                    }
+                    let outer = &self.mutexes[t.sections[p].mutex];
+                    if std::mem::discriminant(&outer.protocol)
+                        != std::mem::discriminant(&m.protocol)
+                    {
+                        return Err(AnalysisError::new(
+                            ErrorKind::Unsupported,
+                            None,
+                            format!(
+                                "task {} locks {} ({}) inside {} ({}): nested critical sections that mix protocols are not analysed",
+                                t.name,
+                                m.name,
+                                protocol_word(m.protocol),
+                                outer.name,
+                                protocol_word(outer.protocol)
+                            ),
+                        ));
+                    }
+                }
+                match mutex_cpu[s.mutex] {
+                    None => mutex_cpu[s.mutex] = Some((t.cpu, 0)),
+                    Some((cpu, _)) if cpu != t.cpu => {
+                        return Err(AnalysisError::new(
+                            ErrorKind::Unsupported,
+                            None,
+                            format!(
+                                "mutex {} is used on CPU {} and CPU {} (by {}): global resources need a multiprocessor locking protocol, which heir does not analyse; keep every user of a mutex on one CPU",
+                                m.name, cpu, t.cpu, t.name
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+                match t.class {
+                    Class::Deadline { .. } => mutex_dl[s.mutex].0 = true,
+                    Class::Fixed { .. } => mutex_dl[s.mutex].1 = true,
+                }
+            }
+            for c in &t.calls {
+                let Some(s) = self.servers.get(c.server) else {
+                    return invalid(format!(
+                        "task {}: call to unknown server #{}",
+                        t.name, c.server
+                    ));
+                };
+                if s.cpu != t.cpu {
+                    return Err(AnalysisError::new(
+                        ErrorKind::Unsupported,
+                        None,
+                        format!(
+                            "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (seed 000 §5) covers calls to servers on the caller's CPU only",
+                            t.name, t.cpu, s.name, s.cpu
+                        ),
+                    ));
+                }
+                if c.wcet > t.demand {
+                    return invalid(format!(
+                        "task {}: call longer than the job's demand E",
+                        t.name
+                    ));
+                }
+                server_cpu_seen[c.server] = true;
+            }
+        }
+        for (k, m) in self.mutexes.iter().enumerate() {
+            let (dl, fixed) = mutex_dl[k];
+            if dl && fixed {
+                return Err(AnalysisError::new(
+                    ErrorKind::Unsupported,
+                    None,
+                    format!(
+                        "mutex {} is shared by SCHED_DEADLINE and fixed-priority tasks: not analysed",
+                        m.name
+                    ),
+                ));
+            }
+            if dl && m.protocol != LockProtocol::Inherit {
+                return Err(AnalysisError::new(
+                    ErrorKind::Unsupported,
+                    None,
+                    format!(
+                        "mutex {} is used by SCHED_DEADLINE tasks: the EDF analysis needs protocol \"inherit\" (deadline inheritance)",
+                        m.name
+                    ),
+                ));
+            }
+        }
+        if let Some(cycle) = self.lock_order_cycle() {
+            return Err(AnalysisError::new(
+                ErrorKind::LockCycle,
+                None,
+                format!(
+                    "cycle of critical sections {}: nested locks are taken in opposite orders, which can deadlock; take them in one global order",
+                    cycle.join(" -> ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A cycle in the "locked while holding" order between mutexes, named by
+    /// mutex (first and last are the same), if there is one.
+    pub fn lock_order_cycle(&self) -> Option<Vec<String>> {
+        let n = self.mutexes.len();
+        let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for t in &self.tasks {
+            for s in &t.sections {
+                // Every enclosing section's mutex is held when s.mutex is locked.
+                let mut p = s.parent;
+                while let Some(pi) = p {
+                    let outer = t.sections[pi].mutex;
+                    if outer < n && s.mutex < n && !edges[outer].contains(&s.mutex) {
+                        edges[outer].push(s.mutex);
+                    }
+                    p = t.sections[pi].parent;
+                }
+            }
+        }
+        // Iterative DFS with colours; the stack gives the cycle.
+        let mut colour = vec![0u8; n];
+        for start in 0..n {
+            if colour[start] != 0 {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+            colour[start] = 1;
+            while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+                if *next < edges[v].len() {
+                    let w = edges[v][*next];
+                    *next += 1;
+                    if colour[w] == 1 {
+                        let pos = stack.iter().position(|&(x, _)| x == w).unwrap_or(0);
+                        let mut names: Vec<String> = stack[pos..]
+                            .iter()
+                            .map(|&(x, _)| self.mutexes[x].name.clone())
+                            .collect();
+                        names.push(self.mutexes[w].name.clone());
+                        return Some(names);
+                    }
+                    if colour[w] == 0 {
+                        colour[w] = 1;
+                        stack.push((w, 0));
+                    }
+                } else {
+                    colour[v] = 2;
+                    stack.pop();
+                }
+            }
+        }
+        None
+    }
+}
+
+fn protocol_word(p: LockProtocol) -> &'static str {
+    match p {
+        LockProtocol::None => "no protocol",
+        LockProtocol::Inherit => "inherit",
+        LockProtocol::Ceiling(_) => "ceiling",
+    }
+}
+
+/// Nanoseconds as a µs string without trailing zeros (`4500`, `12.5`).
+pub(crate) fn fmt_us(ns: Nanos) -> String {
+    let us = ns as f64 / 1000.0;
+    if ns.is_multiple_of(1000) {
+        format!("{}", ns / 1000)
+    } else {
+        format!("{us}")
+    }
+}
