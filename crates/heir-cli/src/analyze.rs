@@ -1,12 +1,296 @@
-//! `heir analyze`. (Skeleton: being written.)
+//! `heir analyze FILE`: schedulability analysis of a scenario file — per
+//! task the bound, the deadline and whether it is met — from the very file
+//! `heir sim` and `heir run` execute (see `heir_analysis::extract` for what is
+//! taken from it and `docs/ANALYSIS.md` for the equations).
+//!
+//! `--compare` also simulates the file (as written, PI-CV as the analysis
+//! assumes) and prints, per task, the bound next to the simulated maximum —
+//! seed 000's Table II as one command; `--real` adds a run on real threads
+//! (`heir run`'s runner: needs real-time privileges).
+//!
+//! `--json` prints one object:
+//! `{"schedulable":bool,"tasks":{NAME:{"wcrt_us":number|null,
+//! "deadline_us":number,"schedulable":bool,"blocking_us":number|null}}}`;
+//! with `--compare` each task also has `"sim_max_us"` (and `"real_max_us"`
+//! with `--real`), `null` when no job completed.
+//!
+//! Exit codes: 0 the analysis completed (whatever the verdict); 2 bad input
+//! — unreadable file, reader error, a scenario outside the analysed model
+//! (with its position), a missing period, a task over 100%, a cycle of
+//! nested locks, a scenario the simulator or the runner refuses, no
+//! real-time privilege for `--real` — with nothing on stdout; 3 the
+//! simulation (or the real run) of `--compare` deadlocked.
 
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context};
+use heir::run::{run_scenario, RunConfig, RunError};
+use heir_analysis::{analyze_scenario, AnalysisReport, Options, Protocol};
+use heir_sim::{simulate, NullObserver, Report, SimConfig};
+
+use crate::exit::DEADLOCK;
+use crate::output::{deadlock_line, ms, print_json, print_warnings, Align, Table};
 use crate::{CliError, CliResult};
 
+/// `heir analyze` arguments.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// The scenario: an rt-app JSON file, with heir's extensions.
+    pub file: PathBuf,
+    /// Print the result as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Analyse under one protocol family instead of the file's own mutex
+    /// protocols and `pi_cv`: none, inherit, ceiling (ceiling mutexes and
+    /// servers at their highest caller's priority) or pi-cv.
+    #[arg(long, value_name = "P", value_parser = parse_protocol)]
+    pub protocol: Option<Protocol>,
+    /// Also simulate the file and print the simulated maxima beside the
+    /// bounds.
+    #[arg(long)]
+    pub compare: bool,
+    /// With --compare: also run the file on real threads (needs real-time
+    /// privileges; runs for the scenario's duration).
+    #[arg(long, requires = "compare")]
+    pub real: bool,
+    /// With --compare: simulated (and real) duration in seconds, replacing
+    /// global.duration.
+    #[arg(long, value_name = "S", value_parser = parse_seconds, requires = "compare")]
+    pub duration: Option<u64>,
+}
 
-pub fn main(_args: Args) -> CliResult {
-    Err(CliError::failure(anyhow::anyhow!(
-        "heir analyze: not built yet"
-    )))
+fn parse_protocol(s: &str) -> Result<Protocol, String> {
+    Protocol::parse(s)
+        .ok_or_else(|| format!("expected none, inherit, ceiling or pi-cv, found {s:?}"))
+}
+
+/// Seconds (a positive decimal) → whole µs.
+fn parse_seconds(s: &str) -> Result<u64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected seconds as a positive number, found {s:?}"))?;
+    let us = (v * 1e6).round();
+    if !v.is_finite() || v <= 0.0 || us < 1.0 || us >= u64::MAX as f64 / 1000.0 {
+        return Err(format!(
+            "expected seconds as a positive number (at least 1 µs), found {s:?}"
+        ));
+    }
+    Ok(us as u64)
+}
+
+/// The maxima of a run report, by thread name.
+fn max_of(report: &Report, name: &str) -> Option<f64> {
+    report
+        .tasks
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.response_us.max)
+}
+
+pub fn main(args: Args) -> CliResult {
+    let file = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read {file}"))
+        .map_err(CliError::bad_input)?;
+    let scenario = heir_scenario::parse_str(&text, &file).map_err(CliError::bad_input)?;
+    print_warnings(&file, &scenario.warnings);
+    let options = Options {
+        protocol: args.protocol,
+    };
+    let report = analyze_scenario(&scenario, &options).map_err(|e| {
+        // `file:line:col: at path: …`, or `file: at path: …` without a position.
+        let sep = if e.at.as_ref().is_some_and(|l| l.line > 0) {
+            ":"
+        } else {
+            ": "
+        };
+        CliError::bad_input(anyhow!("{file}{sep}{e}"))
+    })?;
+    for (name, why) in &report.skipped {
+        eprintln!("heir: note: {file}: thread {name} skipped ({why})");
+    }
+    if args.compare && args.protocol.is_some_and(|p| p != Protocol::PiCv) {
+        return Err(CliError::bad_input(anyhow!(
+            "--compare simulates the file as written (with PI-CV); --protocol {} would compare two different systems",
+            args.protocol.map(Protocol::name).unwrap_or("")
+        )));
+    }
+
+    let mut sim: Option<Report> = None;
+    let mut real: Option<Report> = None;
+    if args.compare {
+        // What the analysis assumed: the file's PI-CV, or on for --protocol pi-cv.
+        let pi_cv = args
+            .protocol
+            .map_or(scenario.global.pi_cv, |p| p == Protocol::PiCv);
+        let config = SimConfig {
+            seed: None,
+            duration_us: args.duration,
+            pi_cv: Some(pi_cv),
+        };
+        let r = simulate(&scenario, &config, &mut NullObserver)
+            .map_err(|e| CliError::bad_input(anyhow!("{file}: cannot simulate: {e}")))?;
+        sim = Some(r);
+        if args.real {
+            let config = RunConfig {
+                duration_us: args.duration,
+                pi_cv: Some(pi_cv),
+                calibration_ns_per_loop: None,
+            };
+            let r = run_scenario(&scenario, &config).map_err(|e| {
+                let failure = matches!(e, RunError::Runtime(_) | RunError::Spawn { .. });
+                let err = anyhow!(e).context(format!("{file}: cannot run on real threads"));
+                if failure {
+                    CliError::failure(err)
+                } else {
+                    CliError::bad_input(err)
+                }
+            })?;
+            real = Some(r);
+        }
+    }
+
+    if args.json {
+        let mut v = report.to_json();
+        if let Some(tasks) = v.get_mut("tasks").and_then(|t| t.as_object_mut()) {
+            for (name, t) in tasks.iter_mut() {
+                if let (Some(obj), Some(s)) = (t.as_object_mut(), &sim) {
+                    obj.insert("sim_max_us".into(), serde_json::json!(max_of(s, name)));
+                    if let Some(r) = &real {
+                        obj.insert("real_max_us".into(), serde_json::json!(max_of(r, name)));
+                    }
+                }
+            }
+        }
+        print_json(&v).map_err(CliError::failure)?;
+    } else {
+        print!(
+            "{}",
+            render(&file, &report, sim.as_ref(), real.as_ref(), args.real)
+        );
+    }
+    let deadlocked = sim.iter().chain(real.iter()).any(|r| r.deadlock.is_some());
+    if deadlocked {
+        return Err(CliError::quiet(DEADLOCK));
+    }
+    Ok(())
+}
+
+/// The text output: the per-task table, then with `--compare` the Table II
+/// comparison (tasks as columns, as in the paper).
+fn render(
+    file: &str,
+    report: &AnalysisReport,
+    sim: Option<&Report>,
+    real: Option<&Report>,
+    real_asked: bool,
+) -> String {
+    let mut out = format!(
+        "{file}: fixed-priority analysis, {}; times in ms\n\n",
+        report.protocol
+    );
+    let mut t = Table::new([
+        "task", "cpu", "prio", "period", "C", "E", "B", "bound", "deadline", "ok",
+    ]);
+    for b in &report.tasks {
+        t.row([
+            b.name.clone(),
+            b.cpu.to_string(),
+            b.priority.map_or("DL".to_string(), |p| p.to_string()),
+            ms(Some(b.period_us)),
+            ms(Some(b.wcet_us)),
+            ms(Some(b.demand_us)),
+            ms(b.blocking_us),
+            b.wcrt_us.map_or("unbounded".to_string(), |v| ms(Some(v))),
+            ms(Some(b.deadline_us)),
+            if b.schedulable { "yes" } else { "no" }.to_string(),
+        ]);
+    }
+    out.push_str(&t.render());
+    let reasons: Vec<String> = report
+        .tasks
+        .iter()
+        .filter_map(|b| b.reason.as_ref().map(|r| format!("  {}: {r}", b.name)))
+        .collect();
+    if !reasons.is_empty() {
+        out.push('\n');
+        out.push_str(&reasons.join("\n"));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\n{}\n",
+        if report.schedulable {
+            "schedulable: every task meets its deadline"
+        } else {
+            "not schedulable"
+        }
+    ));
+    if let Some(sim) = sim {
+        let mut header = vec!["".to_string()];
+        header.extend(report.tasks.iter().map(|b| b.name.clone()));
+        let mut t = Table::new(header).align(0, Align::Left);
+        let mut row = vec!["analytical worst case".to_string()];
+        row.extend(
+            report
+                .tasks
+                .iter()
+                .map(|b| b.wcrt_us.map_or("unbounded".to_string(), |v| ms(Some(v)))),
+        );
+        t.row(row);
+        let mut row = vec![format!(
+            "simulated maximum ({:.1} s)",
+            sim.duration_us / 1e6
+        )];
+        row.extend(report.tasks.iter().map(|b| ms(max_of(sim, &b.name))));
+        t.row(row);
+        if let Some(real) = real {
+            let mut row = vec![format!("real maximum ({:.1} s)", real.duration_us / 1e6)];
+            row.extend(report.tasks.iter().map(|b| ms(max_of(real, &b.name))));
+            t.row(row);
+        }
+        out.push_str("\nresponse times in ms (seed 000, Table II)\n\n");
+        out.push_str(&t.render());
+        let over: Vec<&str> = report
+            .tasks
+            .iter()
+            .filter(|b| match (b.wcrt_us, max_of(sim, &b.name)) {
+                (Some(bound), Some(m)) => (m * 1000.0).round() > (bound * 1000.0).round(),
+                _ => false,
+            })
+            .map(|b| b.name.as_str())
+            .collect();
+        if !over.is_empty() {
+            out.push_str(&format!(
+                "\nwarning: the simulation exceeds the bound for {}: a bug in the analysis or in the simulator\n",
+                over.join(", ")
+            ));
+        }
+        if let Some(real) = real {
+            let over: Vec<&str> = report
+                .tasks
+                .iter()
+                .filter(|b| match (b.wcrt_us, max_of(real, &b.name)) {
+                    (Some(bound), Some(m)) => m > bound,
+                    _ => false,
+                })
+                .map(|b| b.name.as_str())
+                .collect();
+            if !over.is_empty() {
+                out.push_str(&format!(
+                    "\nnote: the real run exceeds the bound for {}: the analysis counts no kernel or runtime overhead, no other load on the CPU and no calibration error (try an idle machine and a release build)\n",
+                    over.join(", ")
+                ));
+            }
+        }
+        for r in std::iter::once(sim).chain(real) {
+            if let Some(line) = deadlock_line(r) {
+                out.push_str(&format!("\n{} {line}\n", r.mode));
+            }
+        }
+        if real_asked && real.is_none() {
+            out.push_str("\nreal run: not performed\n");
+        }
+    }
+    out
 }

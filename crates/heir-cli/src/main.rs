@@ -4,6 +4,7 @@
 mod analyze;
 mod demo;
 mod exit;
+mod output;
 mod run;
 mod sim;
 mod sweep;

@@ -1,0 +1,425 @@
+//! Output shared by the commands: aligned text tables, one-object JSON on
+//! stdout, and output files that are never left half-written.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use heir_scenario::{Policy, Scenario, Sched, Warning};
+use heir_sim::{Observer, Report};
+use heir_viz::{ChromeTrace, SvgGantt, SvgOptions, Tee};
+
+use crate::CliError;
+
+/// µs → ms with three decimals; `-` when there is no value.
+pub fn ms(us: Option<f64>) -> String {
+    match us {
+        Some(v) => format!("{:.3}", v / 1000.0),
+        None => "-".to_string(),
+    }
+}
+
+/// `SCHED_FIFO/90`, `SCHED_OTHER/0` (nice), `SCHED_DEADLINE/10000:40000:40000`
+/// (runtime:deadline:period µs).
+pub fn sched_label(s: &Sched) -> String {
+    match (s.policy, s.dl) {
+        (Policy::Deadline, Some(dl)) => format!(
+            "{}/{}:{}:{}",
+            s.policy.name(),
+            dl.runtime_us,
+            dl.deadline_us,
+            dl.period_us
+        ),
+        (Policy::Deadline, None) | (Policy::Idle, _) => s.policy.name().to_string(),
+        _ => format!("{}/{}", s.policy.name(), s.priority),
+    }
+}
+
+/// The scheduling label of every thread of `scenario`, by thread name.
+pub fn thread_scheds(scenario: &Scenario) -> Vec<(String, String)> {
+    scenario
+        .tasks
+        .iter()
+        .flat_map(|t| {
+            let label = sched_label(&t.sched);
+            t.thread_names()
+                .into_iter()
+                .map(move |n| (n, label.clone()))
+        })
+        .collect()
+}
+
+/// Prints the reader's warnings to stderr as `heir: warning: file:line:col: …`.
+pub fn print_warnings(file: &str, warnings: &[Warning]) {
+    for w in warnings {
+        eprintln!("heir: warning: {file}:{w}");
+    }
+}
+
+/// Column alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A text table: a header row, then rows, columns padded to their widest
+/// cell and separated by two spaces.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    header: Vec<String>,
+    align: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column headers (the first column left-aligned,
+    /// the others right-aligned).
+    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Self {
+        let header: Vec<String> = header.into_iter().map(Into::into).collect();
+        let align = (0..header.len())
+            .map(|i| if i == 0 { Align::Left } else { Align::Right })
+            .collect();
+        Table {
+            header,
+            align,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Sets the alignment of column `col`.
+    pub fn align(mut self, col: usize, a: Align) -> Self {
+        if let Some(slot) = self.align.get_mut(col) {
+            *slot = a;
+        }
+        self
+    }
+
+    /// Adds a row (missing cells are blank).
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+    }
+
+    /// The table as lines of text.
+    pub fn render(&self) -> String {
+        let cols = self
+            .rows
+            .iter()
+            .map(Vec::len)
+            .chain([self.header.len()])
+            .max()
+            .unwrap_or(0);
+        let mut width = vec![0usize; cols];
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            for (i, c) in r.iter().enumerate() {
+                width[i] = width[i].max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            let mut line = String::new();
+            for (i, w) in width.iter().enumerate() {
+                let cell = r.get(i).map(String::as_str).unwrap_or("");
+                let pad = w - cell.chars().count();
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                match self.align.get(i).copied().unwrap_or(Align::Right) {
+                    Align::Left => {
+                        line.push_str(cell);
+                        line.extend(std::iter::repeat_n(' ', pad));
+                    }
+                    Align::Right => {
+                        line.extend(std::iter::repeat_n(' ', pad));
+                        line.push_str(cell);
+                    }
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The per-thread table of a run report: task, policy/prio, jobs, misses,
+/// then response-time statistics in ms.
+pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {
+    let mut t = Table::new([
+        "task",
+        "policy/prio",
+        "jobs",
+        "misses",
+        "min",
+        "mean",
+        "p50",
+        "p90",
+        "p99",
+        "max",
+    ])
+    .align(1, Align::Left);
+    for task in &report.tasks {
+        let sched = scheds
+            .iter()
+            .find(|(n, _)| *n == task.name)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_else(|| "-".to_string());
+        let r = &task.response_us;
+        t.row([
+            task.name.clone(),
+            sched,
+            task.jobs.to_string(),
+            task.deadline_misses.to_string(),
+            ms(r.min),
+            ms(r.mean),
+            ms(r.p50),
+            ms(r.p90),
+            ms(r.p99),
+            ms(r.max),
+        ]);
+    }
+    t
+}
+
+/// The deadlock line of a report, if it deadlocked:
+/// `deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A`.
+pub fn deadlock_line(report: &Report) -> Option<String> {
+    report.deadlock.as_ref().map(|d| {
+        format!(
+            "deadlock at {} ms: {}",
+            ms(Some(d.at_us)),
+            d.cycle.join(" -> ")
+        )
+    })
+}
+
+/// Writes `value` as one pretty-printed JSON object on stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    serde_json::to_writer_pretty(&mut out, value).context("writing JSON to stdout")?;
+    writeln!(out).context("writing to stdout")?;
+    out.flush().context("writing to stdout")
+}
+
+/// A file written under a temporary name beside its target and renamed over
+/// the target once complete; dropped before [`PendingFile::commit`], it
+/// removes the temporary file, so no half-written output is ever left.
+#[derive(Debug)]
+pub struct PendingFile {
+    tmp: PathBuf,
+    target: PathBuf,
+    committed: bool,
+}
+
+impl PendingFile {
+    /// Creates the temporary file beside `target`.
+    pub fn create(target: &Path) -> Result<(PendingFile, File)> {
+        let name = target
+            .file_name()
+            .with_context(|| format!("{}: not a file name", target.display()))?;
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        let tmp = target.with_file_name(tmp_name);
+        let file =
+            File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        Ok((
+            PendingFile {
+                tmp,
+                target: target.to_path_buf(),
+                committed: false,
+            },
+            file,
+        ))
+    }
+
+    /// The file it will become.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Syncs `file` (the one [`PendingFile::create`] returned) and renames it
+    /// over the target.
+    pub fn commit(mut self, file: File) -> Result<PathBuf> {
+        file.sync_all()
+            .with_context(|| format!("writing {}", self.target.display()))?;
+        drop(file);
+        std::fs::rename(&self.tmp, &self.target)
+            .with_context(|| format!("cannot create {}", self.target.display()))?;
+        self.committed = true;
+        Ok(self.target.clone())
+    }
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The trace and SVG writers of one run, and where they go.
+pub struct RunOutputs {
+    trace: Option<(PendingFile, ChromeTrace<File>)>,
+    svg: Option<(PathBuf, SvgGantt)>,
+}
+
+impl RunOutputs {
+    /// Opens a Chrome trace at `trace` (a temporary file for now) and keeps
+    /// an SVG Gantt chart for `svg`. A path that cannot be created is bad
+    /// input.
+    pub fn new(
+        trace: Option<&Path>,
+        svg: Option<&Path>,
+        svg_title: &str,
+    ) -> Result<RunOutputs, CliError> {
+        let trace = match trace {
+            Some(path) => {
+                let (pending, file) = PendingFile::create(path).map_err(CliError::bad_input)?;
+                Some((pending, ChromeTrace::new(file)))
+            }
+            None => None,
+        };
+        let svg = svg.map(|p| {
+            let opts = SvgOptions {
+                title: svg_title.to_string(),
+                ..SvgOptions::default()
+            };
+            (p.to_path_buf(), SvgGantt::new(opts))
+        });
+        Ok(RunOutputs { trace, svg })
+    }
+
+    /// The observer to give the run: every writer at once.
+    pub fn observer(&mut self) -> Tee<'_> {
+        let mut tee = Tee::new();
+        if let Some((_, t)) = &mut self.trace {
+            tee.push(t as &mut dyn Observer);
+        }
+        if let Some((_, s)) = &mut self.svg {
+            tee.push(s as &mut dyn Observer);
+        }
+        tee
+    }
+
+    /// Finishes every file (temporary name, then rename) and returns the
+    /// paths written, trace first.
+    pub fn commit(self) -> Result<Vec<PathBuf>> {
+        let mut written = Vec::new();
+        if let Some((pending, trace)) = self.trace {
+            let what = pending.target().display().to_string();
+            let file = trace
+                .into_inner()
+                .with_context(|| format!("cannot write {what}"))?;
+            written.push(pending.commit(file)?);
+        }
+        if let Some((path, svg)) = self.svg {
+            let (pending, file) = PendingFile::create(&path)?;
+            let mut w = BufWriter::new(file);
+            svg.write_svg(&mut w)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let file = w
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            written.push(pending.commit(file)?);
+        }
+        Ok(written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heir_scenario::DlParams;
+
+    #[test]
+    fn ms_has_three_decimals() {
+        assert_eq!(ms(Some(29_000.0)), "29.000");
+        assert_eq!(ms(Some(18_995.4)), "18.995");
+        assert_eq!(ms(None), "-");
+    }
+
+    #[test]
+    fn sched_labels() {
+        let s = |policy, priority, dl| {
+            sched_label(&Sched {
+                policy,
+                priority,
+                dl,
+            })
+        };
+        assert_eq!(s(Policy::Fifo, 90, None), "SCHED_FIFO/90");
+        assert_eq!(s(Policy::Other, -5, None), "SCHED_OTHER/-5");
+        assert_eq!(s(Policy::Idle, 0, None), "SCHED_IDLE");
+        let dl = DlParams {
+            runtime_us: 10,
+            deadline_us: 30,
+            period_us: 40,
+        };
+        assert_eq!(s(Policy::Deadline, 0, Some(dl)), "SCHED_DEADLINE/10:30:40");
+    }
+
+    #[test]
+    fn table_pads_and_aligns_columns() {
+        let mut t = Table::new(["task", "jobs"]);
+        t.row(["Client1", "1500"]);
+        t.row(["A", "7"]);
+        assert_eq!(t.render(), "task     jobs\nClient1  1500\nA           7\n");
+        let mut t = Table::new(["a", "b"]).align(1, Align::Left);
+        t.row(["xx", "y"]);
+        t.row(["z"]);
+        assert_eq!(t.render(), "a   b\nxx  y\nz\n");
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("heir-output-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_pending_file_appears_only_on_commit() {
+        let dir = scratch("commit");
+        let target = dir.join("out.json");
+        let (pending, mut file) = PendingFile::create(&target).unwrap();
+        file.write_all(b"{}").unwrap();
+        assert_eq!(
+            names(&dir),
+            [format!(".out.json.tmp-{}", std::process::id())]
+        );
+        assert!(!target.exists());
+        assert_eq!(pending.commit(file).unwrap(), target);
+        assert_eq!(names(&dir), ["out.json"]);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_dropped_pending_file_leaves_nothing() {
+        let dir = scratch("drop");
+        let target = dir.join("out.svg");
+        std::fs::write(&target, "old").unwrap();
+        {
+            let (_pending, mut file) = PendingFile::create(&target).unwrap();
+            file.write_all(b"half").unwrap();
+        }
+        // The previous file is untouched, the temporary one is gone.
+        assert_eq!(names(&dir), ["out.svg"]);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,20 @@
+//! `heir` CLI integration tests: one binary, a module per behaviour. They run
+//! the built binary (`CARGO_BIN_EXE_heir`) on the bundled examples and on
+//! small scenarios written into unique temporary directories.
+
+#[path = "cli/bad_input.rs"]
+mod bad_input;
+#[path = "cli/deadlock.rs"]
+mod deadlock;
+#[path = "cli/demo.rs"]
+mod demo;
+#[path = "cli/sim_json.rs"]
+mod sim_json;
+#[path = "cli/sim_table.rs"]
+mod sim_table;
+#[path = "cli/support.rs"]
+mod support;
+#[path = "cli/trace_files.rs"]
+mod trace_files;
+#[path = "cli/warnings.rs"]
+mod warnings;

@@ -1,0 +1,50 @@
+//! A deadlock ends the run: exit 3, the cycle printed, files still written.
+
+use serde_json::Value;
+
+use crate::support::*;
+
+#[test]
+fn the_table_names_the_cycle() {
+    let o = heir([
+        "sim".as_ref(),
+        example("deadlock-two-locks.json").as_os_str(),
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let out = stdout(&o);
+    // The example's comment: A blocks on m2 at 4 ms while B waits on m1.
+    assert!(
+        out.contains("deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A"),
+        "{out}"
+    );
+    assert_eq!(stderr(&o), "", "a deadlock is a result, not an error");
+}
+
+#[test]
+fn json_report_trace_and_svg_still_produced() {
+    let dir = TempDir::new("deadlock");
+    let o = heir([
+        "sim".as_ref(),
+        example("deadlock-two-locks.json").as_os_str(),
+        "--json".as_ref(),
+        "--trace".as_ref(),
+        dir.join("d.json").as_os_str(),
+        "--svg".as_ref(),
+        dir.join("d.svg").as_os_str(),
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let r = one_json(&o);
+    assert_eq!(keys(&r), ["mode", "duration_us", "tasks", "deadlock"]);
+    assert_eq!(r["deadlock"]["at_us"].as_f64(), Some(4000.0));
+    assert_eq!(
+        r["deadlock"]["cycle"],
+        serde_json::json!(["A", "m2", "B", "m1", "A"])
+    );
+    assert_eq!(r["duration_us"].as_f64(), Some(4000.0));
+    assert_eq!(dir.files(), ["d.json", "d.svg"]);
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("d.json")).unwrap()).unwrap();
+    assert!(!trace["traceEvents"].as_array().unwrap().is_empty());
+    let svg = std::fs::read_to_string(dir.join("d.svg")).unwrap();
+    assert!(svg.trim_end().ends_with("</svg>"));
+}

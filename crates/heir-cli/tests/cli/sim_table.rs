@@ -1,0 +1,77 @@
+//! `heir sim` without `--json`: header line and per-thread table.
+
+use crate::support::*;
+
+#[test]
+fn header_and_one_row_per_thread() {
+    let file = example("table1-client-server.json");
+    let o = heir(["sim".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!(
+            "{}: mode sim, simulated 60.000 s, seed 1, pi_cv on",
+            file.display()
+        )
+    );
+    let header = lines
+        .iter()
+        .find(|l| l.starts_with("task"))
+        .expect("a column header");
+    let cols: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        cols,
+        [
+            "task",
+            "policy/prio",
+            "jobs",
+            "misses",
+            "min",
+            "mean",
+            "p50",
+            "p90",
+            "p99",
+            "max"
+        ]
+    );
+    let row = |name: &str| -> Vec<String> {
+        lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let c2 = row("Client2");
+    assert_eq!(c2.len(), 10);
+    assert_eq!(c2[1], "SCHED_FIFO/80");
+    assert_eq!(c2[2], "1200");
+    assert_eq!(c2[3], "0");
+    assert_eq!(c2[4], "14.500");
+    assert_eq!(c2[9], "29.000");
+    assert_eq!(row("Client1")[1], "SCHED_FIFO/90");
+    assert_eq!(row("Server")[1], "SCHED_FIFO/50");
+    assert!(!out.contains("deadlock"));
+}
+
+#[test]
+fn pi_cv_off_shows_in_the_header() {
+    let file = example("table1-client-server.json");
+    let o = heir([
+        "sim".as_ref(),
+        file.as_os_str(),
+        "--pi-cv".as_ref(),
+        "off".as_ref(),
+        "--seed".as_ref(),
+        "3".as_ref(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o)
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("seed 3, pi_cv off"));
+}

@@ -1,0 +1,114 @@
+//! Running the binary, temporary directories, JSON helpers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::Value;
+
+/// Runs `heir` with `args` (no stdin).
+pub fn heir<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_heir"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run heir")
+}
+
+/// A bundled example (`examples/NAME`).
+pub fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
+}
+
+/// The exit code (a signal is a test failure).
+pub fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited, not killed")
+}
+
+/// Parses stdout as exactly one JSON value (nothing before or after).
+pub fn one_json(o: &Output) -> Value {
+    let text = stdout(o);
+    let mut values = serde_json::Deserializer::from_str(&text).into_iter::<Value>();
+    let first = values
+        .next()
+        .unwrap_or_else(|| panic!("no JSON on stdout; stderr: {}", stderr(o)))
+        .expect("valid JSON");
+    assert!(
+        values.next().is_none(),
+        "more than one JSON value on stdout"
+    );
+    assert!(first.is_object(), "not an object: {first}");
+    first
+}
+
+/// The keys of a JSON object, in order.
+pub fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// A directory under the system temp dir, unique to this test, removed on
+/// drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "heir-cli-test-{}-{}-{tag}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// Writes `text` to `name` in the directory.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.join(name);
+        std::fs::write(&p, text).expect("write scenario");
+        p
+    }
+
+    /// File names in the directory, sorted.
+    pub fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("read temp dir")
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
