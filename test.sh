@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every test heir has: formatting, lints, the whole workspace's tests
+# (engine property tests, reader, simulator, analysis, CLI, and the real-time
+# tests on real SCHED_FIFO threads), and the C API example.
+#
+# On a fresh machine it first installs what is missing (a C compiler and
+# pkg-config for the C API test). Real-time tests need root (or CAP_SYS_NICE):
+# without it they print why and skip, except under CI=true, where a missing
+# capability fails the run.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: installing ${need[*]}"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    else
+        echo "test.sh: missing ${need[*]} (install them, or run as root to let test.sh do it)" >&2
+        exit 1
+    fi
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "test.sh: cargo not found: install Rust (https://rustup.rs), then run ./test.sh again" >&2
+    exit 1
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo test"
+cargo test --workspace
