@@ -60,6 +60,11 @@ pub struct Args {
     /// Print one JSON object (both reports, the paper's values, the files).
     #[arg(long)]
     pub json: bool,
+    /// Also run the scenario on real SCHED_FIFO threads for this many
+    /// seconds per PI-CV setting, when the process may use real-time
+    /// priorities (0: simulate only).
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub real_seconds: f64,
 }
 
 /// One column group of the table: a named way of running the scenario
@@ -168,6 +173,37 @@ fn simulate(
     Ok(Run::new(scenario, label, pi_cv, report, files))
 }
 
+/// Runs the scenario on real threads for `seconds`, PI-CV off then on.
+/// `Ok(Err(why))` when this process cannot run real-time threads (the demo
+/// then shows the simulation only); `Err` when a run started and failed.
+fn run_real(
+    scenario: &Scenario,
+    seconds: f64,
+    quiet: bool,
+) -> Result<Result<Vec<Run>, String>, CliError> {
+    let mut runs = Vec::new();
+    for (label, pi_cv) in [("real, no PI-CV", false), ("real, PI-CV", true)] {
+        if !quiet {
+            eprintln!("heir demo: running on real SCHED_FIFO threads for {seconds} s ({label})...");
+        }
+        let config = heir::run::RunConfig {
+            duration_us: Some((seconds * 1e6) as u64),
+            pi_cv: Some(pi_cv),
+            calibration_ns_per_loop: None,
+        };
+        match heir::run::run_scenario(scenario, &config) {
+            Ok(report) => runs.push(Run::new(scenario, label, pi_cv, report, Vec::new())),
+            Err(heir::run::RunError::NoPrivilege(why)) => return Ok(Err(why)),
+            Err(e) => {
+                return Err(CliError::failure(
+                    anyhow!(e).context(format!("{SCENARIO_FILE}: real-threads run ({label})")),
+                ))
+            }
+        }
+    }
+    Ok(Ok(runs))
+}
+
 /// Runs `heir demo`.
 pub fn main(args: Args) -> CliResult {
     let scenario = heir_scenario::parse_str(SCENARIO, SCENARIO_FILE)
@@ -178,10 +214,28 @@ pub fn main(args: Args) -> CliResult {
         .with_context(|| format!("cannot create {}", args.out.display()))
         .map_err(CliError::bad_input)?;
 
-    let runs = vec![
-        simulate(&scenario, "No PI-CV", false, &args.out, "demo-picv-off")?,
-        simulate(&scenario, "PI-CV", true, &args.out, "demo-picv-on")?,
+    if !(args.real_seconds.is_finite() && args.real_seconds >= 0.0) {
+        return Err(CliError::bad_input(anyhow!(
+            "--real-seconds must be a non-negative number of seconds, got {}",
+            args.real_seconds
+        )));
+    }
+    let mut runs = vec![
+        simulate(
+            &scenario,
+            "sim, no PI-CV",
+            false,
+            &args.out,
+            "demo-picv-off",
+        )?,
+        simulate(&scenario, "sim, PI-CV", true, &args.out, "demo-picv-on")?,
     ];
+    if args.real_seconds > 0.0 {
+        match run_real(&scenario, args.real_seconds, args.json)? {
+            Ok(real) => runs.extend(real),
+            Err(why) => eprintln!("heir demo: no real-threads run: {why}"),
+        }
+    }
     if args.json {
         print_json(&json_report(&scenario, &runs)).map_err(CliError::failure)?;
     } else {
@@ -205,9 +259,13 @@ fn text_report(scenario: &Scenario, runs: &[Run]) -> String {
     let seed = scenario.global.seed;
     let dur = runs.first().map(|r| r.report.duration_us).unwrap_or(0.0);
     let mut out = format!(
-        "heir demo: seed 000 Table I client/server ({SCENARIO_FILE}), simulated {:.3} s, seed {seed}\n\
+        "heir demo: seed 000 Table I client/server ({SCENARIO_FILE}), simulated {:.3} s, seed {seed}{}\n\
          Response times in ms, as seed 000 Table II\n\n",
-        dur / 1e6
+        dur / 1e6,
+        match runs.iter().find(|r| r.report.mode == "real") {
+            Some(r) => format!("; real threads {:.3} s per setting", r.report.duration_us / 1e6),
+            None => String::new(),
+        }
     );
 
     // Two header rows: the run labels over their client columns.
@@ -226,7 +284,7 @@ fn text_report(scenario: &Scenario, runs: &[Run]) -> String {
     let mut t = Table::new(labels);
     t.row(header);
     for (k, stat) in STATS.iter().enumerate() {
-        let mut row = vec![format!("heir sim {stat}")];
+        let mut row = vec![format!("heir {stat}")];
         for r in runs {
             for c in CLIENTS {
                 row.push(ms(r.stats(c)[k]));

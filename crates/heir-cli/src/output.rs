@@ -276,6 +276,17 @@ impl RunOutputs {
         svg: Option<&Path>,
         svg_title: &str,
     ) -> Result<RunOutputs, CliError> {
+        Self::with_svg_window(trace, svg, svg_title, None)
+    }
+
+    /// As [`RunOutputs::new`], drawing the SVG over `window` = (start, length)
+    /// in ns instead of the default first 200 ms.
+    pub fn with_svg_window(
+        trace: Option<&Path>,
+        svg: Option<&Path>,
+        svg_title: &str,
+        window: Option<(u64, u64)>,
+    ) -> Result<RunOutputs, CliError> {
         let trace = match trace {
             Some(path) => {
                 let (pending, file) = PendingFile::create(path).map_err(CliError::bad_input)?;
@@ -284,10 +295,14 @@ impl RunOutputs {
             None => None,
         };
         let svg = svg.map(|p| {
-            let opts = SvgOptions {
+            let mut opts = SvgOptions {
                 title: svg_title.to_string(),
                 ..SvgOptions::default()
             };
+            if let Some((start, len)) = window {
+                opts.window_start_ns = start;
+                opts.window_ns = len;
+            }
             (p.to_path_buf(), SvgGantt::new(opts))
         });
         Ok(RunOutputs { trace, svg })

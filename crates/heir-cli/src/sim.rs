@@ -58,6 +58,23 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
+    /// Start of the SVG chart's time window, in ms of simulated time.
+    #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = parse_ms)]
+    pub svg_from: f64,
+    /// Length of the SVG chart's time window, in ms (the chart keeps only
+    /// this window in memory, however long the run).
+    #[arg(long, value_name = "MS", default_value_t = 200.0, value_parser = parse_ms)]
+    pub svg_span: f64,
+}
+
+/// Parses a non-negative number of milliseconds.
+fn parse_ms(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v < 1e12 => Ok(v),
+        _ => Err(format!(
+            "expected milliseconds as a non-negative number, found {s:?}"
+        )),
+    }
 }
 
 /// Parses a duration in seconds (a positive decimal) into whole µs.
@@ -95,7 +112,19 @@ pub fn main(args: Args) -> CliResult {
         "{file}: simulated, PI-CV {}, seed {seed}",
         if pi_cv { "on" } else { "off" }
     );
-    let mut outputs = RunOutputs::new(args.trace.as_deref(), args.svg.as_deref(), &title)?;
+    if args.svg_span <= 0.0 {
+        return Err(CliError::bad_input(anyhow!("--svg-span must be positive")));
+    }
+    let window = (
+        (args.svg_from * 1e6).round() as u64,
+        (args.svg_span * 1e6).round() as u64,
+    );
+    let mut outputs = RunOutputs::with_svg_window(
+        args.trace.as_deref(),
+        args.svg.as_deref(),
+        &title,
+        Some(window),
+    )?;
     let report = heir_sim::simulate(&scenario, &config, &mut outputs.observer())
         .map_err(|e| CliError::bad_input(anyhow!(e).context(format!("{file}: cannot simulate"))))?;
     let written = outputs.commit().map_err(CliError::failure)?;

@@ -8,7 +8,13 @@ use crate::support::*;
 fn prints_table_ii_and_writes_both_charts() {
     let dir = TempDir::new("demo");
     let out_dir = dir.join("out");
-    let o = heir(["demo".as_ref(), "--out".as_ref(), out_dir.as_os_str()]);
+    let o = heir([
+        "demo".as_ref(),
+        "--real-seconds".as_ref(),
+        "0".as_ref(),
+        "--out".as_ref(),
+        out_dir.as_os_str(),
+    ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
@@ -20,19 +26,22 @@ fn prints_table_ii_and_writes_both_charts() {
             .split_whitespace()
             .collect()
     };
-    assert_eq!(line("No PI-CV"), ["No", "PI-CV", "PI-CV"]);
+    assert_eq!(
+        line("sim, no PI-CV"),
+        ["sim,", "no", "PI-CV", "sim,", "PI-CV"]
+    );
     assert_eq!(
         line("Statistic"),
         ["Statistic", "Client1", "Client2", "Client1", "Client2"]
     );
-    // heir sim Maximum: No PI-CV C1 C2, PI-CV C1 C2.
-    let max = line("heir sim Maximum");
-    assert_eq!(max.len(), 7);
-    assert_eq!(max[6], "29.000");
-    let on_c1: f64 = max[5].parse().unwrap();
+    // heir Maximum: no PI-CV C1 C2, PI-CV C1 C2.
+    let max = line("heir Maximum");
+    assert_eq!(max.len(), 6);
+    assert_eq!(max[5], "29.000");
+    let on_c1: f64 = max[4].parse().unwrap();
     assert!(on_c1 <= 19.0);
-    let off_c1: f64 = max[3].parse().unwrap();
-    let off_c2: f64 = max[4].parse().unwrap();
+    let off_c1: f64 = max[2].parse().unwrap();
+    let off_c2: f64 = max[3].parse().unwrap();
     assert!(off_c1 > 19.0 && off_c2 > 29.0, "{max:?}");
     // The paper's rows, and the analytical worst case under PI-CV only.
     assert_eq!(
@@ -77,6 +86,8 @@ fn json_holds_both_reports() {
     let o = heir([
         "demo".as_ref(),
         "--json".as_ref(),
+        "--real-seconds".as_ref(),
+        "0".as_ref(),
         "--out".as_ref(),
         dir.path().as_os_str(),
     ]);
@@ -86,11 +97,11 @@ fn json_holds_both_reports() {
     assert_eq!(runs.len(), 2);
     assert_eq!(
         (&runs[0]["label"], &runs[0]["pi_cv"]),
-        (&"No PI-CV".into(), &false.into())
+        (&"sim, no PI-CV".into(), &false.into())
     );
     assert_eq!(
         (&runs[1]["label"], &runs[1]["pi_cv"]),
-        (&"PI-CV".into(), &true.into())
+        (&"sim, PI-CV".into(), &true.into())
     );
     assert_eq!(
         runs[1]["report"]["tasks"]["Client2"]["response_us"]["max"].as_f64(),
@@ -107,4 +118,49 @@ fn json_holds_both_reports() {
         r["paper_measured_ms"]["PI-CV"]["Client2"]["max_ms"].as_f64(),
         Some(28.996)
     );
+}
+
+/// With real-time privileges, the demo adds the same scenario on real
+/// SCHED_FIFO threads beside the simulation (here for 1 s per setting).
+/// Without them it says why and shows the simulation only, except under
+/// `CI=true`, where the machines can run real-time threads and must.
+#[test]
+fn adds_the_real_threads_run_when_it_can() {
+    let dir = TempDir::new("demo-real");
+    let o = heir([
+        "demo".as_ref(),
+        "--json".as_ref(),
+        "--real-seconds".as_ref(),
+        "1".as_ref(),
+        "--out".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = one_json(&o);
+    let runs = r["runs"].as_array().unwrap();
+    if runs.len() == 2 {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but the demo could not run real-time threads: {}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("no real-threads run"), "{}", stderr(&o));
+        eprintln!("skipped: {}", stderr(&o).trim());
+        return;
+    }
+    assert_eq!(runs.len(), 4);
+    for (run, (label, pi_cv)) in runs[2..]
+        .iter()
+        .zip([("real, no PI-CV", false), ("real, PI-CV", true)])
+    {
+        assert_eq!(run["label"], label);
+        assert_eq!(run["pi_cv"], pi_cv);
+        assert_eq!(run["report"]["mode"], "real");
+        // Releases at 0, 40, ..., 960 ms and 0, 50, ..., 950 ms: a job
+        // released near the end may still be running when the run stops.
+        let jobs = |t: &str| run["report"]["tasks"][t]["jobs"].as_u64().unwrap();
+        assert!((24..=25).contains(&jobs("Client1")), "{run}");
+        assert!((19..=20).contains(&jobs("Client2")), "{run}");
+        assert!((16..=17).contains(&jobs("Annoyer")), "{run}");
+    }
 }
