@@ -454,53 +454,25 @@ pub fn to_scenario(set: &TaskSet, opts: &ScenarioOptions, rng: &mut Rng) -> Scen
                 }),
             ),
         };
-        tasks.push(ScTask {
-            name: t.name.clone(),
-            path: path.clone(),
-            instance: 1,
-            sched: Sched {
-                policy,
-                priority,
-                dl,
-            },
-            cpus: Some(vec![t.cpu]),
-            delay_us,
-            loops: None,
-            phases: vec![Phase {
-                name: String::new(),
-                path,
-                loops: 1,
-                cpus: None,
-                sched: None,
-                events: ev.events,
-            }],
-        });
+        let sched = Sched {
+            policy,
+            priority,
+            dl,
+        };
+        tasks.push(one_phase_task(
+            &t.name, path, sched, t.cpu, delay_us, ev.events,
+        ));
     }
     for (k, s) in set.servers.iter().enumerate() {
         let path = format!("tasks.{}", s.name);
         let mut ev = EventWriter::new(&path);
         ev.push("serve", EventKind::Serve(ResIdx(ep0 + k)));
-        tasks.push(ScTask {
-            name: s.name.clone(),
-            path: path.clone(),
-            instance: 1,
-            sched: Sched {
-                policy: Policy::Fifo,
-                priority: s.priority,
-                dl: None,
-            },
-            cpus: Some(vec![s.cpu]),
-            delay_us: 0,
-            loops: None,
-            phases: vec![Phase {
-                name: String::new(),
-                path,
-                loops: 1,
-                cpus: None,
-                sched: None,
-                events: ev.events,
-            }],
-        });
+        let sched = Sched {
+            policy: Policy::Fifo,
+            priority: s.priority,
+            dl: None,
+        };
+        tasks.push(one_phase_task(&s.name, path, sched, s.cpu, 0, ev.events));
     }
     Scenario {
         global: Global {
@@ -514,6 +486,35 @@ pub fn to_scenario(set: &TaskSet, opts: &ScenarioOptions, rng: &mut Rng) -> Scen
         resources,
         tasks,
         warnings: Vec::new(),
+    }
+}
+
+/// One thread pinned to `cpu`, looping forever over one unnamed phase of
+/// `events`.
+fn one_phase_task(
+    name: &str,
+    path: String,
+    sched: Sched,
+    cpu: u32,
+    delay_us: u64,
+    events: Vec<Event>,
+) -> ScTask {
+    ScTask {
+        name: name.to_string(),
+        path: path.clone(),
+        instance: 1,
+        sched,
+        cpus: Some(vec![cpu]),
+        delay_us,
+        loops: None,
+        phases: vec![Phase {
+            name: String::new(),
+            path,
+            loops: 1,
+            cpus: None,
+            sched: None,
+            events,
+        }],
     }
 }
 

@@ -23,13 +23,16 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, Context};
-use heir::run::{run_scenario, RunConfig, RunError};
+use anyhow::anyhow;
+use heir::run::{run_scenario, RunConfig};
 use heir_analysis::{analyze_scenario, AnalysisReport, Options, Protocol};
 use heir_sim::{simulate, NullObserver, Report, SimConfig};
 
-use crate::exit::DEADLOCK;
-use crate::output::{deadlock_line, ms, print_json, print_warnings, Align, Table};
+use crate::exit::deadlock_exit;
+use crate::output::{
+    bad_input_in, deadlock_line, ms, parse_seconds, print_json, read_scenario, run_error, Align,
+    Table,
+};
 use crate::{CliError, CliResult};
 
 /// `heir analyze` arguments.
@@ -64,21 +67,6 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
         .ok_or_else(|| format!("expected none, inherit, ceiling or pi-cv, found {s:?}"))
 }
 
-/// Seconds (a positive decimal) → whole µs.
-fn parse_seconds(s: &str) -> Result<u64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected seconds as a positive number, found {s:?}"))?;
-    let us = (v * 1e6).round();
-    if !v.is_finite() || v <= 0.0 || us < 1.0 || us >= u64::MAX as f64 / 1000.0 {
-        return Err(format!(
-            "expected seconds as a positive number (at least 1 µs), found {s:?}"
-        ));
-    }
-    Ok(us as u64)
-}
-
 /// The maxima of a run report, by thread name.
 fn max_of(report: &Report, name: &str) -> Option<f64> {
     report
@@ -88,24 +76,16 @@ fn max_of(report: &Report, name: &str) -> Option<f64> {
         .and_then(|t| t.response_us.max)
 }
 
+/// Runs `heir analyze`.
 pub fn main(args: Args) -> CliResult {
-    let file = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("cannot read {file}"))
-        .map_err(CliError::bad_input)?;
-    let scenario = heir_scenario::parse_str(&text, &file).map_err(CliError::bad_input)?;
-    print_warnings(&file, &scenario.warnings);
+    let (file, scenario) = read_scenario(&args.file)?;
     let options = Options {
         protocol: args.protocol,
     };
+    // `file:line:col: at path: …`, or `file: at path: …` without a position.
     let report = analyze_scenario(&scenario, &options).map_err(|e| {
-        // `file:line:col: at path: …`, or `file: at path: …` without a position.
-        let sep = if e.at.as_ref().is_some_and(|l| l.line > 0) {
-            ":"
-        } else {
-            ": "
-        };
-        CliError::bad_input(anyhow!("{file}{sep}{e}"))
+        let has_position = e.at.as_ref().is_some_and(|l| l.line > 0);
+        bad_input_in(&file, has_position, e)
     })?;
     for (name, why) in &report.skipped {
         eprintln!("heir: note: {file}: thread {name} skipped ({why})");
@@ -138,15 +118,8 @@ pub fn main(args: Args) -> CliResult {
                 pi_cv: Some(pi_cv),
                 calibration_ns_per_loop: None,
             };
-            let r = run_scenario(&scenario, &config).map_err(|e| {
-                let failure = matches!(e, RunError::Runtime(_) | RunError::Spawn { .. });
-                let err = anyhow!(e).context(format!("{file}: cannot run on real threads"));
-                if failure {
-                    CliError::failure(err)
-                } else {
-                    CliError::bad_input(err)
-                }
-            })?;
+            let r = run_scenario(&scenario, &config)
+                .map_err(|e| run_error(e, format!("{file}: cannot run on real threads")))?;
             real = Some(r);
         }
     }
@@ -170,11 +143,7 @@ pub fn main(args: Args) -> CliResult {
             render(&file, &report, sim.as_ref(), real.as_ref(), args.real)
         );
     }
-    let deadlocked = sim.iter().chain(real.iter()).any(|r| r.deadlock.is_some());
-    if deadlocked {
-        return Err(CliError::quiet(DEADLOCK));
-    }
-    Ok(())
+    deadlock_exit(sim.iter().chain(real.iter()).any(|r| r.deadlock.is_some()))
 }
 
 /// The text output: the per-task table, then with `--compare` the Table II

@@ -20,7 +20,7 @@ use heir_scenario::Scenario;
 use heir_sim::{Report, SimConfig};
 use serde_json::{json, Value};
 
-use crate::exit::DEADLOCK;
+use crate::exit::deadlock_exit;
 use crate::output::{deadlock_line, ms, print_json, print_warnings, RunOutputs, Table};
 use crate::{CliError, CliResult};
 
@@ -241,10 +241,7 @@ pub fn main(args: Args) -> CliResult {
     } else {
         print!("{}", text_report(&scenario, &runs));
     }
-    if runs.iter().any(|r| r.report.deadlock.is_some()) {
-        return Err(CliError::quiet(DEADLOCK));
-    }
-    Ok(())
+    deadlock_exit(runs.iter().any(|r| r.report.deadlock.is_some()))
 }
 
 /// The paper's measured values with PI-CV `pi_cv`, per client.

@@ -11,17 +11,21 @@ pub const DEADLOCK: i32 = 3;
 /// An error with the exit code it maps to.
 #[derive(Debug)]
 pub struct CliError {
+    /// The process exit code.
     pub code: i32,
+    /// What went wrong (empty for [`CliError::quiet`]).
     pub error: anyhow::Error,
 }
 
 impl CliError {
+    /// Bad input: exit 2.
     pub fn bad_input(error: impl Into<anyhow::Error>) -> Self {
         CliError {
             code: BAD_INPUT,
             error: error.into(),
         }
     }
+    /// A failure: exit 1.
     pub fn failure(error: impl Into<anyhow::Error>) -> Self {
         CliError {
             code: 1,
@@ -50,7 +54,18 @@ impl From<anyhow::Error> for CliError {
     }
 }
 
+/// What a command returns.
 pub type CliResult = Result<(), CliError>;
+
+/// Exit 3 (quietly: the report is already printed) when a run deadlocked,
+/// success otherwise.
+pub fn deadlock_exit(deadlocked: bool) -> CliResult {
+    if deadlocked {
+        Err(CliError::quiet(DEADLOCK))
+    } else {
+        Ok(())
+    }
+}
 
 /// Prints the error (if any) to stderr and returns the process exit code.
 pub fn report(result: CliResult) -> i32 {

@@ -1,11 +1,13 @@
-//! Output shared by the commands: aligned text tables, one-object JSON on
-//! stdout, and output files that are never left half-written.
+//! Input and output shared by the commands: reading a scenario file,
+//! duration flags, aligned text tables, one-object JSON on stdout, and output
+//! files that are never left half-written.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
+use heir::run::RunError;
 use heir_scenario::{Policy, Scenario, Sched, Warning};
 use heir_sim::{Observer, Report};
 use heir_viz::{ChromeTrace, SvgGantt, SvgOptions, Tee};
@@ -54,6 +56,71 @@ pub fn thread_scheds(scenario: &Scenario) -> Vec<(String, String)> {
 pub fn print_warnings(file: &str, warnings: &[Warning]) {
     for w in warnings {
         eprintln!("heir: warning: {file}:{w}");
+    }
+}
+
+/// Reads the input file at `path`: its name as given (for messages) and its
+/// text. An unreadable file is bad input (exit 2).
+pub fn read_input(path: &Path) -> Result<(String, String), CliError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {file}"))
+        .map_err(CliError::bad_input)?;
+    Ok((file, text))
+}
+
+/// Bad input found in `file`: `file:line:col: …` when the error's text
+/// starts with its position (`has_position`), `file: …` otherwise.
+pub fn bad_input_in(file: &str, has_position: bool, e: impl std::fmt::Display) -> CliError {
+    let sep = if has_position { ":" } else { ": " };
+    CliError::bad_input(anyhow!("{file}{sep}{e}"))
+}
+
+/// Reads and checks the scenario file at `path` and prints the reader's
+/// warnings; returns the file's name as given (for messages) and the
+/// scenario. An unreadable file or a reader error is bad input (exit 2).
+pub fn read_scenario(path: &Path) -> Result<(String, Scenario), CliError> {
+    let (file, text) = read_input(path)?;
+    let scenario = heir_scenario::parse_str(&text, &file).map_err(CliError::bad_input)?;
+    print_warnings(&file, &scenario.warnings);
+    Ok((file, scenario))
+}
+
+/// Parses `--duration`: seconds (a positive decimal) into whole µs.
+pub fn parse_seconds(s: &str) -> Result<u64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected seconds as a positive number, found {s:?}"))?;
+    let us = (v * 1e6).round();
+    if !v.is_finite() || v <= 0.0 || us < 1.0 || us >= u64::MAX as f64 / 1000.0 {
+        return Err(format!(
+            "expected seconds as a positive number (at least 1 µs), found {s:?}"
+        ));
+    }
+    Ok(us as u64)
+}
+
+/// The exit a refused or failed real-threads run maps to, with `context`
+/// (which names the file) before the runner's message: a runtime or thread
+/// start failure is a failure (exit 1); anything else — no privilege, no
+/// finite duration, a feature the runner lacks — is bad input (exit 2).
+pub fn run_error(e: RunError, context: String) -> CliError {
+    let failure = matches!(e, RunError::Runtime(_) | RunError::Spawn { .. });
+    let err = anyhow!(e).context(context);
+    if failure {
+        CliError::failure(err)
+    } else {
+        CliError::bad_input(err)
+    }
+}
+
+/// `on` or `off`.
+pub fn on_off(enabled: bool) -> &'static str {
+    if enabled {
+        "on"
+    } else {
+        "off"
     }
 }
 
@@ -223,8 +290,13 @@ impl PendingFile {
         tmp_name.push(name);
         tmp_name.push(format!(".tmp-{}", std::process::id()));
         let tmp = target.with_file_name(tmp_name);
-        let file =
-            File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let file = File::create(&tmp).with_context(|| {
+            format!(
+                "cannot create {} (written first as {})",
+                target.display(),
+                tmp.display()
+            )
+        })?;
         Ok((
             PendingFile {
                 tmp,
@@ -356,6 +428,16 @@ mod tests {
         assert_eq!(ms(Some(29_000.0)), "29.000");
         assert_eq!(ms(Some(18_995.4)), "18.995");
         assert_eq!(ms(None), "-");
+    }
+
+    #[test]
+    fn seconds_parse_to_microseconds() {
+        assert_eq!(parse_seconds("60"), Ok(60_000_000));
+        assert_eq!(parse_seconds("0.5"), Ok(500_000));
+        assert_eq!(parse_seconds("1e-6"), Ok(1));
+        for bad in ["0", "-1", "abc", "nan", "inf", "1e-9", "1e300"] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

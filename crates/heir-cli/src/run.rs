@@ -11,11 +11,13 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, Context};
-use heir::run::{run_scenario, RunConfig, RunError};
+use heir::run::{run_scenario, RunConfig};
 
-use crate::exit::DEADLOCK;
-use crate::output::{deadlock_line, print_json, print_warnings, report_table, thread_scheds};
+use crate::exit::deadlock_exit;
+use crate::output::{
+    deadlock_line, on_off, parse_seconds, print_json, read_scenario, report_table, run_error,
+    thread_scheds,
+};
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
 
@@ -35,42 +37,17 @@ pub struct Args {
     pub pi_cv: Option<OnOff>,
 }
 
-/// Parses a duration in seconds (a positive decimal) into whole µs.
-fn parse_seconds(s: &str) -> Result<u64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected seconds as a positive number, found {s:?}"))?;
-    let us = (v * 1e6).round();
-    if !v.is_finite() || v <= 0.0 || us < 1.0 || us >= u64::MAX as f64 / 1000.0 {
-        return Err(format!(
-            "expected seconds as a positive number (at least 1 µs), found {s:?}"
-        ));
-    }
-    Ok(us as u64)
-}
-
 /// Runs `heir run`.
 pub fn main(args: Args) -> CliResult {
-    let file = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("cannot read {file}"))
-        .map_err(CliError::bad_input)?;
-    let scenario = heir_scenario::parse_str(&text, &file).map_err(CliError::bad_input)?;
-    print_warnings(&file, &scenario.warnings);
+    let (file, scenario) = read_scenario(&args.file)?;
     let config = RunConfig {
         duration_us: args.duration,
         pi_cv: args.pi_cv.map(OnOff::enabled),
         calibration_ns_per_loop: None,
     };
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
-    let report = run_scenario(&scenario, &config).map_err(|e| {
-        let err = anyhow!(e).context(format!("{file}: cannot run"));
-        match err.downcast_ref::<RunError>() {
-            Some(RunError::Runtime(_)) | Some(RunError::Spawn { .. }) => CliError::failure(err),
-            _ => CliError::bad_input(err),
-        }
-    })?;
+    let report = run_scenario(&scenario, &config)
+        .map_err(|e| run_error(e, format!("{file}: cannot run")))?;
     if args.json {
         print_json(&report).map_err(CliError::failure)?;
     } else {
@@ -78,15 +55,12 @@ pub fn main(args: Args) -> CliResult {
             "{file}: mode {}, ran {:.3} s, pi_cv {}\nresponse times in ms\n\n{}",
             report.mode,
             report.duration_us / 1e6,
-            if pi_cv { "on" } else { "off" },
+            on_off(pi_cv),
             report_table(&report, &thread_scheds(&scenario)).render()
         );
         if let Some(line) = deadlock_line(&report) {
             println!("\n{line}");
         }
     }
-    if report.deadlock.is_some() {
-        return Err(CliError::quiet(DEADLOCK));
-    }
-    Ok(())
+    deadlock_exit(report.deadlock.is_some())
 }

@@ -12,12 +12,13 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use heir_sim::{Report, SimConfig};
 
-use crate::exit::DEADLOCK;
+use crate::exit::deadlock_exit;
 use crate::output::{
-    deadlock_line, print_json, print_warnings, report_table, thread_scheds, RunOutputs,
+    deadlock_line, on_off, parse_seconds, print_json, read_scenario, report_table, thread_scheds,
+    RunOutputs,
 };
 use crate::{CliError, CliResult};
 
@@ -70,37 +71,16 @@ pub struct Args {
 /// Parses a non-negative number of milliseconds.
 fn parse_ms(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v < 1e12 => Ok(v),
+        Ok(v) if v.is_finite() && (0.0..1e12).contains(&v) => Ok(v),
         _ => Err(format!(
             "expected milliseconds as a non-negative number, found {s:?}"
         )),
     }
 }
 
-/// Parses a duration in seconds (a positive decimal) into whole µs.
-fn parse_seconds(s: &str) -> Result<u64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected seconds as a positive number, found {s:?}"))?;
-    let us = (v * 1e6).round();
-    if !v.is_finite() || v <= 0.0 || us < 1.0 || us >= u64::MAX as f64 / 1000.0 {
-        return Err(format!(
-            "expected seconds as a positive number (at least 1 µs), found {s:?}"
-        ));
-    }
-    Ok(us as u64)
-}
-
 /// Runs `heir sim`.
 pub fn main(args: Args) -> CliResult {
-    let file = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("cannot read {file}"))
-        .map_err(CliError::bad_input)?;
-    let scenario = heir_scenario::parse_str(&text, &file).map_err(CliError::bad_input)?;
-    print_warnings(&file, &scenario.warnings);
-
+    let (file, scenario) = read_scenario(&args.file)?;
     let config = SimConfig {
         seed: args.seed,
         duration_us: args.duration,
@@ -108,10 +88,7 @@ pub fn main(args: Args) -> CliResult {
     };
     let seed = config.seed.unwrap_or(scenario.global.seed);
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
-    let title = format!(
-        "{file}: simulated, PI-CV {}, seed {seed}",
-        if pi_cv { "on" } else { "off" }
-    );
+    let title = format!("{file}: simulated, PI-CV {}, seed {seed}", on_off(pi_cv));
     if args.svg_span <= 0.0 {
         return Err(CliError::bad_input(anyhow!("--svg-span must be positive")));
     }
@@ -140,10 +117,7 @@ pub fn main(args: Args) -> CliResult {
             println!("wrote {}", path.display());
         }
     }
-    if report.deadlock.is_some() {
-        return Err(CliError::quiet(DEADLOCK));
-    }
-    Ok(())
+    deadlock_exit(report.deadlock.is_some())
 }
 
 /// The readable report: a header line, the per-thread table, and the
@@ -159,7 +133,7 @@ fn text_report(
         "{file}: mode {}, simulated {:.3} s, seed {seed}, pi_cv {}\nresponse times in ms\n\n",
         report.mode,
         report.duration_us / 1e6,
-        if pi_cv { "on" } else { "off" }
+        on_off(pi_cv)
     );
     out.push_str(&report_table(report, scheds).render());
     if let Some(line) = deadlock_line(report) {
@@ -168,19 +142,4 @@ fn text_report(
         out.push('\n');
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seconds_parse_to_microseconds() {
-        assert_eq!(parse_seconds("60"), Ok(60_000_000));
-        assert_eq!(parse_seconds("0.5"), Ok(500_000));
-        assert_eq!(parse_seconds("1e-6"), Ok(1));
-        for bad in ["0", "-1", "abc", "nan", "inf", "1e-9", "1e300"] {
-            assert!(parse_seconds(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -2,7 +2,7 @@
 //! task sets, per protocol (none, inherit, ceiling, pi-cv), on all cores.
 //!
 //! The configuration format is documented in `docs/ANALYSIS.md`; an example
-//! is `examples/sweep-small.json`. The results are the same bit for bit for
+//! is `examples/sweeps/small.json`. The results are the same bit for bit for
 //! a given seed whatever the number of threads (`--threads`). A progress bar
 //! is drawn on stderr when it is a terminal and the sweep is long.
 //!
@@ -19,7 +19,7 @@ use anyhow::{anyhow, Context};
 use heir_analysis::sweep::{run, SweepConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::output::{Align, PendingFile, Table};
+use crate::output::{bad_input_in, read_input, Align, PendingFile, Table};
 use crate::{CliError, CliResult};
 
 /// Sweeps with at least this many task-set analyses get a progress bar.
@@ -44,15 +44,10 @@ pub struct Args {
     pub quiet: bool,
 }
 
+/// Runs `heir sweep`.
 pub fn main(args: Args) -> CliResult {
-    let name = args.config.display().to_string();
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("cannot read {name}"))
-        .map_err(CliError::bad_input)?;
-    let cfg = SweepConfig::from_json_str(&text).map_err(|e| {
-        let sep = if e.line > 0 { ":" } else { ": " };
-        CliError::bad_input(anyhow!("{name}{sep}{e}"))
-    })?;
+    let (name, text) = read_input(&args.config)?;
+    let cfg = SweepConfig::from_json_str(&text).map_err(|e| bad_input_in(&name, e.line > 0, &e))?;
     let csv_path = args.csv.clone().unwrap_or_else(|| PathBuf::from(&cfg.csv));
     let svg_path = args.svg.clone().unwrap_or_else(|| PathBuf::from(&cfg.svg));
     if args.threads == Some(0) {
@@ -61,8 +56,10 @@ pub fn main(args: Args) -> CliResult {
         )));
     }
     // Create both temporary files first: a bad path fails before any work.
-    let (csv_pending, csv_file) = PendingFile::create(&csv_path).map_err(CliError::bad_input)?;
-    let (svg_pending, svg_file) = PendingFile::create(&svg_path).map_err(CliError::bad_input)?;
+    let (csv_pending, mut csv_file) =
+        PendingFile::create(&csv_path).map_err(CliError::bad_input)?;
+    let (svg_pending, mut svg_file) =
+        PendingFile::create(&svg_path).map_err(CliError::bad_input)?;
 
     let total = cfg.total_sets();
     let analyses = total * cfg.protocols.len() as u64;
@@ -102,14 +99,14 @@ pub fn main(args: Args) -> CliResult {
     }
 
     // Both bodies first, then both renames: no half-done output.
-    let fill =
-        |file: &mut std::fs::File, body: String, what: &std::path::Path| -> anyhow::Result<()> {
-            file.write_all(body.as_bytes())
-                .with_context(|| format!("cannot write {}", what.display()))
-        };
-    let (mut csv_file, mut svg_file) = (csv_file, svg_file);
-    fill(&mut csv_file, result.to_csv(), &csv_path).map_err(CliError::failure)?;
-    fill(&mut svg_file, result.to_svg(), &svg_path).map_err(CliError::failure)?;
+    for (file, body, path) in [
+        (&mut csv_file, result.to_csv(), &csv_path),
+        (&mut svg_file, result.to_svg(), &svg_path),
+    ] {
+        file.write_all(body.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(CliError::failure)?;
+    }
     csv_pending.commit(csv_file).map_err(CliError::failure)?;
     svg_pending.commit(svg_file).map_err(CliError::failure)?;
 

@@ -737,24 +737,11 @@ impl Parser<'_> {
                 key_span,
                 value,
             });
-            self.skip_ws()?;
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    break;
-                }
-                _ => {
-                    let key = &members[members.len() - 1].key;
-                    return Err(self.error(
-                        self.pos,
-                        format!(
-                            "expected ',' or '}}' after the member {}, found {}",
-                            quote_short(key),
-                            self.found()
-                        ),
-                    ));
-                }
+            let key = &members[members.len() - 1].key;
+            if self.item_end(b'}', || {
+                format!("expected ',' or '}}' after the member {}", quote_short(key))
+            })? {
+                break;
             }
         }
         Ok(Value {
@@ -764,6 +751,31 @@ impl Parser<'_> {
                 end: self.pos,
             },
         })
+    }
+
+    /// After an object member or an array item: `,` (another follows:
+    /// `false`) or `close` (the end: `true`), consumed; anything else is the
+    /// error `{expected}, found …`.
+    fn item_end(
+        &mut self,
+        close: u8,
+        expected: impl FnOnce() -> String,
+    ) -> Result<bool, SyntaxError> {
+        self.skip_ws()?;
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(c) if c == close => {
+                self.pos += 1;
+                Ok(true)
+            }
+            _ => {
+                let msg = format!("{}, found {}", expected(), self.found());
+                Err(self.error(self.pos, msg))
+            }
+        }
     }
 
     fn array(&mut self, depth: usize) -> Result<Value, SyntaxError> {
@@ -781,19 +793,8 @@ impl Parser<'_> {
             let v = self.value(depth + 1)?;
             self.path.pop();
             items.push(v);
-            self.skip_ws()?;
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
-                    break;
-                }
-                _ => {
-                    return Err(self.error(
-                        self.pos,
-                        format!("expected ',' or ']' in the array, found {}", self.found()),
-                    ))
-                }
+            if self.item_end(b']', || "expected ',' or ']' in the array".to_string())? {
+                break;
             }
         }
         Ok(Value {

@@ -7,7 +7,7 @@ use heir_analysis::{Analyzer, Protocol};
 use crate::example;
 
 fn small() -> SweepConfig {
-    let text = std::fs::read_to_string(example("sweep-small.json")).unwrap();
+    let text = std::fs::read_to_string(example("sweeps/small.json")).unwrap();
     let mut cfg = SweepConfig::from_json_str(&text).unwrap();
     cfg.sets_per_point = 60;
     cfg
@@ -23,7 +23,7 @@ fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
 
 #[test]
 fn the_example_config_reads() {
-    let text = std::fs::read_to_string(example("sweep-small.json")).unwrap();
+    let text = std::fs::read_to_string(example("sweeps/small.json")).unwrap();
     let cfg = SweepConfig::from_json_str(&text).unwrap();
     assert_eq!(cfg.points.len(), 20);
     assert!((cfg.points[19] - 1.0).abs() < 1e-9);
@@ -122,7 +122,7 @@ fn outputs() {
 
 #[test]
 fn bad_configs_say_where() {
-    let base = std::fs::read_to_string(example("sweep-small.json")).unwrap();
+    let base = std::fs::read_to_string(example("sweeps/small.json")).unwrap();
     // Syntax: line and column.
     let e = SweepConfig::from_json_str("{\n  \"seed\": 1,\n  \"tasks\": ,\n}").unwrap_err();
     assert_eq!((e.line, e.column), (3, 12));

@@ -8,14 +8,11 @@ impl Builder<'_> {
     fn name_operand<'v>(m: &'v Member, what: &str, path: &str) -> R<&'v str> {
         match m.value.as_ref().and_then(Value::as_str) {
             Some(s) => Ok(s),
-            None => fail(
-                value_at(m),
-                path,
-                format!(
-                    "expected a string ({what} name), found {}",
-                    found(m.value.as_ref())
-                ),
-            ),
+            None => Err(expected(
+                m,
+                path.to_string(),
+                &format!("a string ({what} name)"),
+            )),
         }
     }
 
@@ -126,14 +123,11 @@ impl Builder<'_> {
                         Some("relative") => Some((TimerMode::Relative, f)),
                         Some("absolute") => Some((TimerMode::Absolute, f)),
                         _ => {
-                            return fail(
-                                value_at(f),
-                                &key_path(&path, "mode"),
-                                format!(
-                                    "expected \"relative\" or \"absolute\", found {}",
-                                    found(f.value.as_ref())
-                                ),
-                            )
+                            return Err(expected(
+                                f,
+                                key_path(&path, "mode"),
+                                "\"relative\" or \"absolute\"",
+                            ))
                         }
                     },
                 };
@@ -314,16 +308,7 @@ fn micros(v: Option<&Value>, at: usize, path: &str) -> R<Micros> {
                         format!("missing \"{k}\": a µs range is {{\"min\": µs, \"max\": µs}}"),
                     );
                 };
-                int_of(f.value.as_ref())
-                    .and_then(|i| u64::try_from(i).ok())
-                    .ok_or_else(|| Fail {
-                        at: value_at(f),
-                        path: key_path(path, k),
-                        msg: format!(
-                            "expected µs as a non-negative integer, found {}",
-                            found(f.value.as_ref())
-                        ),
-                    })
+                micros_of(f, key_path(path, k))
             };
             let (min, max) = (get("min")?, get("max")?);
             if min > max {
@@ -400,13 +385,10 @@ fn required_str<'v>(
     };
     match f.value.as_ref().and_then(Value::as_str) {
         Some(s) => Ok((s, value_at(f))),
-        None => fail(
-            value_at(f),
-            &key_path(path, key),
-            format!(
-                "expected a string ({what} name), found {}",
-                found(f.value.as_ref())
-            ),
-        ),
+        None => Err(expected(
+            f,
+            key_path(path, key),
+            &format!("a string ({what} name)"),
+        )),
     }
 }

@@ -54,6 +54,22 @@ fn value_at(m: &Member) -> usize {
     m.value.as_ref().map_or(m.key_span.start, |v| v.span.start)
 }
 
+/// `expected {what}, found …` at the value of `m`, whose path is `path`.
+fn expected(m: &Member, path: String, what: &str) -> Fail {
+    Fail {
+        at: value_at(m),
+        path,
+        msg: format!("expected {what}, found {}", found(m.value.as_ref())),
+    }
+}
+
+/// The value of `m` as µs (a non-negative integer); `path` is its path.
+fn micros_of(m: &Member, path: String) -> R<u64> {
+    int_of(m.value.as_ref())
+        .and_then(|i| u64::try_from(i).ok())
+        .ok_or_else(|| expected(m, path, "µs as a non-negative integer"))
+}
+
 /// The value as an integer, if it is a number written as one.
 fn int_of(v: Option<&Value>) -> Option<i128> {
     match v.map(|v| &v.kind) {
@@ -352,14 +368,12 @@ impl Builder<'_> {
                     self.global.seed =
                         int_of(v)
                             .and_then(|i| u64::try_from(i).ok())
-                            .ok_or_else(|| Fail {
-                                at,
-                                path: path.clone(),
-                                msg: format!(
-                                    "expected a seed (an integer 0..={}), found {}",
-                                    u64::MAX,
-                                    found(v)
-                                ),
+                            .ok_or_else(|| {
+                                expected(
+                                    m,
+                                    path.clone(),
+                                    &format!("a seed (an integer 0..={})", u64::MAX),
+                                )
                             })?;
                 }
                 "calibration" => {

@@ -100,13 +100,12 @@ impl Builder<'_> {
                         Some(c) => int_of(c.value.as_ref())
                             .and_then(|i| u32::try_from(i).ok())
                             .filter(|&i| i >= 1)
-                            .ok_or_else(|| Fail {
-                                at: value_at(c),
-                                path: key_path(&path, "capacity"),
-                                msg: format!(
-                                    "expected a capacity (an integer ≥ 1), found {}",
-                                    found(c.value.as_ref())
-                                ),
+                            .ok_or_else(|| {
+                                expected(
+                                    c,
+                                    key_path(&path, "capacity"),
+                                    "a capacity (an integer ≥ 1)",
+                                )
                             })?,
                         None => 16,
                     },
@@ -191,28 +190,14 @@ impl Builder<'_> {
                     ),
                 }
             }
-            _ => fail(
-                value_at(p),
-                &p_path,
-                format!(
-                    "expected \"inherit\", \"ceiling\" or \"none\", found {}",
-                    found(p.value.as_ref())
-                ),
-            ),
+            _ => Err(expected(p, p_path, "\"inherit\", \"ceiling\" or \"none\"")),
         }
     }
 
     fn helpers(&self, h: &Member, path: &str) -> R<Vec<TaskIdx>> {
         let h_path = key_path(path, "helpers");
         let Some(Kind::Array(items)) = h.value.as_ref().map(|v| &v.kind) else {
-            return fail(
-                value_at(h),
-                &h_path,
-                format!(
-                    "expected an array of task names, found {}",
-                    found(h.value.as_ref())
-                ),
-            );
+            return Err(expected(h, h_path, "an array of task names"));
         };
         let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {

@@ -123,7 +123,42 @@ fn classify(key: &str, props: &[&'static str], at: usize, path: &str, owner: &st
     )
 }
 
+/// The properties of a task or phase object by name, and its events in
+/// file order.
+type PropsAndEvents<'m> = (HashMap<&'static str, &'m Member>, Vec<(&'m Member, Ev)>);
+
 impl Builder<'_> {
+    /// Sorts the members of the task or phase object at `path` (named
+    /// `owner` in messages) into its properties, among `allowed`, each at
+    /// most once, and its events.
+    fn props_and_events<'m>(
+        &self,
+        members: &'m [Member],
+        allowed: &[&'static str],
+        path: &str,
+        owner: &str,
+    ) -> R<PropsAndEvents<'m>> {
+        let mut props: HashMap<&'static str, &Member> = HashMap::new();
+        let mut events = Vec::new();
+        for f in members {
+            match classify(
+                &f.key,
+                allowed,
+                f.key_span.start,
+                &key_path(path, &f.name),
+                owner,
+            )? {
+                Slot::Prop(k) => {
+                    if let Some(first) = props.insert(k, f) {
+                        return self.duplicate(first, f, path);
+                    }
+                }
+                Slot::Event(ev) => events.push((f, ev)),
+            }
+        }
+        Ok((props, events))
+    }
+
     /// Step 4: one task of `tasks`.
     pub(super) fn task(&mut self, idx: TaskIdx, m: &Member) -> R<Task> {
         let name = m.key.as_str();
@@ -136,36 +171,18 @@ impl Builder<'_> {
             );
         };
         let owner = format!("task {}", quote_short(name));
-        let mut props: HashMap<&str, &Member> = HashMap::new();
-        let mut events: Vec<(&Member, Ev)> = Vec::new();
-        for f in members {
-            match classify(
-                &f.key,
-                TASK_PROPS,
-                f.key_span.start,
-                &key_path(&path, &f.name),
-                &owner,
-            )? {
-                Slot::Prop(p) => {
-                    if let Some(first) = props.insert(p, f) {
-                        return self.duplicate(first, f, &path);
-                    }
-                }
-                Slot::Event(ev) => events.push((f, ev)),
-            }
-        }
+        let (props, events) = self.props_and_events(members, TASK_PROPS, &path, &owner)?;
         let prop = |k: &str| props.get(k).copied();
 
         let instance = match prop("instance") {
             Some(f) => int_of(f.value.as_ref())
                 .and_then(|i| u32::try_from(i).ok())
-                .ok_or_else(|| Fail {
-                    at: value_at(f),
-                    path: key_path(&path, "instance"),
-                    msg: format!(
-                        "expected a number of threads (an integer ≥ 0), found {}",
-                        found(f.value.as_ref())
-                    ),
+                .ok_or_else(|| {
+                    expected(
+                        f,
+                        key_path(&path, "instance"),
+                        "a number of threads (an integer ≥ 0)",
+                    )
                 })?,
             None => 1,
         };
@@ -178,29 +195,17 @@ impl Builder<'_> {
                     msg: format!("loop count {n} is too large"),
                 })?),
                 _ => {
-                    return fail(
-                        value_at(f),
-                        &key_path(&path, "loop"),
-                        format!(
-                            "expected a loop count: -1 (forever) or an integer ≥ 1, found {}",
-                            found(f.value.as_ref())
-                        ),
-                    )
+                    return Err(expected(
+                        f,
+                        key_path(&path, "loop"),
+                        "a loop count: -1 (forever) or an integer ≥ 1",
+                    ))
                 }
             },
             None => None,
         };
         let delay_us = match prop("delay") {
-            Some(f) => int_of(f.value.as_ref())
-                .and_then(|i| u64::try_from(i).ok())
-                .ok_or_else(|| Fail {
-                    at: value_at(f),
-                    path: key_path(&path, "delay"),
-                    msg: format!(
-                        "expected µs as a non-negative integer, found {}",
-                        found(f.value.as_ref())
-                    ),
-                })?,
+            Some(f) => micros_of(f, key_path(&path, "delay"))?,
             None => 0,
         };
         let cpus = match prop("cpus") {
@@ -225,14 +230,11 @@ impl Builder<'_> {
             }
             let ph_path = key_path(&path, "phases");
             let Some(Kind::Object(list)) = ph.value.as_ref().map(|v| &v.kind) else {
-                return fail(
-                    value_at(ph),
-                    &ph_path,
-                    format!(
-                        "expected an object of phases ({{\"name\": {{...}}}}), found {}",
-                        found(ph.value.as_ref())
-                    ),
-                );
+                return Err(expected(
+                    ph,
+                    ph_path,
+                    "an object of phases ({\"name\": {...}})",
+                ));
             };
             if list.is_empty() {
                 return fail(value_at(ph), &ph_path, "expected at least one phase");
@@ -451,17 +453,7 @@ impl Builder<'_> {
         let get = |k: &str| -> R<Option<(u64, usize)>> {
             match props.get(k) {
                 None => Ok(None),
-                Some(f) => int_of(f.value.as_ref())
-                    .and_then(|i| u64::try_from(i).ok())
-                    .map(|v| Some((v, value_at(f))))
-                    .ok_or_else(|| Fail {
-                        at: value_at(f),
-                        path: key_path(path, k),
-                        msg: format!(
-                            "expected µs as a non-negative integer, found {}",
-                            found(f.value.as_ref())
-                        ),
-                    }),
+                Some(f) => micros_of(f, key_path(path, k)).map(|v| Some((v, value_at(f)))),
             }
         };
         let runtime = get("dl-runtime")?;
@@ -531,24 +523,7 @@ impl Builder<'_> {
             );
         };
         let owner = format!("phase {}", quote_short(&p.key));
-        let mut props: HashMap<&str, &Member> = HashMap::new();
-        let mut events: Vec<(&Member, Ev)> = Vec::new();
-        for f in members {
-            match classify(
-                &f.key,
-                PHASE_PROPS,
-                f.key_span.start,
-                &key_path(&path, &f.name),
-                &owner,
-            )? {
-                Slot::Prop(k) => {
-                    if let Some(first) = props.insert(k, f) {
-                        return self.duplicate(first, f, &path);
-                    }
-                }
-                Slot::Event(ev) => events.push((f, ev)),
-            }
-        }
+        let (props, events) = self.props_and_events(members, PHASE_PROPS, &path, &owner)?;
         if events.is_empty() {
             return fail(
                 value_at(p),
@@ -563,13 +538,12 @@ impl Builder<'_> {
             Some(f) => int_of(f.value.as_ref())
                 .and_then(|i| u64::try_from(i).ok())
                 .filter(|&n| n >= 1)
-                .ok_or_else(|| Fail {
-                    at: value_at(f),
-                    path: key_path(&path, "loop"),
-                    msg: format!(
-                        "expected a phase loop count (an integer ≥ 1), found {}",
-                        found(f.value.as_ref())
-                    ),
+                .ok_or_else(|| {
+                    expected(
+                        f,
+                        key_path(&path, "loop"),
+                        "a phase loop count (an integer ≥ 1)",
+                    )
                 })?,
             None => 1,
         };
@@ -608,14 +582,11 @@ fn default_priority(p: Policy) -> i32 {
 fn cpus(f: &Member, owner_path: &str) -> R<Vec<u32>> {
     let path = key_path(owner_path, "cpus");
     let Some(Kind::Array(items)) = f.value.as_ref().map(|v| &v.kind) else {
-        return fail(
-            value_at(f),
-            &path,
-            format!(
-                "expected an array of CPU numbers (such as [0, 1]), found {}",
-                found(f.value.as_ref())
-            ),
-        );
+        return Err(expected(
+            f,
+            path,
+            "an array of CPU numbers (such as [0, 1])",
+        ));
     };
     if items.is_empty() {
         return fail(
