@@ -95,6 +95,14 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
     if let Some(w) = seqs.windows(2).find(|w| w[0] == w[1]) {
         return fail(format!("sequence {} used twice", w[0]));
     }
+    // The count of blocked tasks the probes rely on.
+    let blocked = e.tasks.iter().filter(|ts| ts.blocked.is_some()).count();
+    if blocked != e.blocked_count {
+        return fail(format!(
+            "{blocked} tasks are blocked but the engine counts {}",
+            e.blocked_count
+        ));
+    }
     // Every blocked task is listed exactly once (entries were checked to
     // name tasks blocked on that very object), every other task nowhere.
     for (i, ts) in e.tasks.iter().enumerate() {

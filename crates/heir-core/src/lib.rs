@@ -110,7 +110,8 @@
 //! style): *add-edge* (a task blocks, a helper is added, a mutex gets an
 //! owner), *remove-edge* (a waiter leaves, a helper is removed, an owner
 //! unlocks) and *base-changed* (a base or a ceiling floor changes). Each delta
-//! queues the tasks whose inputs changed; then one chain walk
+//! queues the tasks whose inputs changed (skipping those an input strictly
+//! below their effective urgency cannot change); then one chain walk
 //! (`Engine::walk`, an explicit breadth-first worklist) recomputes them and
 //! moves along the chains only as far as values actually change. Because
 //! every chain is at most [`MAX_CHAIN_DEPTH`] long and the graph is acyclic,
@@ -314,6 +315,9 @@ pub struct Engine {
     conds: Vec<CondState>,
     /// Next enqueue sequence number (FIFO order among equal waiters).
     next_seq: u64,
+    /// Number of blocked tasks (derived from `tasks`, kept for the probes:
+    /// no chain can count more blocked tasks than this).
+    blocked_count: usize,
     /// Run [`Engine::check_invariants`] after each mutating op (debug builds).
     debug_checks: bool,
     scratch: walk::Scratch,
@@ -344,6 +348,7 @@ impl Engine {
             mutexes: Vec::new(),
             conds: Vec::new(),
             next_seq: 0,
+            blocked_count: 0,
             debug_checks: true,
             scratch: walk::Scratch::default(),
         }
@@ -527,6 +532,32 @@ impl Engine {
     /// is a waiter of `m`; with [`Protocol::Inherit`] its urgency flows to
     /// the owner and on down the chain.
     pub fn lock(&mut self, t: TaskId, m: MutexId) -> Result<Outcome<LockResult>, EngineError> {
+        let mut res = Ok(Outcome {
+            value: LockResult::Acquired,
+            changes: Changes::new(),
+        });
+        // Filled in place, with no early return: the result is built in
+        // the caller's slot (no copy of the changes on the way out).
+        if let Ok(out) = &mut res {
+            match self.lock_into(t, m, &mut out.changes) {
+                Ok(v) => out.value = v,
+                Err(e) => res = Err(e),
+            }
+        }
+        res
+    }
+
+    /// [`Engine::lock`] writing its changes into `out` (cleared first)
+    /// instead of returning them: a caller that keeps one buffer for every
+    /// operation moves no [`Changes`] around. Same pre/postconditions; on
+    /// error `out` is empty and the engine unchanged.
+    pub fn lock_into(
+        &mut self,
+        t: TaskId,
+        m: MutexId,
+        out: &mut Changes,
+    ) -> Result<LockResult, EngineError> {
+        out.clear();
         let ts = self.live(t)?;
         let blocked = ts.blocked.is_some();
         let owner = self.mutex(m)?.owner;
@@ -544,7 +575,8 @@ impl Engine {
                 LockResult::Blocked
             }
         };
-        self.outcome(value)
+        self.propagate(out);
+        Ok(value)
     }
 
     /// Unlocks `m` (owned by `t`) and hands it to the top waiter, which is
@@ -559,6 +591,29 @@ impl Engine {
         t: TaskId,
         m: MutexId,
     ) -> Result<Outcome<Option<TaskId>>, EngineError> {
+        let mut res = Ok(Outcome {
+            value: None,
+            changes: Changes::new(),
+        });
+        if let Ok(out) = &mut res {
+            match self.unlock_into(t, m, &mut out.changes) {
+                Ok(v) => out.value = v,
+                Err(e) => res = Err(e),
+            }
+        }
+        res
+    }
+
+    /// [`Engine::unlock`] writing its changes into `out` (cleared first);
+    /// returns the task the mutex was handed to. On error `out` is empty and
+    /// the engine unchanged.
+    pub fn unlock_into(
+        &mut self,
+        t: TaskId,
+        m: MutexId,
+        out: &mut Changes,
+    ) -> Result<Option<TaskId>, EngineError> {
+        out.clear();
         self.live(t)?;
         if self.mutex(m)?.owner != Some(t) {
             return Err(EngineError::NotOwner { task: t, mutex: m });
@@ -569,7 +624,8 @@ impl Engine {
             self.remove_edge(w);
             self.attach_owner(m, w);
         }
-        self.outcome(next)
+        self.propagate(out);
+        Ok(next)
     }
 
     /// Records that `t` acquired `m` where the engine could not see it (a
@@ -624,6 +680,24 @@ impl Engine {
     /// longer than [`MAX_CHAIN_DEPTH`]. Post: `t` is a waiter of `c`; every
     /// helper's `eff` is at least `eff(t)`, transitively.
     pub fn cond_wait(&mut self, t: TaskId, c: CondId) -> Result<Changes, EngineError> {
+        let mut res = Ok(Changes::new());
+        if let Ok(out) = &mut res {
+            if let Err(e) = self.cond_wait_into(t, c, out) {
+                res = Err(e);
+            }
+        }
+        res
+    }
+
+    /// [`Engine::cond_wait`] writing its changes into `out` (cleared first).
+    /// On error `out` is empty and the engine unchanged.
+    pub fn cond_wait_into(
+        &mut self,
+        t: TaskId,
+        c: CondId,
+        out: &mut Changes,
+    ) -> Result<(), EngineError> {
+        out.clear();
         let ts = self.live(t)?;
         let blocked = ts.blocked.is_some();
         self.cond(c)?;
@@ -632,7 +706,8 @@ impl Engine {
         }
         self.check_block(t, Obj::Cond(c))?;
         self.add_edge(t, Obj::Cond(c));
-        self.changes()
+        self.propagate(out);
+        Ok(())
     }
 
     /// Wakes the top waiter of `c` (most urgent, FIFO among equals), if any.
@@ -641,11 +716,33 @@ impl Engine {
     /// revoked (they fall back to the next waiter's contribution, or their
     /// own). A signal without waiters is lost (`value == None`).
     pub fn cond_signal(&mut self, c: CondId) -> Result<Outcome<Option<TaskId>>, EngineError> {
+        let mut res = Ok(Outcome {
+            value: None,
+            changes: Changes::new(),
+        });
+        if let Ok(out) = &mut res {
+            match self.cond_signal_into(c, &mut out.changes) {
+                Ok(v) => out.value = v,
+                Err(e) => res = Err(e),
+            }
+        }
+        res
+    }
+
+    /// [`Engine::cond_signal`] writing its changes into `out` (cleared
+    /// first); returns the woken task. On error `out` is empty.
+    pub fn cond_signal_into(
+        &mut self,
+        c: CondId,
+        out: &mut Changes,
+    ) -> Result<Option<TaskId>, EngineError> {
+        out.clear();
         let top = self.cond(c)?.queue.top().map(|w| w.task);
         if let Some(w) = top {
             self.remove_edge(w);
         }
-        self.outcome(top)
+        self.propagate(out);
+        Ok(top)
     }
 
     /// Wakes every waiter of `c`, in wake order.

@@ -194,18 +194,38 @@ impl Engine {
     /// Checks the edge `t → o` (t blocks on o): no cycle (is `t` downstream
     /// of `o`?), and the longest chain through the edge, `up(t) + 1 +
     /// down(o)`, within [`MAX_CHAIN_DEPTH`].
+    #[inline]
     pub(crate) fn check_block(&mut self, t: TaskId, o: Obj) -> Result<(), EngineError> {
         // Fast path, the common case: every target of `o` is runnable and is
-        // not `t`. Then nothing is below `o` (down = 0) and no cycle closes.
-        let mut i = 0;
-        let mut shallow = true;
-        while let Some(u) = self.target(o, i) {
-            if u == t || self.tasks[u.0 as usize].blocked.is_some() {
-                shallow = false;
-                break;
-            }
-            i += 1;
+        // not `t`. Then nothing is below `o` (down = 0) and no cycle closes;
+        // with `up(t) <= blocked_count` (see below) the chain bound holds.
+        let shallow = self.shallow(t, o);
+        if shallow && self.blocked_count < MAX_CHAIN_DEPTH {
+            return Ok(());
         }
+        self.check_block_probing(t, o, shallow)
+    }
+
+    /// Whether every target of `o` is runnable and is not `t`.
+    #[inline]
+    fn shallow(&self, t: TaskId, o: Obj) -> bool {
+        let runnable = |u: TaskId| u != t && self.tasks[u.0 as usize].blocked.is_none();
+        match o {
+            Obj::Mutex(m) => match self.mutexes[m.0 as usize].owner {
+                Some(u) => runnable(u),
+                None => true,
+            },
+            Obj::Cond(c) => self.conds[c.0 as usize]
+                .helpers
+                .iter()
+                .all(|&u| runnable(u)),
+        }
+    }
+
+    /// [`Engine::check_block`] past its fast path (`shallow`: what
+    /// [`Engine::shallow`] said).
+    #[inline(never)]
+    fn check_block_probing(&mut self, t: TaskId, o: Obj, shallow: bool) -> Result<(), EngineError> {
         let down = if shallow {
             Ok(0)
         } else {
@@ -223,8 +243,14 @@ impl Engine {
                 return Err(EngineError::Cycle { cycle });
             }
         };
+        // The up probe is skipped when it cannot matter: a chain counts
+        // distinct blocked tasks (the graph is acyclic) and `t` is not
+        // blocked yet, so `up(t) <= blocked_count`; if even that bound keeps
+        // the chain within the limit, the check passes whatever `up` is.
         let ts = &self.tasks[t.0 as usize];
-        let up = if ts.owned.is_empty() && ts.helps.is_empty() {
+        let up = if (ts.owned.is_empty() && ts.helps.is_empty())
+            || self.blocked_count + 1 + down <= MAX_CHAIN_DEPTH
+        {
             0
         } else {
             self.probe(Node::Task(t), None, Dir::Up).unwrap_or(0)
@@ -248,7 +274,13 @@ impl Engine {
                 return Err(EngineError::Cycle { cycle: path });
             }
         };
-        let up = self.probe(o.into(), None, Dir::Up).unwrap_or(0);
+        // As in `check_block`: `up(o) <= blocked_count`, so the up probe
+        // only runs when that bound alone could exceed the limit.
+        let up = if self.blocked_count + down <= MAX_CHAIN_DEPTH {
+            0
+        } else {
+            self.probe(o.into(), None, Dir::Up).unwrap_or(0)
+        };
         if up + down > MAX_CHAIN_DEPTH {
             return Err(EngineError::ChainTooLong {
                 limit: MAX_CHAIN_DEPTH,

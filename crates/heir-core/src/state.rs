@@ -158,20 +158,35 @@ impl WaitQueue {
         self.waiters.is_empty()
     }
 
-    /// Inserts `w` at its place.
-    pub fn insert(&mut self, w: Waiter) {
+    /// Inserts `w` at its place; returns that place (0: `w` is the new top
+    /// waiter).
+    pub fn insert(&mut self, w: Waiter) -> usize {
         let at = self.waiters.partition_point(|e| e.before(&w));
-        self.waiters.insert(at, w);
+        if at == self.waiters.len() {
+            self.waiters.push(w);
+        } else {
+            self.waiters.insert(at, w);
+        }
+        at
     }
 
     /// Removes `t`'s entry, if present.
+    #[cfg(test)]
     pub fn remove(&mut self, t: TaskId) -> Option<Waiter> {
+        let at = self.remove_pos(t)?;
+        Some(at.1)
+    }
+
+    /// Removes `t`'s entry, if present; returns where it was (0: it was the
+    /// top waiter) and the entry.
+    pub fn remove_pos(&mut self, t: TaskId) -> Option<(usize, Waiter)> {
         let at = self.waiters.iter().position(|e| e.task == t)?;
-        if at + 1 == self.waiters.len() {
-            self.waiters.pop()
+        let w = if at + 1 == self.waiters.len() {
+            self.waiters.pop()?
         } else {
-            Some(self.waiters.remove(at))
-        }
+            self.waiters.remove(at)
+        };
+        Some((at, w))
     }
 
     /// Updates `t`'s effective urgency and moves it to its new place (its

@@ -58,6 +58,7 @@ impl Urgency {
         Urgency::Other { nice }
     }
 
+    #[inline]
     fn class_rank(&self) -> u8 {
         match self {
             Urgency::Other { .. } => 0,
@@ -73,7 +74,12 @@ impl Urgency {
 }
 
 impl Ord for Urgency {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
+        // The common case first (two fixed priorities): one test.
+        if let (Urgency::Fixed { prio: a }, Urgency::Fixed { prio: b }) = (self, other) {
+            return a.cmp(b);
+        }
         match (self, other) {
             (Urgency::Other { nice: a }, Urgency::Other { nice: b }) => b.cmp(a),
             (Urgency::Fixed { prio: a }, Urgency::Fixed { prio: b }) => a.cmp(b),
@@ -93,6 +99,7 @@ impl Ord for Urgency {
 }
 
 impl PartialOrd for Urgency {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }

@@ -131,6 +131,27 @@ impl Engine {
         }
     }
 
+    /// Queues `t` because one of its inputs changed, unless that provably
+    /// leaves `eff(t)` as it is: the input was and is at most `level`, and
+    /// `level` is below `eff(t)` (or equal, when `loses_ties`: the input
+    /// loses every tie, like a waiter enqueued after every other one). Such
+    /// an input neither sets the maximum nor names the donor.
+    ///
+    /// Sound because a task that is not queued has an up-to-date `eff`
+    /// (deltas queue every task whose inputs they change, and the walk
+    /// recomputes what it dequeues); a queued task is recomputed anyway.
+    #[inline(always)]
+    pub(crate) fn enqueue_unless_below(&mut self, t: TaskId, level: Urgency, loses_ties: bool) {
+        let unaffected = match level.cmp(&self.tasks[t.0 as usize].eff.urgency) {
+            core::cmp::Ordering::Less => true,
+            core::cmp::Ordering::Equal => loses_ties,
+            core::cmp::Ordering::Greater => false,
+        };
+        if !unaffected {
+            self.enqueue(t);
+        }
+    }
+
     // ----- deltas -----
 
     /// Add-edge `t → o` (a block). Pre: `t` is not blocked and the edge was
@@ -140,6 +161,7 @@ impl Engine {
     pub(crate) fn add_edge(&mut self, t: TaskId, o: Obj) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.blocked_count += 1;
         let ts = &mut self.tasks[t.0 as usize];
         ts.blocked = Some(o);
         ts.seq = seq;
@@ -148,11 +170,14 @@ impl Engine {
             eff: ts.eff,
             seq,
         };
-        let old = self.queue(o).top();
-        self.queue_mut(o).insert(w);
-        let new = self.queue(o).top();
-        if old != new {
-            self.top_changed(o, old.is_some(), true);
+        let q = self.queue_mut(o);
+        let had = !q.is_empty();
+        // The top contribution changes iff `w` goes first (it is a new
+        // entry, so it differs from any previous top): it rises from the
+        // old top (less urgent than `w`) to `w`, which has the newest
+        // sequence and so loses every tie in its targets' `eff`.
+        if q.insert(w) == 0 {
+            self.top_changed(o, had, true, Some(w.eff.urgency), true);
         }
     }
 
@@ -163,11 +188,14 @@ impl Engine {
         let Some(o) = self.tasks[t.0 as usize].blocked.take() else {
             return;
         };
-        let old = self.queue(o).top();
-        self.queue_mut(o).remove(t);
-        let new = self.queue(o).top();
-        if old != new {
-            self.top_changed(o, true, new.is_some());
+        self.blocked_count -= 1;
+        let q = self.queue_mut(o);
+        // The top contribution changes iff the top waiter leaves (the next
+        // entry, if any, is another task).
+        // It falls from the removed entry to the next one (no more urgent).
+        if let Some((0, w)) = q.remove_pos(t) {
+            let has = !q.is_empty();
+            self.top_changed(o, true, has, Some(w.eff.urgency), false);
         }
     }
 
@@ -179,8 +207,9 @@ impl Engine {
         for &t in &woken {
             self.tasks[t.0 as usize].blocked = None;
         }
-        if !woken.is_empty() {
-            self.top_changed(o, true, false);
+        self.blocked_count -= woken.len();
+        if let Some(top) = drained.first() {
+            self.top_changed(o, true, false, Some(top.eff.urgency), false);
         }
         woken
     }
@@ -193,19 +222,19 @@ impl Engine {
         let ms = &mut self.mutexes[m.0 as usize];
         ms.owner = Some(t);
         let protocol = ms.protocol;
-        let has_waiters = !ms.queue.is_empty();
+        let top = ms.queue.top();
         let ts = &mut self.tasks[t.0 as usize];
         ts.owned.push(m);
-        match protocol {
-            Protocol::Ceiling(c) => {
+        match (protocol, top) {
+            (Protocol::Ceiling(c), _) => {
                 ts.floor = Some(ts.floor.map_or(c, |f| f.max(c)));
                 self.enqueue(t);
             }
-            Protocol::Inherit if has_waiters => {
+            (Protocol::Inherit, Some(w)) => {
                 ts.pi_waiters.push(Obj::Mutex(m));
-                self.enqueue(t);
+                self.enqueue_unless_below(t, w.eff.urgency, false);
             }
-            Protocol::Inherit | Protocol::None => {}
+            (Protocol::Inherit | Protocol::None, _) => {}
         }
     }
 
@@ -219,8 +248,13 @@ impl Engine {
         };
         let protocol = ms.protocol;
         let ts = &mut self.tasks[t.0 as usize];
-        if let Some(i) = ts.owned.iter().position(|x| *x == m) {
-            ts.owned.remove(i);
+        if let Some(i) = ts.owned.iter().rposition(|x| *x == m) {
+            // Usually the last one taken (nested locks unwind in order).
+            if i + 1 == ts.owned.len() {
+                ts.owned.pop();
+            } else {
+                ts.owned.remove(i);
+            }
         }
         match protocol {
             Protocol::Ceiling(_) => {
@@ -232,7 +266,11 @@ impl Engine {
                 let ts = &mut self.tasks[t.0 as usize];
                 if let Some(i) = ts.pi_waiters.iter().position(|x| *x == obj) {
                     ts.pi_waiters.swap_remove(i);
-                    self.enqueue(t);
+                    // In pi_waiters: `m` has waiters, its top is the input lost.
+                    match self.mutexes[m.0 as usize].queue.top() {
+                        Some(w) => self.enqueue_unless_below(t, w.eff.urgency, false),
+                        None => self.enqueue(t),
+                    }
                 }
             }
             Protocol::None => {}
@@ -244,12 +282,12 @@ impl Engine {
     pub(crate) fn attach_helper(&mut self, c: CondId, t: TaskId) {
         let cs = &mut self.conds[c.0 as usize];
         cs.helpers.push(t);
-        let has_waiters = !cs.queue.is_empty();
+        let top = cs.queue.top();
         let ts = &mut self.tasks[t.0 as usize];
         ts.helps.push(c);
-        if has_waiters {
+        if let Some(w) = top {
             ts.pi_waiters.push(Obj::Cond(c));
-            self.enqueue(t);
+            self.enqueue_unless_below(t, w.eff.urgency, false);
         }
     }
 
@@ -267,7 +305,10 @@ impl Engine {
         let obj = Obj::Cond(c);
         if let Some(i) = ts.pi_waiters.iter().position(|x| *x == obj) {
             ts.pi_waiters.swap_remove(i);
-            self.enqueue(t);
+            match self.conds[c.0 as usize].queue.top() {
+                Some(w) => self.enqueue_unless_below(t, w.eff.urgency, false),
+                None => self.enqueue(t),
+            }
         }
     }
 
@@ -283,26 +324,64 @@ impl Engine {
     }
 
     /// `o`'s top contribution changed (`had`/`has`: whether it had / has
-    /// one). Keeps the targets' pi_waiters in step and queues the targets.
-    /// Nothing to do for objects that do not donate.
-    pub(crate) fn top_changed(&mut self, o: Obj, had: bool, has: bool) {
+    /// one; with `level`, before and after it was at most `level`, and it
+    /// loses every tie if `loses_ties`). Keeps the targets' pi_waiters in
+    /// step and queues the targets it can affect (all of them without
+    /// `level`, else see [`Engine::enqueue_unless_below`]). Nothing to do
+    /// for objects that do not donate.
+    #[inline]
+    pub(crate) fn top_changed(
+        &mut self,
+        o: Obj,
+        had: bool,
+        has: bool,
+        level: Option<Urgency>,
+        loses_ties: bool,
+    ) {
         if !self.donates(o) {
             return;
         }
-        let mut i = 0;
-        while let Some(u) = self.target(o, i) {
-            let pw = &mut self.tasks[u.0 as usize].pi_waiters;
-            match (had, has) {
-                (false, true) => pw.push(o),
-                (true, false) => {
-                    if let Some(j) = pw.iter().position(|x| *x == o) {
-                        pw.swap_remove(j);
-                    }
+        // The targets, as `target(o, i)` lists them.
+        match o {
+            Obj::Mutex(m) => {
+                if let Some(u) = self.mutexes[m.0 as usize].owner {
+                    self.target_input_changed(u, o, had, has, level, loses_ties);
                 }
-                _ => {}
             }
-            self.enqueue(u);
-            i += 1;
+            Obj::Cond(c) => {
+                let n = self.conds[c.0 as usize].helpers.len();
+                for i in 0..n {
+                    let u = self.conds[c.0 as usize].helpers[i];
+                    self.target_input_changed(u, o, had, has, level, loses_ties);
+                }
+            }
+        }
+    }
+
+    /// [`Engine::top_changed`] for one target `u` of `o`.
+    #[inline(always)]
+    fn target_input_changed(
+        &mut self,
+        u: TaskId,
+        o: Obj,
+        had: bool,
+        has: bool,
+        level: Option<Urgency>,
+        loses_ties: bool,
+    ) {
+        let pw = &mut self.tasks[u.0 as usize].pi_waiters;
+        match (had, has) {
+            (false, true) => pw.push(o),
+            (true, false) => {
+                if let Some(j) = pw.iter().position(|x| *x == o) {
+                    pw.swap_remove(j);
+                }
+            }
+            _ => {}
+        }
+        match level {
+            Some(level) => self.enqueue_unless_below(u, level, loses_ties),
+            None => self.enqueue(u),
         }
     }
 
@@ -382,33 +461,43 @@ impl Engine {
                 continue;
             };
             let q = self.queue_mut(o);
-            let old_top = q.top();
+            let was_top = q.waiters.first().is_some_and(|w| w.task == t);
             q.requeue(t, new);
-            let new_top = q.top();
-            // Step 5.
-            if old_top == new_top {
+            let is_top = q.waiters.first().is_some_and(|w| w.task == t);
+            // Step 5. The top entry changed iff `t`'s entry (whose value
+            // just changed) was or is the first: otherwise the same other
+            // waiter stays first, unchanged.
+            if !(was_top || is_top) {
                 continue;
             }
-            // Step 6.
-            self.top_changed(o, true, true);
+            // Step 6. (No test against the targets' values here: along a
+            // chain that is being boosted it never spares a target, and it
+            // would cost a comparison per link.)
+            self.top_changed(o, true, true, None, false);
         }
     }
 
     /// Runs the chain walk over what the deltas queued and writes the net
     /// changes into `out` (empty on entry; tasks that came back to their old
     /// value are dropped). Ends with the debug-build invariant check.
+    #[inline]
     pub(crate) fn propagate(&mut self, out: &mut Changes) {
         if !self.scratch.worklist.is_empty() {
-            self.scratch.revisited = false;
-            self.walk(out);
-            for c in out.iter() {
-                self.scratch.recorded[c.task.0 as usize] = false;
-            }
-            if self.scratch.revisited {
-                out.retain(|c| c.old != c.new);
-            }
+            self.propagate_queued(out);
         }
         self.debug_validate();
+    }
+
+    /// [`Engine::propagate`] with a non-empty worklist.
+    fn propagate_queued(&mut self, out: &mut Changes) {
+        self.scratch.revisited = false;
+        self.walk(out);
+        for c in out.iter() {
+            self.scratch.recorded[c.task.0 as usize] = false;
+        }
+        if self.scratch.revisited {
+            out.retain(|c| c.old != c.new);
+        }
     }
 }
 

@@ -27,8 +27,8 @@
 use std::collections::VecDeque;
 
 use heir_core::{
-    Blocker, Changes, CondId, Effective, Engine, EngineError, LockResult, MutexId, Node, Protocol,
-    TaskId, Urgency,
+    Blocker, Change, Changes, CondId, Effective, Engine, EngineError, LockResult, MutexId, Node,
+    Protocol, TaskId, Urgency,
 };
 use heir_scenario::{
     Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, TaskIdx,
@@ -67,7 +67,9 @@ enum Stop {
     Error(SimError),
 }
 
-type R<T> = Result<T, Stop>;
+/// Results of the step machinery. The reason to stop is boxed: the `Ok` path
+/// (taken on every micro-step) then returns in registers.
+type R<T> = Result<T, Box<Stop>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Status {
@@ -265,7 +267,7 @@ pub struct Footprint {
     pub pending_events: usize,
     /// Non-empty histogram buckets, summed over threads.
     pub histogram_buckets: usize,
-    /// Histogram chunks allocated (4 KiB each), summed over threads.
+    /// Histogram chunks allocated (1 KiB each), summed over threads.
     pub histogram_chunks: usize,
     /// RPC requests queued, summed over endpoints.
     pub queued_requests: usize,
@@ -309,6 +311,14 @@ pub struct Simulator<'s, 'o> {
     started: bool,
     /// `obs.wants_events()`, read once.
     trace: bool,
+    /// The changes of the last engine operation (the `*_into` engine calls
+    /// write here: one buffer for the whole run, nothing moved per call).
+    changes: Changes,
+}
+
+/// Stops the run with an error.
+fn stop(e: SimError) -> Box<Stop> {
+    Box::new(Stop::Error(e))
 }
 
 fn invalid(path: &str, message: impl Into<String>) -> SimError {
@@ -780,6 +790,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             zero_steps: 0,
             started: false,
             trace: true,
+            changes: Changes::new(),
         })
     }
 
@@ -809,8 +820,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         let deadlock = match self.main_loop() {
             Ok(()) => None,
-            Err(Stop::Deadlock(d)) => Some(d),
-            Err(Stop::Error(e)) => return Err(e),
+            Err(stop) => match *stop {
+                Stop::Deadlock(d) => Some(d),
+                Stop::Error(e) => return Err(e),
+            },
         };
         let end_ns = if deadlock.is_some() || self.alive == 0 {
             self.now
@@ -1395,61 +1408,69 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// for a scheduling decision where the change may preempt.
     #[inline]
     fn apply_changes(&mut self, changes: &Changes) {
-        if !changes.is_empty() {
-            self.apply_nonempty_changes(changes);
+        for ch in changes.iter() {
+            self.apply_change(ch);
         }
     }
 
-    fn apply_nonempty_changes(&mut self, changes: &Changes) {
-        for ch in changes.iter() {
-            let Some(t) = self.thread_of(ch.task) else {
-                continue;
-            };
-            let donor = if ch.new.donor == ch.task {
-                None
-            } else {
-                self.thread_of(ch.new.donor).map(|d| d as usize)
-            };
-            let at_ns = self.now;
-            self.emit(TraceEvent::Boost {
-                at_ns,
-                to: t as usize,
-                donor,
-                urgency: ch.new.urgency,
-            });
-            let raised = ch.new.urgency > ch.old.urgency;
-            let new_level = level_of(ch.new.urgency);
-            let old_slice = self.slice_len(t);
-            let th = &mut self.threads[t as usize];
-            let old_level = th.level;
-            th.eff = ch.new;
-            match th.status {
-                Status::Ready => {
-                    if new_level != old_level {
-                        th.level = old_level;
-                        self.dequeue(t);
-                        self.threads[t as usize].level = new_level;
-                        self.enqueue(t, !raised);
-                        if raised {
-                            self.wake_check(t);
-                        }
+    /// [`Simulator::apply_changes`] of the last `*_into` engine operation
+    /// (`self.changes`).
+    #[inline]
+    fn apply_buffered(&mut self) {
+        for i in 0..self.changes.len() {
+            let ch = self.changes[i];
+            self.apply_change(&ch);
+        }
+    }
+
+    fn apply_change(&mut self, ch: &Change) {
+        let Some(t) = self.thread_of(ch.task) else {
+            return;
+        };
+        let donor = if ch.new.donor == ch.task {
+            None
+        } else {
+            self.thread_of(ch.new.donor).map(|d| d as usize)
+        };
+        let at_ns = self.now;
+        self.emit(TraceEvent::Boost {
+            at_ns,
+            to: t as usize,
+            donor,
+            urgency: ch.new.urgency,
+        });
+        let raised = ch.new.urgency > ch.old.urgency;
+        let new_level = level_of(ch.new.urgency);
+        let old_slice = self.slice_len(t);
+        let th = &mut self.threads[t as usize];
+        let old_level = th.level;
+        th.eff = ch.new;
+        match th.status {
+            Status::Ready => {
+                if new_level != old_level {
+                    th.level = old_level;
+                    self.dequeue(t);
+                    self.threads[t as usize].level = new_level;
+                    self.enqueue(t, !raised);
+                    if raised {
+                        self.wake_check(t);
                     }
                 }
-                Status::Running => {
-                    th.level = new_level;
-                    let (c, global) = (th.cpu, matches!(th.home, Home::Global(_)));
-                    self.close_slice(c);
-                    self.open_slice(c, t);
-                    if self.slice_len(t) != old_slice {
-                        self.disarm_slice(t);
-                        self.arm_slice(t);
-                    }
-                    if !raised || global {
-                        self.mark_dirty(c);
-                    }
-                }
-                _ => th.level = new_level,
             }
+            Status::Running => {
+                th.level = new_level;
+                let (c, global) = (th.cpu, matches!(th.home, Home::Global(_)));
+                self.close_slice(c);
+                self.open_slice(c, t);
+                if self.slice_len(t) != old_slice {
+                    self.disarm_slice(t);
+                    self.arm_slice(t);
+                }
+                if !raised || global {
+                    self.mark_dirty(c);
+                }
+            }
+            _ => th.level = new_level,
         }
     }
 
@@ -1513,15 +1534,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
         Ok(())
     }
 
-    fn internal(&self, t: u32, e: EngineError) -> Stop {
+    fn internal(&self, t: u32, e: EngineError) -> Box<Stop> {
         let th = &self.threads[t as usize];
-        Stop::Error(invalid(
+        Box::new(Stop::Error(invalid(
             &self.sc.tasks[th.task].path,
             format!(
                 "thread {}: the engine refused an operation: {e}",
                 self.cold[t as usize].name
             ),
-        ))
+        )))
     }
 
     fn finish(&mut self, t: u32) {
@@ -1613,7 +1634,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             self.zero_steps += 1;
             if self.zero_steps > ZERO_TIME_STEP_LIMIT {
-                return Err(Stop::Error(invalid(
+                return Err(stop(invalid(
                     &sc.tasks[th.task].path,
                     format!(
                         "no simulated time passes: thread {} keeps executing zero-time events at {} µs (a loop without run/runtime/sleep/timer?)",
@@ -1745,37 +1766,31 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// its CPU).
     fn op_lock(&mut self, t: u32, m: MutexId, res: usize) -> R<bool> {
         let eng = self.threads[t as usize].eng;
-        // Results are matched by reference: moving an `Outcome` out copies
-        // its inline `Changes` buffer.
-        let result = self.engine.lock(eng, m);
-        match &result {
-            Ok(out) => match out.value {
-                LockResult::Acquired => {
-                    self.instant(t, InstantKind::Lock, res);
-                    self.apply_changes(&out.changes);
-                    Ok(true)
-                }
-                LockResult::Blocked => {
-                    self.instant(t, InstantKind::LockBlocked, res);
-                    self.apply_changes(&out.changes);
-                    self.block(t);
-                    Ok(false)
-                }
-            },
-            Err(EngineError::Cycle { cycle }) => Err(self.deadlock(cycle)),
-            Err(e) => Err(self.internal(t, e.clone())),
+        match self.engine.lock_into(eng, m, &mut self.changes) {
+            Ok(LockResult::Acquired) => {
+                self.instant(t, InstantKind::Lock, res);
+                self.apply_buffered();
+                Ok(true)
+            }
+            Ok(LockResult::Blocked) => {
+                self.instant(t, InstantKind::LockBlocked, res);
+                self.apply_buffered();
+                self.block(t);
+                Ok(false)
+            }
+            Err(EngineError::Cycle { cycle }) => Err(self.deadlock(&cycle)),
+            Err(e) => Err(self.internal(t, e)),
         }
     }
 
     /// Unlocks `m` (held by `t`), handing it to the top waiter, which wakes.
     fn op_unlock(&mut self, t: u32, m: MutexId, res: usize, ev: &Event) -> R<()> {
         let eng = self.threads[t as usize].eng;
-        let result = self.engine.unlock(eng, m);
-        match &result {
-            Ok(out) => {
+        match self.engine.unlock_into(eng, m, &mut self.changes) {
+            Ok(next) => {
                 self.instant(t, InstantKind::Unlock, res);
-                self.apply_changes(&out.changes);
-                if let Some(w) = out.value.and_then(|w| self.thread_of(w)) {
+                self.apply_buffered();
+                if let Some(w) = next.and_then(|w| self.thread_of(w)) {
                     // Hand-off: the top waiter owns the mutex now.
                     self.instant(w, InstantKind::Lock, res);
                     self.wake(w);
@@ -1783,14 +1798,14 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 Ok(())
             }
             // The engine checks ownership and leaves its state unchanged.
-            Err(EngineError::NotOwner { .. }) => Err(Stop::Error(invalid(
+            Err(EngineError::NotOwner { .. }) => Err(stop(invalid(
                 &ev.path,
                 format!(
                     "{}:{}: thread {} releases mutex {} which it does not hold",
                     ev.line, ev.column, self.cold[t as usize].name, self.info.resources[res]
                 ),
             ))),
-            Err(e) => Err(self.internal(t, e.clone())),
+            Err(e) => Err(self.internal(t, e)),
         }
     }
 
@@ -1817,19 +1832,18 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             self.threads[t as usize].rehelp = Some(c);
         }
-        let result = self.engine.cond_wait(eng, c);
-        match &result {
-            Ok(ch) => {
+        match self.engine.cond_wait_into(eng, c, &mut self.changes) {
+            Ok(()) => {
                 self.instant(t, InstantKind::Wait, cres);
-                self.apply_changes(ch);
+                self.apply_buffered();
                 let th = &mut self.threads[t as usize];
                 th.wait_mutex = Some((m, mres));
                 th.wait_cond_res = cres;
                 self.block(t);
                 Ok(())
             }
-            Err(EngineError::Cycle { cycle }) => Err(self.deadlock(cycle)),
-            Err(e) => Err(self.internal(t, e.clone())),
+            Err(EngineError::Cycle { cycle }) => Err(self.deadlock(&cycle)),
+            Err(e) => Err(self.internal(t, e)),
         }
     }
 
@@ -1846,17 +1860,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
             self.instant(t, InstantKind::Signal, cres);
             return Ok(());
         }
-        let result = self.engine.cond_signal(c);
-        match &result {
-            Ok(out) => {
+        match self.engine.cond_signal_into(c, &mut self.changes) {
+            Ok(woken) => {
                 self.instant(t, InstantKind::Signal, cres);
-                self.apply_changes(&out.changes);
-                if let Some(w) = out.value.and_then(|w| self.thread_of(w)) {
+                self.apply_buffered();
+                if let Some(w) = woken.and_then(|w| self.thread_of(w)) {
                     self.rewake(w)?;
                 }
                 Ok(())
             }
-            Err(e) => Err(self.internal(t, e.clone())),
+            Err(e) => Err(self.internal(t, e)),
         }
     }
 
@@ -1903,27 +1916,24 @@ impl<'s, 'o> Simulator<'s, 'o> {
             return Ok(());
         };
         let eng = self.threads[w as usize].eng;
-        let result = self.engine.lock(eng, m);
-        match &result {
-            Ok(out) => match out.value {
-                LockResult::Acquired => {
-                    self.instant(w, InstantKind::Lock, mres);
-                    self.apply_changes(&out.changes);
-                    self.wake(w);
-                    Ok(())
-                }
-                LockResult::Blocked => {
-                    self.instant(w, InstantKind::LockBlocked, mres);
-                    self.apply_changes(&out.changes);
-                    Ok(())
-                }
-            },
-            Err(EngineError::Cycle { cycle }) => Err(self.deadlock(cycle)),
-            Err(e) => Err(self.internal(w, e.clone())),
+        match self.engine.lock_into(eng, m, &mut self.changes) {
+            Ok(LockResult::Acquired) => {
+                self.instant(w, InstantKind::Lock, mres);
+                self.apply_buffered();
+                self.wake(w);
+                Ok(())
+            }
+            Ok(LockResult::Blocked) => {
+                self.instant(w, InstantKind::LockBlocked, mres);
+                self.apply_buffered();
+                Ok(())
+            }
+            Err(EngineError::Cycle { cycle }) => Err(self.deadlock(&cycle)),
+            Err(e) => Err(self.internal(w, e)),
         }
     }
 
-    fn deadlock(&self, cycle: &[Node]) -> Stop {
+    fn deadlock(&self, cycle: &[Node]) -> Box<Stop> {
         let name = |n: &Node| -> String {
             match n {
                 Node::Task(id) => self
@@ -1944,10 +1954,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     .unwrap_or_else(|| format!("cond#{}", c.0)),
             }
         };
-        Stop::Deadlock(DeadlockReport {
+        Box::new(Stop::Deadlock(DeadlockReport {
             at_us: self.now as f64 / 1000.0,
             cycle: cycle.iter().map(name).collect(),
-        })
+        }))
     }
 
     /// `lock` as a micro-step: on success continue at `next`, else resume
@@ -1985,8 +1995,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
         Flow::Leave
     }
 
-    fn bad_kind(&self, ev: &Event) -> Stop {
-        Stop::Error(invalid(&ev.path, "the event's resource has the wrong kind"))
+    fn bad_kind(&self, ev: &Event) -> Box<Stop> {
+        Box::new(Stop::Error(invalid(
+            &ev.path,
+            "the event's resource has the wrong kind",
+        )))
     }
 
     fn mutex_of(&self, r: usize, ev: &Event) -> R<MutexId> {
@@ -2269,8 +2282,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             Some(Obj::Endpoint { replies, .. }) => replies
                 .iter_mut()
                 .find(|x| x.caller == caller)
-                .ok_or_else(|| Stop::Error(invalid(&ev.path, "caller without a reply condvar"))),
-            _ => Err(Stop::Error(invalid(
+                .ok_or_else(|| stop(invalid(&ev.path, "caller without a reply condvar"))),
+            _ => Err(stop(invalid(
                 &ev.path,
                 "the event's resource has the wrong kind",
             ))),

@@ -11,10 +11,11 @@
 //!   is within a relative error of `2^-10` (< 0.1 %) of every value in it.
 //!
 //! There are at most [`ResponseStats::MAX_BUCKETS`] buckets whatever the run
-//! length. Storage is sparse by octave: 1024 counters (4 KiB) are allocated
-//! the first time a value falls in an octave, so recording is O(1) and the
-//! memory of a task's histogram is fixed by the octaves its response times
-//! span (typically a few), never by the number of jobs.
+//! length. Storage is sparse by quarter octave: 256 counters (1 KiB) are
+//! allocated the first time a value falls in their range, so recording is
+//! O(1) and the memory of a task's histogram is fixed by the range its
+//! response times span (typically a few chunks), never by the number of
+//! jobs.
 //!
 //! `count`, `min`, `max` and the sum (hence `mean`) are exact. The p-th
 //! percentile is the lower bound of the smallest bucket whose cumulative count
@@ -45,15 +46,17 @@ pub struct ResponseSummary {
 const SUB_BITS: u32 = 10;
 /// Values below this are stored exactly (one bucket each).
 const LINEAR_LIMIT: u64 = 2 << SUB_BITS; // 2048
-/// Buckets per chunk (one octave above the linear range).
-const CHUNK: usize = 1 << SUB_BITS;
+/// Buckets per chunk (a quarter octave above the linear range): small
+/// chunks keep the zeroed memory a task touches, and the scan of a chunk
+/// for a percentile, short.
+const CHUNK: usize = 1 << (SUB_BITS - 2);
 
 /// Accumulates response times (ns). See the module docs for the precision.
 ///
-/// Storage is sparse by octave: a chunk of 1024 `u32` counters (4 KiB) is
-/// allocated the first time a value falls in its octave (at most 55
-/// chunks), so recording is O(1) and memory stops growing once the octaves
-/// a task's response times span are touched. A counter that would pass
+/// Storage is sparse: a chunk of 256 `u32` counters (1 KiB, a quarter
+/// octave) is allocated the first time a value falls in its range (at most
+/// 220 chunks), so recording is O(1) and memory stops growing once the
+/// range a task's response times span is touched. A counter that would pass
 /// `u32::MAX` spills into a small exact side table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResponseStats {
@@ -63,7 +66,7 @@ pub struct ResponseStats {
     sum: u128,
     /// Non-empty buckets.
     nonzero: usize,
-    /// `chunks[i]` counts buckets `i·1024 .. (i+1)·1024`.
+    /// `chunks[i]` counts buckets `i·256 .. (i+1)·256`.
     chunks: Vec<Option<Box<[u32; CHUNK]>>>,
     /// `sums[i]`: total count of chunk `i` (percentiles skip whole chunks).
     sums: Vec<u64>,
@@ -170,8 +173,8 @@ impl ResponseStats {
         self.nonzero
     }
 
-    /// Number of 1024-bucket chunks allocated (4 KiB each; at most
-    /// [`Self::MAX_BUCKETS`] / 1024 = 55).
+    /// Number of 256-bucket chunks allocated (1 KiB each; at most
+    /// [`Self::MAX_BUCKETS`] / 256 = 220).
     pub fn chunk_count(&self) -> usize {
         self.chunks.iter().filter(|c| c.is_some()).count()
     }

@@ -236,3 +236,58 @@ fn chain_longer_than_the_bound_is_refused() {
     assert_eq!(e.effective(t[0]).unwrap().donor, head);
     e.check_invariants().unwrap();
 }
+
+/// `helper_add` joins the chain upstream of a condvar to the chain below the
+/// new helper: refused when that makes more than MAX_CHAIN_DEPTH blocked
+/// tasks (state unchanged), accepted at exactly MAX_CHAIN_DEPTH, and the
+/// boost then reaches the bottom of the joined chain.
+///
+/// ```text
+///   u0(90) ─▶ mu1 ─▶ u1 … ─▶ u599 ─▶ cv        (600 blocked)
+///   d0 ─▶ md1 ─▶ d1 ─▶ … ─▶ md425 ─▶ d425      (425 blocked)
+///   helper_add(cv, d0): 1025 → refused; after d0 times out,
+///   helper_add(cv, d1): 600 + 424 = 1024 → accepted.
+/// ```
+#[test]
+fn helper_add_longer_than_the_bound_is_refused() {
+    let mut e = Engine::new();
+    e.set_debug_checks(false);
+    let (a, b) = (600, MAX_CHAIN_DEPTH + 1 - 600);
+    let u: Vec<_> = (0..a)
+        .map(|i| e.add_task(Urgency::fixed(if i == 0 { 90 } else { 10 })))
+        .collect();
+    let mu: Vec<_> = (0..a).map(|_| e.add_mutex(Protocol::Inherit)).collect();
+    for i in 1..a {
+        e.lock(u[i], mu[i]).unwrap();
+    }
+    for i in (1..a).rev() {
+        e.lock(u[i - 1], mu[i]).unwrap();
+    }
+    let cv = e.add_cond();
+    e.cond_wait(u[a - 1], cv).unwrap();
+    let d: Vec<_> = (0..=b).map(|_| e.add_task(Urgency::fixed(10))).collect();
+    let md: Vec<_> = (0..=b).map(|_| e.add_mutex(Protocol::Inherit)).collect();
+    for i in 1..=b {
+        e.lock(d[i], md[i]).unwrap();
+    }
+    for i in (1..=b).rev() {
+        e.lock(d[i - 1], md[i]).unwrap();
+    }
+    e.check_invariants().unwrap();
+
+    let before = e.clone();
+    assert_eq!(
+        e.helper_add(cv, d[0]),
+        Err(EngineError::ChainTooLong {
+            limit: MAX_CHAIN_DEPTH
+        })
+    );
+    assert_eq!(e, before);
+
+    e.cancel_wait(d[0]).unwrap();
+    let changes = e.helper_add(cv, d[1]).unwrap();
+    assert_eq!(changes.len(), b);
+    assert_eq!(e.effective(d[b]).unwrap().donor, u[0]);
+    assert_eq!(e.effective(d[b]).unwrap().urgency, Urgency::fixed(90));
+    e.check_invariants().unwrap();
+}

@@ -96,6 +96,10 @@ struct Harness {
     /// Enqueue order of each blocked task, tracked by the test.
     seq: HashMap<TaskId, u64>,
     next_seq: u64,
+    /// `Some`: lock, unlock, cond_wait and cond_signal go through their
+    /// `*_into` variants, all writing into this one buffer (never emptied
+    /// by the test between calls).
+    into: Option<heir_core::Changes>,
 }
 
 /// What a successful call returned besides its changes.
@@ -133,6 +137,27 @@ impl Harness {
             conds,
             seq: HashMap::new(),
             next_seq: 0,
+            into: None,
+        }
+    }
+
+    /// A harness whose engine is driven through the `*_into` calls, with a
+    /// buffer that starts out holding stale entries.
+    fn new_into() -> Harness {
+        let stale = heir_core::Change {
+            task: TaskId(0),
+            old: Effective {
+                urgency: Urgency::fixed(1),
+                donor: TaskId(0),
+            },
+            new: Effective {
+                urgency: Urgency::fixed(2),
+                donor: TaskId(1),
+            },
+        };
+        Harness {
+            into: Some((0..7).map(|_| stale).collect()),
+            ..Harness::new()
         }
     }
 
@@ -156,6 +181,25 @@ impl Harness {
         let mutex = |i: u8| MutexId((i as usize % (nm + 1)) as u32);
         let cond = |i: u8| CondId((i as usize % (nc + 1)) as u32);
         let e = &mut self.e;
+        if let Some(buf) = self.into.as_mut() {
+            // The `*_into` variants: the value comes back, the changes are
+            // in the buffer (cleared first, empty on error).
+            let into = match *op {
+                Op::Lock(t, m) => Some(e.lock_into(task(t), mutex(m), buf).map(Lock)),
+                Op::Unlock(t, m) => Some(e.unlock_into(task(t), mutex(m), buf).map(Task)),
+                Op::Wait(t, c) => Some(e.cond_wait_into(task(t), cond(c), buf).map(|()| Unit)),
+                Op::Signal(c) => Some(e.cond_signal_into(cond(c), buf).map(Task)),
+                _ => None,
+            };
+            match into {
+                Some(Ok(v)) => return Ok((v, buf.clone())),
+                Some(Err(err)) => {
+                    assert!(buf.is_empty(), "changes left after an error: {buf:?}");
+                    return Err(err);
+                }
+                None => {}
+            }
+        }
         Ok(match *op {
             Op::AddTask(u) => {
                 if self.ntasks < MAX_TASKS {
@@ -535,6 +579,28 @@ proptest! {
     #[test]
     fn random_operation_sequences(ops in prop::collection::vec(op(), 500)) {
         run(&ops)?;
+    }
+
+    /// The `*_into` calls (one reused buffer) return what the by-value
+    /// calls return, leave the same changes and the same engine state.
+    #[test]
+    fn into_variants_match_by_value_calls(ops in prop::collection::vec(op(), 300)) {
+        let mut by_value = Harness::new();
+        let mut into = Harness::new_into();
+        for op in &ops {
+            let a = by_value.apply(op);
+            let b = into.apply(op);
+            match (&a, &b) {
+                (Ok((va, ca)), Ok((vb, cb))) => {
+                    prop_assert_eq!(format!("{va:?}"), format!("{vb:?}"), "{:?}", op);
+                    prop_assert_eq!(ca, cb, "{:?}", op);
+                }
+                (Err(ea), Err(eb)) => prop_assert_eq!(ea, eb, "{:?}", op),
+                _ => prop_assert!(false, "{:?}: {:?} vs {:?}", op, a, b),
+            }
+            prop_assert_eq!(&by_value.e, &into.e, "{:?}", op);
+            into.e.check_invariants().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        }
     }
 }
 
