@@ -212,6 +212,8 @@ struct ThreadOut {
 /// Run-wide shared state.
 struct Shared {
     res: Vec<Res>,
+    /// Scenario resource names, parallel to `res` (for deadlock cycles).
+    res_names: Vec<String>,
     end_ns: AtomicU64,
     failure: Mutex<Option<Error>>,
     ns_per_loop: f64,
@@ -333,6 +335,7 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
     let nthreads: usize = scenario.tasks.iter().map(|t| t.instance as usize).sum();
     let shared = Arc::new(Shared {
         res,
+        res_names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
         end_ns: AtomicU64::new(u64::MAX),
         failure: Mutex::new(None),
         ns_per_loop,
@@ -614,7 +617,12 @@ impl Ctx<'_> {
                     _ => false,
                 };
                 if hit {
-                    return format!("r{i}");
+                    return self
+                        .sh
+                        .res_names
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| format!("r{i}"));
                 }
             }
             format!("{n:?}")
