@@ -218,7 +218,7 @@ fn render(
             row.extend(report.tasks.iter().map(|b| ms(max_of(real, &b.name))));
             t.row(row);
         }
-        out.push_str("\nresponse times in ms (seed 000, Table II)\n\n");
+        out.push_str("\nresponse times in ms: analytical bound vs observed maximum (as seed 000 Table II)\n\n");
         out.push_str(&t.render());
         let over: Vec<&str> = report
             .tasks

@@ -161,7 +161,7 @@ fn compare_puts_table_ii_side_by_side() {
     assert_eq!(code(&o), 0);
     let text = out(&o);
     assert!(
-        text.contains("response times in ms (seed 000, Table II)"),
+        text.contains("response times in ms: analytical bound vs observed maximum"),
         "{text}"
     );
     let row = text
