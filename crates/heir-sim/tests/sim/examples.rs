@@ -153,6 +153,21 @@ fn table1_client_server_pi_cv_on_meets_the_analytic_bounds() {
 }
 
 #[test]
+fn table1_critical_instant_reaches_client1_bound() {
+    // Client1 released at 10.001 ms. 0-10 Client2 runs and calls at 10; the
+    // server takes the request (at 80) and runs 1 µs before Client1 preempts
+    // it at 10.001; Client1 runs to 20.001 and calls; the server, helper of
+    // reply[Client1], finishes Client2's request at 90 (20.001-24.5) and then
+    // Client1's (24.5-29.0): Client1's response is 29.0 - 10.001 = 18.999 ms,
+    // 1 µs short of the analytic C1 + D1 + I1 = 10 + 4.5 + 4.5 = 19 ms.
+    let sc = example("table1-critical-instant.json");
+    let (r, _) = run(&sc, &pi_cv(true));
+    assert_eq!(task_report(&r, "Client1").response_us.max, Some(18_999.0));
+    assert_eq!(task_report(&r, "Client2").response_us.max, Some(29_000.0));
+    assert_eq!(task_report(&r, "Client1").deadline_misses, 0);
+}
+
+#[test]
 fn table1_client_server_pi_cv_off_is_worse() {
     // PI-CV off: at 0 Client1 runs 0-10 and calls; the server (50) is
     // preempted by Client2 10-20 and by the Annoyer 20-30 before it serves
