@@ -2,12 +2,12 @@
 //! (higher priority on top), then states B and R per task (µs).
 
 use heir_analysis::gen::{to_scenario, ScenarioOptions};
-use heir_analysis::model::{Call, LockProtocol, Mutex, Section, Server, Task, TaskSet};
+use heir_analysis::model::{LockProtocol, Mutex, Section, Task, TaskSet};
 use heir_analysis::rng::Rng;
 use heir_analysis::{analyze_scenario, analyze_set, Options, Protocol};
 use heir_sim::{simulate, NullObserver, SimConfig};
 
-use crate::{example, US};
+use crate::{example, h_m_l_calling_s, US};
 
 fn cs(mutex: usize, us: u64) -> Section {
     Section {
@@ -58,6 +58,13 @@ fn assert_bounds(set: &TaskSet, expect: Expect) {
             t.reason
         );
     }
+}
+
+/// The worst response (µs) of task `name` in one default simulation of `sc`.
+fn simulated_max_response_us(sc: &heir_scenario::Scenario, name: &str) -> f64 {
+    let sim = simulate(sc, &SimConfig::default(), &mut NullObserver).unwrap();
+    let t = sim.tasks.iter().find(|t| t.name == name).unwrap();
+    t.response_us.max.unwrap()
 }
 
 /// ```text
@@ -205,15 +212,7 @@ fn nested_sections_block_transitively() {
     let r = analyze_scenario(&inherit, &Options::default()).unwrap();
     assert_eq!(r.task("T0").unwrap().blocking_us, Some(51_000.0));
     assert_eq!(r.task("T0").unwrap().wcrt_us, Some(68_000.0));
-    let sim = simulate(&inherit, &SimConfig::default(), &mut NullObserver).unwrap();
-    let t0 = sim
-        .tasks
-        .iter()
-        .find(|t| t.name == "T0")
-        .unwrap()
-        .response_us
-        .max
-        .unwrap();
+    let t0 = simulated_max_response_us(&inherit, "T0");
     // The staggered releases of the file reproduce most of the chain: 64 ms.
     assert_eq!(t0, 64_000.0);
     // Immediate ceiling: T1 holds R1 at 70, so T0 waits for T1's whole outer
@@ -224,15 +223,7 @@ fn nested_sections_block_transitively() {
     assert_eq!(r.task("T1").unwrap().blocking_us, Some(17_000.0));
     assert_eq!(r.task("T1").unwrap().wcrt_us, Some(68_000.0));
     assert_eq!(r.task("T2").unwrap().wcrt_us, Some(68_000.0));
-    let sim = simulate(&ceiling, &SimConfig::default(), &mut NullObserver).unwrap();
-    let t0 = sim
-        .tasks
-        .iter()
-        .find(|t| t.name == "T0")
-        .unwrap()
-        .response_us
-        .max
-        .unwrap();
+    let t0 = simulated_max_response_us(&ceiling, "T0");
     assert!(t0 <= 51_000.0, "{t0}");
 }
 
@@ -245,42 +236,11 @@ fn nested_sections_block_transitively() {
 /// H arrives, never both.
 #[test]
 fn calls_and_sections_of_one_lower_task_count_once() {
-    let set = TaskSet {
-        tasks: vec![
-            Task::fixed(
-                "H",
-                0,
-                90,
-                1000 * US,
-                10 * US,
-                vec![],
-                vec![Call {
-                    server: 0,
-                    wcet: 3 * US,
-                }],
-            ),
-            Task::fixed("M", 0, 70, 1000 * US, 10 * US, vec![cs(0, 4)], vec![]),
-            Task::fixed(
-                "L",
-                0,
-                50,
-                1000 * US,
-                10 * US,
-                vec![cs(0, 6)],
-                vec![Call {
-                    server: 0,
-                    wcet: 7 * US,
-                }],
-            ),
-        ],
-        servers: vec![Server {
-            name: "S".into(),
-            cpu: 0,
-            priority: 10,
-        }],
-        mutexes: mutexes(1, LockProtocol::Inherit),
-        pi_cv: true,
-    };
+    let set = h_m_l_calling_s(
+        vec![cs(0, 4)],
+        vec![cs(0, 6)],
+        mutexes(1, LockProtocol::Inherit),
+    );
     // H: max(D_L = 7 (Q_H), cs_L = 6 (R0's ceiling is only 70)) = 7.
     // M: max(7 (P_M: S serves L at H's priority), 6 (direct)) = 7.
     assert_bounds(&set, &[("H", Some(7), Some(20)), ("M", Some(7), Some(30))]);

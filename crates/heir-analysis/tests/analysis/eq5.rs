@@ -6,7 +6,7 @@ use heir_analysis::model::{Call, Server, Task, TaskSet};
 use heir_analysis::rng::Rng;
 use heir_analysis::Analyzer;
 
-use crate::US;
+use crate::{h_m_l_calling_s, US};
 
 /// Eq. 2-5 literally: enumerate every subset A of Q_i ∪ P_i in which no two
 /// calls share a task (Lemma 1) or a server (Lemma 2); weigh (j, k) by
@@ -133,42 +133,7 @@ fn p_set_counts_servers_only_higher_tasks_call() {
     //   H (90) ──call──▶ S (10) ◀──call── L (50)        M (70) calls nobody
     // M is in neither Q nor P of its own calls, but S serves L's pending
     // request at H's priority when H calls: I_M = D_{L,S} = 7 µs.
-    let set = TaskSet {
-        tasks: vec![
-            Task::fixed(
-                "H",
-                0,
-                90,
-                1000 * US,
-                10 * US,
-                vec![],
-                vec![Call {
-                    server: 0,
-                    wcet: 3 * US,
-                }],
-            ),
-            Task::fixed("M", 0, 70, 1000 * US, 10 * US, vec![], vec![]),
-            Task::fixed(
-                "L",
-                0,
-                50,
-                1000 * US,
-                10 * US,
-                vec![],
-                vec![Call {
-                    server: 0,
-                    wcet: 7 * US,
-                }],
-            ),
-        ],
-        servers: vec![Server {
-            name: "S".into(),
-            cpu: 0,
-            priority: 10,
-        }],
-        mutexes: vec![],
-        pi_cv: true,
-    };
+    let set = h_m_l_calling_s(vec![], vec![], vec![]);
     let mut an = Analyzer::new();
     assert_eq!(an.rpc_interference(&set, 0), 7 * US); // Q_H
     assert_eq!(an.rpc_interference(&set, 1), 7 * US); // P_M

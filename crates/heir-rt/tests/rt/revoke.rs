@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use heir::sys::now_ns;
 use heir::{PiCondvar, PiMutex, WaitResult};
@@ -39,12 +40,23 @@ fn check(samples: &[(u64, u64, u32)], from: u64, to: u64, base: u32, boosted: u3
     assert_eq!(samples.last().map(|s| s.2), Some(base), "back at base");
 }
 
-#[test]
-fn timeout_revokes_the_boost() {
-    let Some(rt) = rt_or_skip("revoke::timeout", 20) else {
-        return;
-    };
-    let cpu = rt.cpu;
+/// The scene both tests share, on `cpu` from `t0` (30 ms from now): a helper
+/// (FIFO 10) samples its priority from `t0` to `t0 + 60 ms` and is declared
+/// a helper of `c`; a waiter (FIFO 30) locks a PI mutex at `t0 + 5 ms`,
+/// stores the start of its wait in `from`, waits on `c` until
+/// `deadline(t0)` (evaluated just before the wait) and stores the end of
+/// its wait in `to`.
+struct Scene {
+    t0: u64,
+    c: Arc<PiCondvar>,
+    htid: i32,
+    helper: JoinHandle<Vec<(u64, u64, u32)>>,
+    waiter: JoinHandle<WaitResult>,
+    from: Arc<AtomicU64>,
+    to: Arc<AtomicU64>,
+}
+
+fn scene(cpu: u32, deadline: impl FnOnce(u64) -> u64 + Send + 'static) -> Scene {
     let t0 = now_ns() + 30 * MS;
     let (helper, htid) = spawn_fifo_tid(cpu, 10, move || {
         heir::sys::sleep_until(t0);
@@ -59,16 +71,34 @@ fn timeout_revokes_the_boost() {
         heir::sys::sleep_until(t0 + 5 * MS);
         let mut g = m.lock().expect("lock");
         f.store(now_ns(), Ordering::SeqCst);
-        let r = cc.wait_until(&mut g, now_ns() + 20 * MS).expect("wait");
+        let r = cc.wait_until(&mut g, deadline(t0)).expect("wait");
         t.store(now_ns(), Ordering::SeqCst);
         r
     });
-    assert_eq!(waiter.join().expect("waiter"), WaitResult::TimedOut);
-    let samples = helper.join().expect("helper");
+    Scene {
+        t0,
+        c,
+        htid,
+        helper,
+        waiter,
+        from,
+        to,
+    }
+}
+
+#[test]
+fn timeout_revokes_the_boost() {
+    let Some(rt) = rt_or_skip("revoke::timeout", 20) else {
+        return;
+    };
+    // The waiter times out 20 ms into its wait.
+    let sc = scene(rt.cpu, |_| now_ns() + 20 * MS);
+    assert_eq!(sc.waiter.join().expect("waiter"), WaitResult::TimedOut);
+    let samples = sc.helper.join().expect("helper");
     check(
         &samples,
-        from.load(Ordering::SeqCst),
-        to.load(Ordering::SeqCst),
+        sc.from.load(Ordering::SeqCst),
+        sc.to.load(Ordering::SeqCst),
         10,
         30,
     );
@@ -81,40 +111,25 @@ fn helper_removal_revokes_the_boost() {
         return;
     };
     let cpu = rt.cpu;
-    let t0 = now_ns() + 30 * MS;
-    let (helper, htid) = spawn_fifo_tid(cpu, 10, move || {
-        heir::sys::sleep_until(t0);
-        sample_until(t0 + 60 * MS)
-    });
-    let c = Arc::new(PiCondvar::new());
-    c.helpers_add(htid).expect("helper");
-    let from = Arc::new(AtomicU64::new(0));
-    let (cc, f) = (c.clone(), from.clone());
-    let waiter = spawn_fifo(cpu, 30, move || {
-        let m = PiMutex::new(());
-        heir::sys::sleep_until(t0 + 5 * MS);
-        let mut g = m.lock().expect("lock");
-        f.store(now_ns(), Ordering::SeqCst);
-        cc.wait_until(&mut g, t0 + 50 * MS).expect("wait")
-    });
+    let sc = scene(cpu, |t0| t0 + 50 * MS);
     // A higher-priority thread removes the helper 15 ms into the wait.
     let del_at = Arc::new(AtomicU64::new(0));
-    let (cd, d) = (c.clone(), del_at.clone());
+    let (cd, d, htid, t0) = (sc.c.clone(), del_at.clone(), sc.htid, sc.t0);
     let remover = spawn_fifo(cpu, 40, move || {
         heir::sys::sleep_until(t0 + 20 * MS);
         cd.helpers_del(htid).expect("helpers_del");
         d.store(now_ns(), Ordering::SeqCst);
     });
     remover.join().expect("remover");
-    assert_eq!(waiter.join().expect("waiter"), WaitResult::TimedOut);
-    let samples = helper.join().expect("helper");
+    assert_eq!(sc.waiter.join().expect("waiter"), WaitResult::TimedOut);
+    let samples = sc.helper.join().expect("helper");
     check(
         &samples,
-        from.load(Ordering::SeqCst),
+        sc.from.load(Ordering::SeqCst),
         del_at.load(Ordering::SeqCst),
         10,
         30,
     );
-    assert!(c.helpers().is_empty());
+    assert!(sc.c.helpers().is_empty());
     heir::thread::check_invariants().expect("invariants");
 }

@@ -96,6 +96,13 @@ impl Rec {
         }
         out
     }
+    /// [`Rec::merged`] cut to the slices that start before `until_ms`.
+    pub fn merged_before(&self, cpu: u32, until_ms: f64) -> Vec<(String, f64, f64)> {
+        self.merged(cpu)
+            .into_iter()
+            .filter(|x| x.1 < until_ms)
+            .collect()
+    }
     /// (thread, release ms, deadline ms).
     pub fn releases(&self, thread: &str) -> Vec<(f64, Option<f64>)> {
         self.events
@@ -127,6 +134,17 @@ impl Rec {
                 }
                 _ => None,
             })
+            .collect()
+    }
+    /// Release times (ms) of `thread`'s jobs.
+    pub fn release_times(&self, thread: &str) -> Vec<f64> {
+        self.releases(thread).iter().map(|x| x.0).collect()
+    }
+    /// (completion ms, response ms) of `thread`'s jobs.
+    pub fn responses(&self, thread: &str) -> Vec<(f64, f64)> {
+        self.completions(thread)
+            .iter()
+            .map(|c| (c.0, c.1))
             .collect()
     }
     /// (at ms, thread, kind, resource name).
@@ -175,6 +193,12 @@ pub fn s(x: &str) -> String {
     x.to_string()
 }
 
+/// `(thread, start ms, end ms)` rows with owned names, to compare with
+/// [`Rec::merged`] and [`Rec::cpu_slices`].
+pub fn rows(r: &[(&str, f64, f64)]) -> Vec<(String, f64, f64)> {
+    r.iter().map(|&(n, a, b)| (s(n), a, b)).collect()
+}
+
 /// Simulates with a recorder.
 pub fn run(sc: &Scenario, cfg: &SimConfig) -> (Report, Rec) {
     let mut rec = Rec::default();
@@ -185,6 +209,14 @@ pub fn run(sc: &Scenario, cfg: &SimConfig) -> (Report, Rec) {
 pub fn config(duration_ms: u64) -> SimConfig {
     SimConfig {
         duration_us: Some(duration_ms * 1000),
+        ..SimConfig::default()
+    }
+}
+
+/// The default configuration with PI-CV forced on or off.
+pub fn pi_cv(on: bool) -> SimConfig {
+    SimConfig {
+        pi_cv: Some(on),
         ..SimConfig::default()
     }
 }
@@ -228,6 +260,10 @@ impl B {
                 warnings: Vec::new(),
             },
         }
+    }
+    /// Simulates the scenario built so far with the default configuration.
+    pub fn run(&self) -> (Report, Rec) {
+        run(&self.sc, &SimConfig::default())
     }
     fn res(&mut self, name: &str, kind: ResourceKind) -> ResIdx {
         self.sc.resources.push(Resource {

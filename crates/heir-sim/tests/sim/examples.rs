@@ -6,13 +6,6 @@ use heir_sim::SimConfig;
 
 use crate::common::*;
 
-fn pi_cv(on: bool) -> SimConfig {
-    SimConfig {
-        pi_cv: Some(on),
-        ..SimConfig::default()
-    }
-}
-
 fn stats(r: &heir_sim::Report, name: &str) -> (u64, u64, f64, f64, f64) {
     let t = task_report(r, name);
     (
@@ -33,19 +26,18 @@ fn fig6_producer_consumer_pi_cv_off() {
     // consumer's later jobs span 35 → 85 = 50 ms. 1 s = 20 periods.
     let sc = example("fig6-producer-consumer.json");
     let (r, rec) = run(&sc, &pi_cv(false));
-    let first: Vec<_> = rec.merged(0).into_iter().filter(|x| x.1 < 100.0).collect();
     assert_eq!(
-        first,
-        vec![
-            (s("Producer"), 0.0, 5.0),
-            (s("Annoyer"), 5.0, 15.0),
-            (s("Producer"), 15.0, 30.0),
-            (s("Consumer"), 30.0, 35.0),
-            (s("Producer"), 50.0, 55.0),
-            (s("Annoyer"), 55.0, 65.0),
-            (s("Producer"), 65.0, 80.0),
-            (s("Consumer"), 80.0, 85.0),
-        ]
+        rec.merged_before(0, 100.0),
+        rows(&[
+            ("Producer", 0.0, 5.0),
+            ("Annoyer", 5.0, 15.0),
+            ("Producer", 15.0, 30.0),
+            ("Consumer", 30.0, 35.0),
+            ("Producer", 50.0, 55.0),
+            ("Annoyer", 55.0, 65.0),
+            ("Producer", 65.0, 80.0),
+            ("Consumer", 80.0, 85.0),
+        ])
     );
     // Consumer: 35, then 19 × 50 → mean 985 / 20 = 49.25 ms.
     assert_eq!(stats(&r, "Consumer"), (20, 0, 35_000.0, 49_250.0, 50_000.0));
@@ -62,17 +54,16 @@ fn fig6_producer_consumer_pi_cv_on() {
     // timer at 25 (job 25 ms), Annoyer 25-35 (job 30 ms). Same every 50 ms.
     let sc = example("fig6-producer-consumer.json");
     let (r, rec) = run(&sc, &pi_cv(true));
-    let first: Vec<_> = rec.merged(0).into_iter().filter(|x| x.1 < 100.0).collect();
     assert_eq!(
-        first,
-        vec![
-            (s("Producer"), 0.0, 20.0),
-            (s("Consumer"), 20.0, 25.0),
-            (s("Annoyer"), 25.0, 35.0),
-            (s("Producer"), 50.0, 70.0),
-            (s("Consumer"), 70.0, 75.0),
-            (s("Annoyer"), 75.0, 85.0),
-        ]
+        rec.merged_before(0, 100.0),
+        rows(&[
+            ("Producer", 0.0, 20.0),
+            ("Consumer", 20.0, 25.0),
+            ("Annoyer", 25.0, 35.0),
+            ("Producer", 50.0, 70.0),
+            ("Consumer", 70.0, 75.0),
+            ("Annoyer", 75.0, 85.0),
+        ])
     );
     assert_eq!(
         rec.slices()[0],
@@ -100,17 +91,16 @@ fn fig7_boost_flows_consumer_producer_mutex() {
     // shifted by their 1 ms delay.
     let sc = example("fig7-transitive.json");
     let (r, rec) = run(&sc, &SimConfig::default());
-    let first: Vec<_> = rec.merged(0).into_iter().filter(|x| x.1 < 50.0).collect();
     assert_eq!(
-        first,
-        vec![
-            (s("Mutex"), 0.0, 1.0),
-            (s("Producer"), 1.0, 6.0),
-            (s("Mutex"), 6.0, 15.0),
-            (s("Producer"), 15.0, 22.0),
-            (s("Consumer"), 22.0, 27.0),
-            (s("Annoyer"), 27.0, 37.0),
-        ]
+        rec.merged_before(0, 50.0),
+        rows(&[
+            ("Mutex", 0.0, 1.0),
+            ("Producer", 1.0, 6.0),
+            ("Mutex", 6.0, 15.0),
+            ("Producer", 15.0, 22.0),
+            ("Consumer", 22.0, 27.0),
+            ("Annoyer", 27.0, 37.0),
+        ])
     );
     assert!(rec.slices().contains(&(
         s("Mutex"),
@@ -197,16 +187,15 @@ fn ipcp_inherit_chains_t0_behind_two_critical_sections() {
     // finishes its section 19-34; T1 34-51; T0 51-68: 64 ms for T0.
     let sc = example("ipcp-t0-t1-t2-inherit.json");
     let (r, rec) = run(&sc, &SimConfig::default());
-    let first: Vec<_> = rec.merged(0).into_iter().filter(|x| x.1 < 100.0).collect();
     assert_eq!(
-        first,
-        vec![
-            (s("T2"), 0.0, 2.0),
-            (s("T1"), 2.0, 19.0),
-            (s("T2"), 19.0, 34.0),
-            (s("T1"), 34.0, 51.0),
-            (s("T0"), 51.0, 68.0),
-        ]
+        rec.merged_before(0, 100.0),
+        rows(&[
+            ("T2", 0.0, 2.0),
+            ("T1", 2.0, 19.0),
+            ("T2", 19.0, 34.0),
+            ("T1", 34.0, 51.0),
+            ("T0", 51.0, 68.0),
+        ])
     );
     assert!(rec
         .boosts()
@@ -224,15 +213,14 @@ fn ipcp_ceiling_t0_is_never_blocked() {
     // then T1 34-68 at R1's ceiling 70.
     let sc = example("ipcp-t0-t1-t2-ceiling.json");
     let (r, rec) = run(&sc, &SimConfig::default());
-    let first: Vec<_> = rec.merged(0).into_iter().filter(|x| x.1 < 100.0).collect();
     assert_eq!(
-        first,
-        vec![
-            (s("T2"), 0.0, 4.0),
-            (s("T0"), 4.0, 21.0),
-            (s("T2"), 21.0, 34.0),
-            (s("T1"), 34.0, 68.0),
-        ]
+        rec.merged_before(0, 100.0),
+        rows(&[
+            ("T2", 0.0, 4.0),
+            ("T0", 4.0, 21.0),
+            ("T2", 21.0, 34.0),
+            ("T1", 34.0, 68.0),
+        ])
     );
     assert_eq!(rec.slices()[0].3, Urgency::fixed(65));
     assert_eq!(stats(&r, "T0"), (5, 0, 17_000.0, 17_000.0, 17_000.0));
@@ -252,7 +240,7 @@ fn deadlock_two_locks() {
     assert_eq!(r.duration_us, 4000.0);
     assert_eq!(
         rec.merged(0),
-        vec![(s("A"), 0.0, 1.0), (s("B"), 1.0, 3.0), (s("A"), 3.0, 4.0)]
+        rows(&[("A", 0.0, 1.0), ("B", 1.0, 3.0), ("A", 3.0, 4.0)])
     );
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["deadlock"]["at_us"], 4000.0);

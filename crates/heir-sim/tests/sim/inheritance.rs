@@ -71,13 +71,13 @@ fn no_protocol_means_unbounded_inversion() {
     let (r, rec) = run(&three_tasks(MutexProtocol::None), &SimConfig::default());
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("L"), 0.0, 2.0),
-            (s("M"), 2.0, 5.0),
-            (s("L"), 5.0, 7.0),
-            (s("H"), 7.0, 8.0),
-            (s("L"), 8.0, 9.0),
-        ]
+        rows(&[
+            ("L", 0.0, 2.0),
+            ("M", 2.0, 5.0),
+            ("L", 5.0, 7.0),
+            ("H", 7.0, 8.0),
+            ("L", 8.0, 9.0),
+        ])
     );
     assert!(rec.boosts().is_empty());
     assert_eq!(task_report(&r, "H").response_us.max, Some(7000.0));
@@ -135,11 +135,7 @@ fn pi_cv_through_a_queue() {
     // The producer works at the consumer's urgency until it pushes: the
     // annoyer waits. Producer 0-20 (donor Consumer), Consumer 20-25,
     // Annoyer 25-35.
-    let cfg = SimConfig {
-        pi_cv: Some(true),
-        ..SimConfig::default()
-    };
-    let (r, rec) = run(&producer_consumer(), &cfg);
+    let (r, rec) = run(&producer_consumer(), &pi_cv(true));
     assert_eq!(
         rec.slices(),
         vec![
@@ -159,19 +155,15 @@ fn pi_cv_through_a_queue() {
 #[test]
 fn without_pi_cv_the_annoyer_delays_the_consumer() {
     // Producer 0-5, Annoyer 5-15, Producer 15-30, Consumer 30-35.
-    let cfg = SimConfig {
-        pi_cv: Some(false),
-        ..SimConfig::default()
-    };
-    let (r, rec) = run(&producer_consumer(), &cfg);
+    let (r, rec) = run(&producer_consumer(), &pi_cv(false));
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("Producer"), 0.0, 5.0),
-            (s("Annoyer"), 5.0, 15.0),
-            (s("Producer"), 15.0, 30.0),
-            (s("Consumer"), 30.0, 35.0),
-        ]
+        rows(&[
+            ("Producer", 0.0, 5.0),
+            ("Annoyer", 5.0, 15.0),
+            ("Producer", 15.0, 30.0),
+            ("Consumer", 30.0, 35.0),
+        ])
     );
     assert_eq!(task_report(&r, "Consumer").response_us.max, Some(35_000.0));
 }
@@ -209,7 +201,7 @@ fn transitive_condvar_then_mutex() {
         .delay(1000),
     );
     b.task(fifo("Annoyer", 20, vec![run_us(10_000)]).delay(5000));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     assert_eq!(
         rec.slices(),
         vec![
@@ -234,32 +226,19 @@ fn two_lock_deadlock_is_reported_with_its_cycle() {
     let mut b = B::new();
     let m1 = b.mutex("m1", MutexProtocol::Inherit);
     let m2 = b.mutex("m2", MutexProtocol::Inherit);
-    b.task(fifo(
-        "A",
-        10,
+    // Lock `outer`, work 2 ms, lock `inner`, release both: AB-BA ordering.
+    let nested = |outer, inner| {
         vec![
-            EventKind::Lock(m1),
+            EventKind::Lock(outer),
             run_us(2000),
-            EventKind::Lock(m2),
-            EventKind::Unlock(m2),
-            EventKind::Unlock(m1),
-        ],
-    ));
-    b.task(
-        fifo(
-            "B",
-            20,
-            vec![
-                EventKind::Lock(m2),
-                run_us(2000),
-                EventKind::Lock(m1),
-                EventKind::Unlock(m1),
-                EventKind::Unlock(m2),
-            ],
-        )
-        .delay(1000),
-    );
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+            EventKind::Lock(inner),
+            EventKind::Unlock(inner),
+            EventKind::Unlock(outer),
+        ]
+    };
+    b.task(fifo("A", 10, nested(m1, m2)));
+    b.task(fifo("B", 20, nested(m2, m1)).delay(1000));
+    let (r, rec) = b.run();
     let d = r.deadlock.expect("deadlock");
     assert_eq!(d.at_us, 4000.0);
     assert_eq!(d.cycle, vec!["A", "m2", "B", "m1", "A"]);
@@ -267,7 +246,7 @@ fn two_lock_deadlock_is_reported_with_its_cycle() {
     assert_eq!(rec.end, Some(4_000_000));
     assert_eq!(
         rec.merged(0),
-        vec![(s("A"), 0.0, 1.0), (s("B"), 1.0, 3.0), (s("A"), 3.0, 4.0)]
+        rows(&[("A", 0.0, 1.0), ("B", 1.0, 3.0), ("A", 3.0, 4.0)])
     );
 }
 
@@ -280,7 +259,7 @@ fn relocking_an_owned_mutex_is_a_self_deadlock() {
         10,
         vec![run_us(1000), EventKind::Lock(m), EventKind::Lock(m)],
     ));
-    let (r, _) = run(&b.sc, &SimConfig::default());
+    let (r, _) = b.run();
     let d = r.deadlock.expect("deadlock");
     assert_eq!(d.at_us, 1000.0);
     assert_eq!(d.cycle, vec!["T", "m", "T"]);
@@ -325,19 +304,11 @@ fn a_helper_waiting_for_the_waiter_is_a_deadlock_with_pi_cv() {
         );
         b.sc
     };
-    let on = SimConfig {
-        pi_cv: Some(true),
-        ..SimConfig::default()
-    };
-    let (r, _) = run(&build(), &on);
+    let (r, _) = run(&build(), &pi_cv(true));
     let d = r.deadlock.expect("deadlock");
     assert_eq!(d.at_us, 1000.0);
     assert_eq!(d.cycle, vec!["A", "cv", "B", "m2", "A"]);
-    let off = SimConfig {
-        pi_cv: Some(false),
-        ..SimConfig::default()
-    };
-    let (r, _) = run(&build(), &off);
+    let (r, _) = run(&build(), &pi_cv(false));
     assert!(r.deadlock.is_none());
     assert_eq!(r.duration_us, 1000.0);
     assert_eq!(task_report(&r, "A").jobs, 0);
@@ -366,13 +337,13 @@ fn a_helper_waiting_on_its_own_condvar_is_not_a_deadlock() {
         ],
     ));
     b.task(fifo("P", 5, vec![run_us(1000), EventKind::Push(q)]));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     assert!(r.deadlock.is_none(), "{:?}", r.deadlock);
     // W waits at 0; P 0-1 pushes; W 1-2 pops, works, pushes and pops.
     assert!(rec
         .boosts()
         .contains(&(0.0, s("P"), Some(s("W")), Urgency::fixed(20))));
-    assert_eq!(rec.merged(0), vec![(s("P"), 0.0, 1.0), (s("W"), 1.0, 2.0)]);
+    assert_eq!(rec.merged(0), rows(&[("P", 0.0, 1.0), ("W", 1.0, 2.0)]));
     assert_eq!(task_report(&r, "W").jobs, 1);
     assert_eq!(task_report(&r, "P").jobs, 1);
 }

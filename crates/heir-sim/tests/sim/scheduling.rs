@@ -25,15 +25,15 @@ fn fifo_order_among_equal_priorities() {
     b.task(fifo("B", 10, vec![run_us(1000)]));
     b.task(fifo("C", 10, vec![run_us(1000)]));
     b.task(fifo("D", 10, vec![run_us(1000)]).delay(500));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("A"), 0.0, 1.0),
-            (s("B"), 1.0, 2.0),
-            (s("C"), 2.0, 3.0),
-            (s("D"), 3.0, 4.0)
-        ]
+        rows(&[
+            ("A", 0.0, 1.0),
+            ("B", 1.0, 2.0),
+            ("C", 2.0, 3.0),
+            ("D", 3.0, 4.0)
+        ])
     );
     assert_eq!(r.duration_us, 4000.0);
     // One pass = one job: D released at 0.5 ms, done at 4 ms.
@@ -50,15 +50,15 @@ fn preempted_thread_goes_back_to_the_head() {
     b.task(fifo("L1", 10, vec![run_us(2000)]));
     b.task(fifo("L2", 10, vec![run_us(1000)]));
     b.task(fifo("H", 20, vec![run_us(1000)]).delay(1000));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
+    let (_, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("L1"), 0.0, 1.0),
-            (s("H"), 1.0, 2.0),
-            (s("L1"), 2.0, 3.0),
-            (s("L2"), 3.0, 4.0)
-        ]
+        rows(&[
+            ("L1", 0.0, 1.0),
+            ("H", 1.0, 2.0),
+            ("L1", 2.0, 3.0),
+            ("L2", 3.0, 4.0)
+        ])
     );
 }
 
@@ -77,6 +77,26 @@ fn overrun_scenario(mode: TimerMode) -> heir_scenario::Scenario {
     b.sc
 }
 
+/// Runs [`overrun_scenario`] in `mode` and checks T's releases (ms,
+/// deadline ms), completions (ms, response ms, missed), `(jobs, misses)`
+/// and the run's duration (µs); returns the report.
+#[track_caller]
+fn check_overrun(
+    mode: TimerMode,
+    releases: &[(f64, Option<f64>)],
+    completions: &[(f64, f64, bool)],
+    jobs_misses: (u64, u64),
+    duration_us: f64,
+) -> heir_sim::Report {
+    let (r, rec) = run(&overrun_scenario(mode), &SimConfig::default());
+    assert_eq!(rec.releases("T"), releases);
+    assert_eq!(rec.completions("T"), completions);
+    let t = task_report(&r, "T");
+    assert_eq!((t.jobs, t.deadline_misses), jobs_misses);
+    assert_eq!(r.duration_us, duration_us);
+    r
+}
+
 #[test]
 fn relative_timer_restarts_the_period_after_an_overrun() {
     // t_next = 0 (start). Job 0: run 0-4, timer: t_next = 10, sleep → done
@@ -84,34 +104,27 @@ fn relative_timer_restarts_the_period_after_an_overrun() {
     // overrun → miss (25 > 20), relative: t_next = 25, job 2 released at 25.
     // Job 2: run 25-29, t_next = 35 → done at 29 (4 ms). Job 3 released at
     // 35: run 35-39, t_next = 45 → 4 ms. Job 4 released at 45, then exit.
-    let (r, rec) = run(
-        &overrun_scenario(TimerMode::Relative),
-        &SimConfig::default(),
-    );
-    assert_eq!(
-        rec.releases("T"),
-        vec![
+    let r = check_overrun(
+        TimerMode::Relative,
+        &[
             (0.0, Some(10.0)),
             (10.0, Some(20.0)),
             (25.0, Some(35.0)),
             (35.0, Some(45.0)),
-            (45.0, Some(55.0))
-        ]
-    );
-    assert_eq!(
-        rec.completions("T"),
-        vec![
+            (45.0, Some(55.0)),
+        ],
+        &[
             (4.0, 4.0, false),
             (25.0, 15.0, true),
             (29.0, 4.0, false),
-            (39.0, 4.0, false)
-        ]
+            (39.0, 4.0, false),
+        ],
+        (4, 1),
+        45_000.0,
     );
     let t = task_report(&r, "T");
-    assert_eq!((t.jobs, t.deadline_misses), (4, 1));
     assert_eq!(t.response_us.max, Some(15000.0));
     assert_eq!(t.response_us.mean, Some(6750.0));
-    assert_eq!(r.duration_us, 45_000.0);
 }
 
 #[test]
@@ -120,32 +133,24 @@ fn absolute_timer_keeps_the_reference_after_an_overrun() {
     // is released (late) at 20. Job 2: run 25-29, t_next = 30 > 29: sleep,
     // done at 29 → 9 ms, not a miss. Job 3 released at 30: run 30-34,
     // t_next = 40 → 4 ms. Job 4 released at 40, then exit.
-    let (r, rec) = run(
-        &overrun_scenario(TimerMode::Absolute),
-        &SimConfig::default(),
-    );
-    assert_eq!(
-        rec.releases("T"),
-        vec![
+    check_overrun(
+        TimerMode::Absolute,
+        &[
             (0.0, Some(10.0)),
             (10.0, Some(20.0)),
             (20.0, Some(30.0)),
             (30.0, Some(40.0)),
-            (40.0, Some(50.0))
-        ]
-    );
-    assert_eq!(
-        rec.completions("T"),
-        vec![
+            (40.0, Some(50.0)),
+        ],
+        &[
             (4.0, 4.0, false),
             (25.0, 15.0, true),
             (29.0, 9.0, false),
-            (34.0, 4.0, false)
-        ]
+            (34.0, 4.0, false),
+        ],
+        (4, 1),
+        40_000.0,
     );
-    let t = task_report(&r, "T");
-    assert_eq!((t.jobs, t.deadline_misses), (4, 1));
-    assert_eq!(r.duration_us, 40_000.0);
 }
 
 #[test]
@@ -162,13 +167,8 @@ fn sleep_drifts_timer_does_not() {
     b.task(fifo("taskA", 10, vec![run_us(5000), sleep_us(10_000)]).loops(None));
     b.task(fifo("taskB", 10, vec![run_us(5000), timer(tb, 19_000)]).loops(None));
     let (r, rec) = run(&b.sc, &config(100));
-    let a: Vec<(f64, f64)> = rec
-        .completions("taskA")
-        .iter()
-        .map(|c| (c.0, c.1))
-        .collect();
     assert_eq!(
-        a,
+        rec.responses("taskA"),
         vec![
             (15.0, 15.0),
             (30.0, 15.0),
@@ -178,15 +178,12 @@ fn sleep_drifts_timer_does_not() {
             (96.0, 19.0)
         ]
     );
-    let rel: Vec<f64> = rec.releases("taskB").iter().map(|x| x.0).collect();
-    assert_eq!(rel, vec![0.0, 19.0, 38.0, 57.0, 76.0, 95.0]);
-    let bc: Vec<(f64, f64)> = rec
-        .completions("taskB")
-        .iter()
-        .map(|c| (c.0, c.1))
-        .collect();
     assert_eq!(
-        bc,
+        rec.release_times("taskB"),
+        vec![0.0, 19.0, 38.0, 57.0, 76.0, 95.0]
+    );
+    assert_eq!(
+        rec.responses("taskB"),
         vec![
             (10.0, 10.0),
             (25.0, 6.0),
@@ -214,21 +211,13 @@ fn runtime_ends_on_the_wall_clock_run_needs_cpu() {
     let (r, rec) = run(&build(runtime_us(4000)), &SimConfig::default());
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("T2"), 0.0, 2.0),
-            (s("T1"), 2.0, 5.0),
-            (s("T2"), 5.0, 6.0)
-        ]
+        rows(&[("T2", 0.0, 2.0), ("T1", 2.0, 5.0), ("T2", 5.0, 6.0)])
     );
     assert_eq!(task_report(&r, "T2").response_us.max, Some(6000.0));
     let (r, rec) = run(&build(run_us(4000)), &SimConfig::default());
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("T2"), 0.0, 2.0),
-            (s("T1"), 2.0, 5.0),
-            (s("T2"), 5.0, 8.0)
-        ]
+        rows(&[("T2", 0.0, 2.0), ("T1", 2.0, 5.0), ("T2", 5.0, 8.0)])
     );
     assert_eq!(task_report(&r, "T2").response_us.max, Some(8000.0));
 }
@@ -241,13 +230,13 @@ fn partitioned_cpus_are_independent() {
     b.task(fifo("A", 10, vec![run_us(3000)]));
     b.task(fifo("B", 5, vec![run_us(2000)]).cpus(Some(vec![1])));
     b.task(fifo("C", 20, vec![run_us(1000)]).delay(1000));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     assert_eq!(rec.info.as_ref().unwrap().cpus, 2);
     assert_eq!(
         rec.merged(0),
-        vec![(s("A"), 0.0, 1.0), (s("C"), 1.0, 2.0), (s("A"), 2.0, 4.0)]
+        rows(&[("A", 0.0, 1.0), ("C", 1.0, 2.0), ("A", 2.0, 4.0)])
     );
-    assert_eq!(rec.merged(1), vec![(s("B"), 0.0, 2.0)]);
+    assert_eq!(rec.merged(1), rows(&[("B", 0.0, 2.0)]));
     assert_eq!(r.duration_us, 4000.0);
 }
 
@@ -260,15 +249,9 @@ fn global_thread_preempts_the_least_urgent_cpu_and_migrates() {
     b.task(fifo("G1", 10, vec![run_us(4000)]).cpus(Some(vec![0, 1])));
     b.task(fifo("G2", 20, vec![run_us(2000)]).cpus(Some(vec![0, 1])));
     b.task(fifo("G3", 30, vec![run_us(2000)]).cpus(None).delay(1000));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
-    assert_eq!(
-        rec.merged(0),
-        vec![(s("G1"), 0.0, 1.0), (s("G3"), 1.0, 3.0)]
-    );
-    assert_eq!(
-        rec.merged(1),
-        vec![(s("G2"), 0.0, 2.0), (s("G1"), 2.0, 5.0)]
-    );
+    let (r, rec) = b.run();
+    assert_eq!(rec.merged(0), rows(&[("G1", 0.0, 1.0), ("G3", 1.0, 3.0)]));
+    assert_eq!(rec.merged(1), rows(&[("G2", 0.0, 2.0), ("G1", 2.0, 5.0)]));
     assert_eq!(r.duration_us, 5000.0);
 }
 
@@ -279,10 +262,10 @@ fn sched_other_runs_below_every_rt_thread() {
     let mut b = B::new();
     b.task(fifo("O", 0, vec![run_us(10_000)]).policy(Policy::Other));
     b.task(fifo("R", 1, vec![run_us(3000)]).delay(2000));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
+    let (_, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![(s("O"), 0.0, 2.0), (s("R"), 2.0, 5.0), (s("O"), 5.0, 13.0)]
+        rows(&[("O", 0.0, 2.0), ("R", 2.0, 5.0), ("O", 5.0, 13.0)])
     );
     assert_eq!(rec.slices()[0].3, Urgency::other(0));
 }
@@ -293,17 +276,17 @@ fn sched_other_round_robin_with_4ms_slices() {
     let mut b = B::new();
     b.task(fifo("O1", 0, vec![run_us(10_000)]).policy(Policy::Other));
     b.task(fifo("O2", 0, vec![run_us(10_000)]).policy(Policy::Other));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
+    let (_, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("O1"), 0.0, 4.0),
-            (s("O2"), 4.0, 8.0),
-            (s("O1"), 8.0, 12.0),
-            (s("O2"), 12.0, 16.0),
-            (s("O1"), 16.0, 18.0),
-            (s("O2"), 18.0, 20.0)
-        ]
+        rows(&[
+            ("O1", 0.0, 4.0),
+            ("O2", 4.0, 8.0),
+            ("O1", 8.0, 12.0),
+            ("O2", 12.0, 16.0),
+            ("O1", 16.0, 18.0),
+            ("O2", 18.0, 20.0)
+        ])
     );
 }
 
@@ -314,7 +297,7 @@ fn sched_other_slice_scales_with_nice_weight() {
     let mut b = B::new();
     b.task(fifo("Hi", -5, vec![run_us(20_000)]).policy(Policy::Other));
     b.task(fifo("Lo", 0, vec![run_us(20_000)]).policy(Policy::Other));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
+    let (_, rec) = b.run();
     let m = rec.merged(0);
     assert_eq!(m[0], (s("Hi"), 0.0, 12_191_406.0 / 1e6));
     assert_eq!(m[1], (s("Lo"), 12_191_406.0 / 1e6, 16_191_406.0 / 1e6));
@@ -325,17 +308,17 @@ fn sched_rr_round_robin_with_100ms_slices() {
     let mut b = B::new();
     b.task(fifo("A", 10, vec![run_us(250_000)]).policy(Policy::Rr));
     b.task(fifo("B", 10, vec![run_us(250_000)]).policy(Policy::Rr));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
+    let (_, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("A"), 0.0, 100.0),
-            (s("B"), 100.0, 200.0),
-            (s("A"), 200.0, 300.0),
-            (s("B"), 300.0, 400.0),
-            (s("A"), 400.0, 450.0),
-            (s("B"), 450.0, 500.0)
-        ]
+        rows(&[
+            ("A", 0.0, 100.0),
+            ("B", 100.0, 200.0),
+            ("A", 200.0, 300.0),
+            ("B", 300.0, 400.0),
+            ("A", 400.0, 450.0),
+            ("B", 450.0, 500.0)
+        ])
     );
 }
 
@@ -345,15 +328,15 @@ fn yield_goes_to_the_tail_of_its_level() {
     let ev = || vec![run_us(1000), heir_scenario::EventKind::Yield, run_us(1000)];
     b.task(fifo("A", 10, ev()));
     b.task(fifo("B", 10, ev()));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
+    let (_, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("A"), 0.0, 1.0),
-            (s("B"), 1.0, 2.0),
-            (s("A"), 2.0, 3.0),
-            (s("B"), 3.0, 4.0)
-        ]
+        rows(&[
+            ("A", 0.0, 1.0),
+            ("B", 1.0, 2.0),
+            ("A", 2.0, 3.0),
+            ("B", 3.0, 4.0)
+        ])
     );
 }
 
@@ -369,7 +352,7 @@ fn phase_sched_change_applies_at_phase_start() {
     ];
     b.task(t);
     b.task(fifo("M", 20, vec![run_us(2000)]).delay(1000));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     let sl = rec.slices();
     assert_eq!(
         sl,
@@ -397,22 +380,19 @@ fn phase_affinity_change_migrates() {
     ];
     b.task(t);
     b.task(fifo("X", 20, vec![run_us(3000)]).cpus(Some(vec![1])));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
-    assert_eq!(rec.merged(0), vec![(s("T"), 0.0, 2.0)]);
-    assert_eq!(rec.merged(1), vec![(s("X"), 0.0, 3.0), (s("T"), 3.0, 5.0)]);
+    let (_, rec) = b.run();
+    assert_eq!(rec.merged(0), rows(&[("T", 0.0, 2.0)]));
+    assert_eq!(rec.merged(1), rows(&[("X", 0.0, 3.0), ("T", 3.0, 5.0)]));
 }
 
 #[test]
 fn instances_are_threads_named_like_rt_app() {
     let mut b = B::new();
     b.task(fifo("W", 10, vec![run_us(1000)]).instances(2));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     let names: Vec<&str> = r.tasks.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, vec!["W-0", "W-1"]);
-    assert_eq!(
-        rec.merged(0),
-        vec![(s("W-0"), 0.0, 1.0), (s("W-1"), 1.0, 2.0)]
-    );
+    assert_eq!(rec.merged(0), rows(&[("W-0", 0.0, 1.0), ("W-1", 1.0, 2.0)]));
 }
 
 #[test]
@@ -420,8 +400,8 @@ fn loops_and_delay() {
     // Two task loops of a 1 ms run, starting at 3 ms: two jobs, end at 5 ms.
     let mut b = B::new();
     b.task(fifo("T", 10, vec![run_us(1000)]).delay(3000).loops(Some(2)));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
-    assert_eq!(rec.merged(0), vec![(s("T"), 3.0, 5.0)]);
+    let (r, rec) = b.run();
+    assert_eq!(rec.merged(0), rows(&[("T", 3.0, 5.0)]));
     let t = task_report(&r, "T");
     assert_eq!((t.jobs, t.response_us.max), (2, Some(1000.0)));
     assert_eq!(rec.end, Some(5_000_000));
@@ -441,7 +421,7 @@ fn uniform_durations_are_drawn_in_range() {
         )
         .loops(Some(50)),
     );
-    let (r, _) = run(&b.sc, &SimConfig::default());
+    let (r, _) = b.run();
     let t = task_report(&r, "U");
     assert_eq!(t.jobs, 50);
     assert!(t.response_us.min.unwrap() >= 1000.0);
@@ -458,9 +438,10 @@ fn a_program_opening_with_its_timer_is_released_by_it() {
     let tm = b.timer("t", TimerMode::Absolute);
     b.task(fifo("T", 10, vec![timer(tm, 10_000), run_us(2000)]).loops(None));
     let (r, rec) = run(&b.sc, &config(35));
-    let rel: Vec<f64> = rec.releases("T").iter().map(|x| x.0).collect();
-    assert_eq!(rel, vec![10.0, 20.0, 30.0]);
-    let done: Vec<(f64, f64)> = rec.completions("T").iter().map(|c| (c.0, c.1)).collect();
-    assert_eq!(done, vec![(12.0, 2.0), (22.0, 2.0), (32.0, 2.0)]);
+    assert_eq!(rec.release_times("T"), vec![10.0, 20.0, 30.0]);
+    assert_eq!(
+        rec.responses("T"),
+        vec![(12.0, 2.0), (22.0, 2.0), (32.0, 2.0)]
+    );
     assert_eq!(task_report(&r, "T").deadline_misses, 0);
 }

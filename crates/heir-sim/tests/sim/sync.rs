@@ -34,10 +34,10 @@ fn wait_then_signal_reacquires_the_mutex() {
             run_us(1000),
         ],
     ));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![(s("S"), 0.0, 2.0), (s("W"), 2.0, 3.0), (s("S"), 3.0, 4.0)]
+        rows(&[("S", 0.0, 2.0), ("W", 2.0, 3.0), ("S", 3.0, 4.0)])
     );
     use InstantKind::*;
     assert_eq!(
@@ -74,7 +74,7 @@ fn a_signal_without_waiter_is_lost() {
             EventKind::Unlock(m),
         ],
     ));
-    let (r, _) = run(&b.sc, &SimConfig::default());
+    let (r, _) = b.run();
     assert_eq!(task_report(&r, "S").jobs, 1);
     assert_eq!(task_report(&r, "W").jobs, 0);
     assert_eq!(r.duration_us, 0.0);
@@ -111,10 +111,10 @@ fn broadcast_wakes_all_in_urgency_order() {
             EventKind::Unlock(m),
         ],
     ));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
+    let (_, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![(s("S"), 0.0, 1.0), (s("W1"), 1.0, 2.0), (s("W2"), 2.0, 3.0)]
+        rows(&[("S", 0.0, 1.0), ("W1", 1.0, 2.0), ("W2", 2.0, 3.0)])
     );
 }
 
@@ -138,16 +138,16 @@ fn barrier_releases_everyone_when_the_last_arrives() {
             .loops(Some(2)),
         );
     }
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![(s("X"), 0.0, 1.0), (s("X"), 3.0, 5.0), (s("X"), 7.0, 8.0)]
+        rows(&[("X", 0.0, 1.0), ("X", 3.0, 5.0), ("X", 7.0, 8.0)])
     );
     assert_eq!(
         rec.merged(1),
-        vec![(s("Y"), 0.0, 2.0), (s("Y"), 3.0, 6.0), (s("Y"), 7.0, 8.0)]
+        rows(&[("Y", 0.0, 2.0), ("Y", 3.0, 6.0), ("Y", 7.0, 8.0)])
     );
-    assert_eq!(rec.merged(2), vec![(s("Z"), 0.0, 8.0)]);
+    assert_eq!(rec.merged(2), rows(&[("Z", 0.0, 8.0)]));
     let arrivals: Vec<(f64, String)> = rec
         .instants()
         .into_iter()
@@ -183,15 +183,15 @@ fn suspend_and_resume() {
         10,
         vec![run_us(3000), EventKind::Resume(sa), run_us(1000)],
     ));
-    let (_, rec) = run(&b.sc, &SimConfig::default());
+    let (_, rec) = b.run();
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("A"), 0.0, 1.0),
-            (s("B"), 1.0, 4.0),
-            (s("A"), 4.0, 5.0),
-            (s("B"), 5.0, 6.0)
-        ]
+        rows(&[
+            ("A", 0.0, 1.0),
+            ("B", 1.0, 4.0),
+            ("A", 4.0, 5.0),
+            ("B", 5.0, 6.0)
+        ])
     );
 }
 
@@ -201,7 +201,7 @@ fn a_resume_with_nobody_suspended_is_lost() {
     let sa = b.suspend("A", 0);
     b.task(fifo("A", 10, vec![EventKind::Suspend(sa)]).delay(2000));
     b.task(fifo("B", 20, vec![run_us(1000), EventKind::Resume(sa)]));
-    let (r, _) = run(&b.sc, &SimConfig::default());
+    let (r, _) = b.run();
     assert_eq!(task_report(&r, "A").jobs, 0);
     assert_eq!(task_report(&r, "B").jobs, 1);
     assert_eq!(r.duration_us, 2000.0);
@@ -219,7 +219,7 @@ fn bounded_queue_blocks_the_pusher_when_full() {
         vec![EventKind::Push(q), EventKind::Push(q), EventKind::Push(q)],
     ));
     b.task(fifo("C", 10, vec![EventKind::Pop(q), run_us(1000)]).loops(Some(3)));
-    let (r, rec) = run(&b.sc, &SimConfig::default());
+    let (r, rec) = b.run();
     use InstantKind::*;
     let ops: Vec<(f64, String, InstantKind)> = rec
         .instants()
@@ -246,7 +246,7 @@ fn bounded_queue_blocks_the_pusher_when_full() {
     // C: 3 jobs of 1 ms; P: one job done at 0 after the third push.
     assert_eq!(task_report(&r, "C").jobs, 3);
     assert_eq!(task_report(&r, "P").response_us.max, Some(0.0));
-    assert_eq!(rec.merged(0), vec![(s("C"), 0.0, 3.0)]);
+    assert_eq!(rec.merged(0), rows(&[("C", 0.0, 3.0)]));
     assert!(rec
         .boosts()
         .contains(&(0.0, s("C"), Some(s("P")), heir_core::Urgency::fixed(20))));
@@ -274,24 +274,28 @@ fn rpc() -> heir_scenario::Scenario {
     b.sc
 }
 
+/// Simulates [`rpc`] for 10 ms with PI-CV on or off.
+fn run_rpc(on: bool) -> (heir_sim::Report, Rec) {
+    let cfg = SimConfig {
+        duration_us: Some(10_000),
+        ..pi_cv(on)
+    };
+    run(&rpc(), &cfg)
+}
+
 #[test]
 fn rpc_with_pi_cv_the_server_runs_at_the_callers_priority() {
     // C 0-1, calls: S serves at 20 (helper of reply[C]) 1-3, X (10) cannot
     // preempt; C 3-4; X 4-7.
-    let cfg = SimConfig {
-        pi_cv: Some(true),
-        duration_us: Some(10_000),
-        ..SimConfig::default()
-    };
-    let (r, rec) = run(&rpc(), &cfg);
+    let (r, rec) = run_rpc(true);
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("C"), 0.0, 1.0),
-            (s("S"), 1.0, 3.0),
-            (s("C"), 3.0, 4.0),
-            (s("X"), 4.0, 7.0)
-        ]
+        rows(&[
+            ("C", 0.0, 1.0),
+            ("S", 1.0, 3.0),
+            ("C", 3.0, 4.0),
+            ("X", 4.0, 7.0)
+        ])
     );
     assert_eq!(task_report(&r, "C").response_us.max, Some(4000.0));
     let names = &rec.info.as_ref().unwrap().resources;
@@ -308,21 +312,16 @@ fn rpc_with_pi_cv_the_server_runs_at_the_callers_priority() {
 #[test]
 fn rpc_without_pi_cv_the_server_is_preempted() {
     // C 0-1, S 1-1.5 (prio 5), X 1.5-4.5, S 4.5-6, C 6-7.
-    let cfg = SimConfig {
-        pi_cv: Some(false),
-        duration_us: Some(10_000),
-        ..SimConfig::default()
-    };
-    let (r, rec) = run(&rpc(), &cfg);
+    let (r, rec) = run_rpc(false);
     assert_eq!(
         rec.merged(0),
-        vec![
-            (s("C"), 0.0, 1.0),
-            (s("S"), 1.0, 1.5),
-            (s("X"), 1.5, 4.5),
-            (s("S"), 4.5, 6.0),
-            (s("C"), 6.0, 7.0)
-        ]
+        rows(&[
+            ("C", 0.0, 1.0),
+            ("S", 1.0, 1.5),
+            ("X", 1.5, 4.5),
+            ("S", 4.5, 6.0),
+            ("C", 6.0, 7.0)
+        ])
     );
     assert_eq!(task_report(&r, "C").response_us.max, Some(7000.0));
 }
