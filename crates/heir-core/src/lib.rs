@@ -100,7 +100,11 @@
 //! - [`Changes`]: each task at most once, with its effective value before the
 //!   operation (`old`) and after (`new`), `old != new`, in the order the chain
 //!   walk first changed them (breadth-first from the edge that changed; for
-//!   [`Engine::unlock`] the previous owner comes before the new one).
+//!   [`Engine::unlock`] the previous owner comes before the new one). The
+//!   `*_into` variants ([`Engine::lock_into`], [`Engine::unlock_into`],
+//!   [`Engine::cond_wait_into`], [`Engine::cond_signal_into`]) write the
+//!   same changes into a caller's buffer, cleared first, so that a caller
+//!   reusing one buffer (the simulator) moves no [`Changes`] around.
 //! - Every error leaves the engine unchanged: operations check everything
 //!   before mutating.
 //!
@@ -532,19 +536,7 @@ impl Engine {
     /// is a waiter of `m`; with [`Protocol::Inherit`] its urgency flows to
     /// the owner and on down the chain.
     pub fn lock(&mut self, t: TaskId, m: MutexId) -> Result<Outcome<LockResult>, EngineError> {
-        let mut res = Ok(Outcome {
-            value: LockResult::Acquired,
-            changes: Changes::new(),
-        });
-        // Filled in place, with no early return: the result is built in
-        // the caller's slot (no copy of the changes on the way out).
-        if let Ok(out) = &mut res {
-            match self.lock_into(t, m, &mut out.changes) {
-                Ok(v) => out.value = v,
-                Err(e) => res = Err(e),
-            }
-        }
-        res
+        self.outcome_of(LockResult::Acquired, |e, out| e.lock_into(t, m, out))
     }
 
     /// [`Engine::lock`] writing its changes into `out` (cleared first)
@@ -591,17 +583,7 @@ impl Engine {
         t: TaskId,
         m: MutexId,
     ) -> Result<Outcome<Option<TaskId>>, EngineError> {
-        let mut res = Ok(Outcome {
-            value: None,
-            changes: Changes::new(),
-        });
-        if let Ok(out) = &mut res {
-            match self.unlock_into(t, m, &mut out.changes) {
-                Ok(v) => out.value = v,
-                Err(e) => res = Err(e),
-            }
-        }
-        res
+        self.outcome_of(None, |e, out| e.unlock_into(t, m, out))
     }
 
     /// [`Engine::unlock`] writing its changes into `out` (cleared first);
@@ -680,13 +662,7 @@ impl Engine {
     /// longer than [`MAX_CHAIN_DEPTH`]. Post: `t` is a waiter of `c`; every
     /// helper's `eff` is at least `eff(t)`, transitively.
     pub fn cond_wait(&mut self, t: TaskId, c: CondId) -> Result<Changes, EngineError> {
-        let mut res = Ok(Changes::new());
-        if let Ok(out) = &mut res {
-            if let Err(e) = self.cond_wait_into(t, c, out) {
-                res = Err(e);
-            }
-        }
-        res
+        self.changes_of(|e, out| e.cond_wait_into(t, c, out))
     }
 
     /// [`Engine::cond_wait`] writing its changes into `out` (cleared first).
@@ -716,17 +692,7 @@ impl Engine {
     /// revoked (they fall back to the next waiter's contribution, or their
     /// own). A signal without waiters is lost (`value == None`).
     pub fn cond_signal(&mut self, c: CondId) -> Result<Outcome<Option<TaskId>>, EngineError> {
-        let mut res = Ok(Outcome {
-            value: None,
-            changes: Changes::new(),
-        });
-        if let Ok(out) = &mut res {
-            match self.cond_signal_into(c, &mut out.changes) {
-                Ok(v) => out.value = v,
-                Err(e) => res = Err(e),
-            }
-        }
-        res
+        self.outcome_of(None, |e, out| e.cond_signal_into(c, out))
     }
 
     /// [`Engine::cond_signal`] writing its changes into `out` (cleared
@@ -737,19 +703,26 @@ impl Engine {
         out: &mut Changes,
     ) -> Result<Option<TaskId>, EngineError> {
         out.clear();
-        let top = self.cond(c)?.queue.top().map(|w| w.task);
-        if let Some(w) = top {
-            self.remove_edge(w);
-        }
+        // A signal without waiters is lost: nothing changes, no walk.
+        let Some(w) = self.cond(c)?.queue.top().map(|w| w.task) else {
+            return Ok(None);
+        };
+        self.remove_edge(w);
         self.propagate(out);
-        Ok(top)
+        Ok(Some(w))
     }
 
     /// Wakes every waiter of `c`, in wake order.
     ///
     /// Post: `c` has no waiters; its helpers inherit nothing through it.
     pub fn cond_broadcast(&mut self, c: CondId) -> Result<Outcome<Vec<TaskId>>, EngineError> {
-        self.cond(c)?;
+        if self.cond(c)?.queue.is_empty() {
+            // Lost, as a signal without waiters: nothing changes.
+            return Ok(Outcome {
+                value: Vec::new(),
+                changes: Changes::new(),
+            });
+        }
         let woken = self.remove_all_edges(Obj::Cond(c));
         self.outcome(woken)
     }
@@ -808,7 +781,7 @@ impl Engine {
     /// structure; compares with the incrementally maintained state.
     ///
     /// Checked: every blocked task is in its object's waiters exactly once and
-    /// no other task is; waiter entries carry the task's effective value and
+    /// no other task is, and the engine's count of blocked tasks agrees; waiter entries carry the task's effective value and
     /// are in (urgency desc, enqueue asc) order with unique sequence numbers;
     /// owner and helper relations agree on both sides; `pi_waiters` and
     /// ceiling floors match what the task owns and helps; the wait-for graph
@@ -819,18 +792,16 @@ impl Engine {
         invariants::check(self)
     }
 
-    /// Runs the chain walk; `Ok` with its changes, built in place.
+    /// Runs the chain walk; `Ok` with its changes.
     #[inline]
     fn changes(&mut self) -> Result<Changes, EngineError> {
-        let mut res = Ok(Changes::new());
-        if let Ok(changes) = &mut res {
-            self.propagate(changes);
-        }
-        res
+        self.changes_of(|e, out| {
+            e.propagate(out);
+            Ok(())
+        })
     }
 
-    /// Runs the chain walk; `Ok(value)` with its changes, built in place
-    /// (no copy of the changes on the way out).
+    /// Runs the chain walk; `Ok(value)` with its changes.
     #[inline]
     fn outcome<T>(&mut self, value: T) -> Result<Outcome<T>, EngineError> {
         let mut res = Ok(Outcome {
@@ -839,6 +810,45 @@ impl Engine {
         });
         if let Ok(out) = &mut res {
             self.propagate(&mut out.changes);
+        }
+        res
+    }
+
+    /// Runs `op` (an `*_into` operation, or a propagation) with the changes
+    /// buffer of the result itself. Built in place, with no early return:
+    /// the result is written in the caller's slot and the changes are not
+    /// copied on the way out.
+    #[inline]
+    fn changes_of(
+        &mut self,
+        op: impl FnOnce(&mut Engine, &mut Changes) -> Result<(), EngineError>,
+    ) -> Result<Changes, EngineError> {
+        let mut res = Ok(Changes::new());
+        if let Ok(out) = &mut res {
+            if let Err(e) = op(self, out) {
+                res = Err(e);
+            }
+        }
+        res
+    }
+
+    /// [`Engine::changes_of`] for an operation that also returns a value
+    /// (`value` is only the placeholder until `op` returns).
+    #[inline]
+    fn outcome_of<T>(
+        &mut self,
+        value: T,
+        op: impl FnOnce(&mut Engine, &mut Changes) -> Result<T, EngineError>,
+    ) -> Result<Outcome<T>, EngineError> {
+        let mut res = Ok(Outcome {
+            value,
+            changes: Changes::new(),
+        });
+        if let Ok(out) = &mut res {
+            match op(self, &mut out.changes) {
+                Ok(v) => out.value = v,
+                Err(e) => res = Err(e),
+            }
         }
         res
     }

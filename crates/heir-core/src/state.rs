@@ -13,7 +13,7 @@ use crate::{Blocker, CondId, Effective, MutexId, Node, Protocol, TaskId, Urgency
 ///
 /// This enum is the extension point for the edge kinds that come next; each
 /// new kind only has to say who its targets are and whether it donates (see
-/// [`crate::Engine`]'s `targets_of` and `donates`):
+/// [`crate::Engine`]'s `target` and `donates`):
 ///
 /// - `Endpoint` (seed 002, IPC donation and helping): a client blocked in
 ///   `call` is a waiter of the endpoint; its target is the server thread bound
@@ -77,9 +77,9 @@ pub(crate) struct TaskState {
     /// Condvars the task is a helper of.
     pub helps: SmallVec<[CondId; 2]>,
     /// The donating objects the task is a target of *that have waiters*, in
-    /// no particular order: owned [`Protocol::Inherit`] mutexes and helped condvars. rtmutex calls
-    /// this list `pi_waiters`; the top contribution of each is the first
-    /// entry of its wait queue.
+    /// no particular order: owned [`Protocol::Inherit`] mutexes and helped
+    /// condvars. rtmutex calls this list `pi_waiters`; the top contribution
+    /// of each is the first entry of its wait queue.
     pub pi_waiters: SmallVec<[Obj; 2]>,
     /// The highest ceiling among owned [`Protocol::Ceiling`] mutexes.
     pub floor: Option<Urgency>,

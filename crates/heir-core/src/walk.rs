@@ -428,7 +428,8 @@ impl Engine {
     ///    waiter entry carries the new value) and take the object's new top
     ///    contribution;
     /// 5. stop here if the top contribution is unchanged;
-    /// 6. queue every target of the object (updating their pi_waiters).
+    /// 6. queue every target of the object (the object had and still has
+    ///    waiters, so their pi_waiters stay as they are).
     ///
     /// A task reached twice through a diamond (a condvar with several
     /// helpers) is recomputed each time from its current inputs, so it ends

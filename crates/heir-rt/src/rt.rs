@@ -29,12 +29,12 @@
 //! it is exact too.
 
 use std::cell::UnsafeCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use heir_core::{Changes, CondId, Engine, MutexId, Protocol, TaskId, Urgency};
+use heir_core::{Blocker, Changes, CondId, Engine, MutexId, Protocol, TaskId, Urgency};
 
 use crate::sched;
 use crate::sys::{self, SchedAttr};
@@ -87,7 +87,6 @@ pub(crate) struct State {
     pub engine: Engine,
     threads: HashMap<TaskId, ThreadRec>,
     by_tid: HashMap<i32, TaskId>,
-    mutexes: HashSet<MutexId>,
     free_mutexes: Vec<(Protocol, MutexId)>,
     free_conds: Vec<CondId>,
     pub stats: ApplyStats,
@@ -218,7 +217,6 @@ pub(crate) fn state() -> StateGuard {
             engine: Engine::new(),
             threads: HashMap::new(),
             by_tid: HashMap::new(),
-            mutexes: HashSet::new(),
             free_mutexes: Vec::new(),
             free_conds: Vec::new(),
             stats: ApplyStats::default(),
@@ -380,11 +378,10 @@ impl State {
     /// alone (see [`crate::thread::leave`] for a restoring exit).
     pub(crate) fn purge(&mut self, t: TaskId) {
         let owned: Vec<MutexId> = self
-            .mutexes
-            .iter()
-            .copied()
-            .filter(|&m| self.engine.owner(m).ok().flatten() == Some(t))
-            .collect();
+            .engine
+            .owned(t)
+            .map(<[MutexId]>::to_vec)
+            .unwrap_or_default();
         let mut all = Changes::new();
         for m in owned {
             if let Ok(c) = self.engine.release(t, m) {
@@ -422,12 +419,10 @@ impl State {
     /// A new engine mutex with `protocol` (recycled when possible: the engine
     /// has no way to delete one).
     pub(crate) fn new_mutex(&mut self, protocol: Protocol) -> MutexId {
-        let m = match self.free_mutexes.iter().position(|(p, _)| *p == protocol) {
+        match self.free_mutexes.iter().position(|(p, _)| *p == protocol) {
             Some(i) => self.free_mutexes.swap_remove(i).1,
             None => self.engine.add_mutex(protocol),
-        };
-        self.mutexes.insert(m);
-        m
+        }
     }
 
     /// Returns a mutex to the pool if nobody owns or waits on it.
@@ -435,13 +430,9 @@ impl State {
         if self.engine.owner(m).ok().flatten().is_some() {
             return;
         }
-        let waited = self.threads.keys().any(|&t| {
-            self.engine.blocked_on(t).ok().flatten() == Some(heir_core::Blocker::Mutex(m))
-        });
-        if waited {
+        if self.waited(Blocker::Mutex(m)) {
             return;
         }
-        self.mutexes.remove(&m);
         self.free_mutexes.push((protocol, m));
     }
 
@@ -464,10 +455,7 @@ impl State {
                 self.apply(&ch);
             }
         }
-        let waited = self.threads.keys().any(|&t| {
-            self.engine.blocked_on(t).ok().flatten() == Some(heir_core::Blocker::Cond(c))
-        });
-        if !waited {
+        if !self.waited(Blocker::Cond(c)) {
             self.free_conds.push(c);
         }
     }
@@ -527,9 +515,13 @@ impl State {
 
     /// True if some registered thread waits on `c`.
     pub(crate) fn cond_waited(&self, c: CondId) -> bool {
-        self.threads
-            .keys()
-            .any(|&t| self.engine.blocked_on(t).ok().flatten() == Some(heir_core::Blocker::Cond(c)))
+        self.waited(Blocker::Cond(c))
+    }
+
+    /// True if some thread waits on `b` (every engine task is a registered
+    /// thread: tasks are added in `register` and removed in `purge`).
+    fn waited(&self, b: Blocker) -> bool {
+        self.engine.waiters(b).is_ok_and(|w| w.len() > 0)
     }
 
     /// Number of registered threads.

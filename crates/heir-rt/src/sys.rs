@@ -123,8 +123,9 @@ pub fn is_own_thread(tid: i32) -> bool {
     if tid <= 0 {
         return false;
     }
+    let pid = std::process::id() as libc::pid_t;
     // SAFETY: signal 0 only checks existence and permission; no signal is sent.
-    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) };
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) };
     r == 0
 }
 

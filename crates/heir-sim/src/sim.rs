@@ -27,8 +27,8 @@
 use std::collections::VecDeque;
 
 use heir_core::{
-    Blocker, Change, Changes, CondId, Effective, Engine, EngineError, LockResult, MutexId, Node,
-    Protocol, TaskId, Urgency,
+    Change, Changes, CondId, Effective, Engine, EngineError, LockResult, MutexId, Node, Protocol,
+    TaskId, Urgency,
 };
 use heir_scenario::{
     Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, TaskIdx,
@@ -581,36 +581,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
                                  r: usize,
                                  p: Protocol| {
                 let m = engine.add_mutex(p);
-                let idx = match name {
-                    Some(n) => {
-                        names.push(n);
-                        names.len() - 1
-                    }
-                    None => r,
-                };
-                let slot = m.0 as usize;
-                if mutex_res.len() <= slot {
-                    mutex_res.resize(slot + 1, 0);
-                }
-                mutex_res[slot] = idx;
-                (m, idx)
+                (m, name_object(names, &mut mutex_res, m.0, name, r))
             };
             let mut new_cond =
                 |engine: &mut Engine, names: &mut Vec<String>, name: Option<String>, r: usize| {
                     let c = engine.add_cond();
-                    let idx = match name {
-                        Some(n) => {
-                            names.push(n);
-                            names.len() - 1
-                        }
-                        None => r,
-                    };
-                    let slot = c.0 as usize;
-                    if cond_res.len() <= slot {
-                        cond_res.resize(slot + 1, 0);
-                    }
-                    cond_res[slot] = idx;
-                    (c, idx)
+                    (c, name_object(names, &mut cond_res, c.0, name, r))
                 };
             for (r, res) in scenario.resources.iter().enumerate() {
                 let n = &res.name;
@@ -1847,19 +1823,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// Whether `c` has no waiter (a signal or broadcast is then lost, and
-    /// the engine call, which would change nothing, is skipped).
-    fn no_waiter(&self, c: CondId) -> bool {
-        self.engine
-            .waiters(Blocker::Cond(c))
-            .is_ok_and(|w| w.len() == 0)
-    }
-
+    /// Signals `c` (a signal without waiters is lost; the engine then
+    /// changes nothing).
     fn op_signal(&mut self, t: u32, c: CondId, cres: usize) -> R<()> {
-        if self.no_waiter(c) {
-            self.instant(t, InstantKind::Signal, cres);
-            return Ok(());
-        }
         match self.engine.cond_signal_into(c, &mut self.changes) {
             Ok(woken) => {
                 self.instant(t, InstantKind::Signal, cres);
@@ -1873,11 +1839,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
+    /// Broadcasts `c`, every woken waiter re-acquiring its mutex in wake
+    /// order.
     fn op_broadcast(&mut self, t: u32, c: CondId, cres: usize) -> R<()> {
-        if self.no_waiter(c) {
-            self.instant(t, InstantKind::Broadcast, cres);
-            return Ok(());
-        }
         let result = self.engine.cond_broadcast(c);
         match &result {
             Ok(out) => {
@@ -2395,6 +2359,31 @@ impl<'s, 'o> Simulator<'s, 'o> {
 }
 
 /// Where a thread with affinity `cpus` is queued on `n` CPUs.
+/// The resource index of the engine object with index `slot`, recorded in
+/// `res_of` (`mutex_res` or `cond_res`): `r`, the scenario resource itself,
+/// without `name`, else a new internal resource called `name`.
+fn name_object(
+    names: &mut Vec<String>,
+    res_of: &mut Vec<usize>,
+    slot: u32,
+    name: Option<String>,
+    r: usize,
+) -> usize {
+    let idx = match name {
+        Some(n) => {
+            names.push(n);
+            names.len() - 1
+        }
+        None => r,
+    };
+    let slot = slot as usize;
+    if res_of.len() <= slot {
+        res_of.resize(slot + 1, 0);
+    }
+    res_of[slot] = idx;
+    idx
+}
+
 fn home_for(n: usize, cpus: Option<&[u32]>) -> Home {
     if n <= 1 {
         return Home::Cpu(0);
