@@ -126,7 +126,7 @@ fn waste(loops: u64) {
     std::hint::black_box(x);
 }
 
-/// Measures ns per [`waste`] loop on `cpu` (a pinned, short-lived
+/// Measures ns per `waste` loop on `cpu` (a pinned, short-lived
 /// `SCHED_FIFO` thread when allowed): the median of 41 samples of 100 000
 /// loops after a warm-up (robust to a preempted sample and to a lucky one).
 pub fn calibrate(cpu: u32) -> f64 {
