@@ -126,9 +126,15 @@ fn waste(loops: u64) {
     std::hint::black_box(x);
 }
 
+/// Loops per calibration sample: long enough (a few ms) that a sample pays
+/// the timer interrupts and virtualisation exits a `run` of milliseconds
+/// pays, short enough to stay far from RT throttling.
+const CALIBRATION_LOOPS: u64 = 2_000_000;
+
 /// Measures ns per `waste` loop on `cpu` (a pinned, short-lived
-/// `SCHED_FIFO` thread when allowed): the median of 41 samples of 100 000
-/// loops after a warm-up (robust to a preempted sample and to a lucky one).
+/// `SCHED_FIFO` thread when allowed): the median of 41 samples of
+/// [`CALIBRATION_LOOPS`] loops after a warm-up (robust to a preempted
+/// sample and to a lucky one).
 pub fn calibrate(cpu: u32) -> f64 {
     let h = std::thread::spawn(move || {
         let _ = sys::set_affinity(0, &[cpu]);
@@ -139,8 +145,8 @@ pub fn calibrate(cpu: u32) -> f64 {
         let mut samples = Vec::with_capacity(41);
         for _ in 0..41 {
             let t0 = sys::now_ns();
-            waste(100_000);
-            samples.push((sys::now_ns() - t0) as f64 / 100_000.0);
+            waste(CALIBRATION_LOOPS);
+            samples.push((sys::now_ns() - t0) as f64 / CALIBRATION_LOOPS as f64);
             sys::sleep_until(sys::now_ns() + 100_000);
         }
         if let Some(s) = saved {
