@@ -133,7 +133,7 @@ const CALIBRATION_LOOPS: u64 = 2_000_000;
 
 /// Measures ns per `waste` loop on `cpu` (a pinned, short-lived
 /// `SCHED_FIFO` thread when allowed): the median of 41 samples of
-/// [`CALIBRATION_LOOPS`] loops after a warm-up (robust to a preempted
+/// `CALIBRATION_LOOPS` loops after a warm-up (robust to a preempted
 /// sample and to a lucky one).
 pub fn calibrate(cpu: u32) -> f64 {
     let h = std::thread::spawn(move || {
