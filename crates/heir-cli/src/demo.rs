@@ -158,7 +158,10 @@ fn simulate(
 ) -> Result<Run, CliError> {
     let svg = dir.join(format!("{stem}.svg"));
     let trace = dir.join(format!("{stem}.trace.json"));
-    let title = format!("seed 000 Table I client/server, {label} (simulated)");
+    let title = format!(
+        "seed 000 Table I client/server, simulated, PI-CV {}",
+        crate::output::on_off(pi_cv)
+    );
     let mut outputs = RunOutputs::new(Some(&trace), Some(&svg), &title)?;
     let config = SimConfig {
         pi_cv: Some(pi_cv),
