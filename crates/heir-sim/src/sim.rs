@@ -564,9 +564,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
         // Resources: scenario names first (ResIdx = SimInfo index), then the
         // internal objects with readable names.
-        let mut names: Vec<String> = scenario.resources.iter().map(|r| r.name.clone()).collect();
-        let mut mutex_res: Vec<usize> = Vec::new();
-        let mut cond_res: Vec<usize> = Vec::new();
+        let mut b = ObjNamer {
+            names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
+            mutex_res: Vec::new(),
+            cond_res: Vec::new(),
+        };
         let mut helpers: Vec<(CondId, u32)> = Vec::new();
         let side_protocol = if g.pi_enabled {
             Protocol::Inherit
@@ -575,21 +577,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         };
         let mut objs = Vec::with_capacity(nres);
         {
-            let mut new_mutex = |engine: &mut Engine,
-                                 names: &mut Vec<String>,
-                                 name: Option<String>,
-                                 r: usize,
-                                 p: Protocol| {
-                let m = engine.add_mutex(p);
-                (m, name_object(names, &mut mutex_res, m.0, name, r))
-            };
-            let mut new_cond =
-                |engine: &mut Engine, names: &mut Vec<String>, name: Option<String>, r: usize| {
-                    let c = engine.add_cond();
-                    (c, name_object(names, &mut cond_res, c.0, name, r))
-                };
             for (r, res) in scenario.resources.iter().enumerate() {
-                let n = &res.name;
                 let obj = match &res.kind {
                     ResourceKind::Mutex { protocol } => {
                         let p = match protocol {
@@ -599,11 +587,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
                                 Protocol::Ceiling(Urgency::fixed((*ceiling).clamp(1, 99) as u8))
                             }
                         };
-                        let (m, _) = new_mutex(&mut engine, &mut names, None, r, p);
+                        let (m, _) = b.mutex(&mut engine, r, None, p);
                         Obj::Mutex { m }
                     }
                     ResourceKind::Cond { helpers: hs } => {
-                        let (c, _) = new_cond(&mut engine, &mut names, None, r);
+                        let (c, _) = b.cond(&mut engine, r, None);
                         let hs: Vec<usize> = hs.iter().map(|t: &TaskIdx| t.0).collect();
                         for th in threads_of(&hs) {
                             helpers.push((c, th));
@@ -611,17 +599,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         Obj::Cond { c }
                     }
                     ResourceKind::Queue { capacity, .. } => {
-                        let (m, rm) = new_mutex(
-                            &mut engine,
-                            &mut names,
-                            Some(format!("{n}.mutex")),
-                            r,
-                            Protocol::Inherit,
-                        );
-                        let (more, rmore) =
-                            new_cond(&mut engine, &mut names, Some(format!("{n}.more")), r);
-                        let (less, rless) =
-                            new_cond(&mut engine, &mut names, Some(format!("{n}.less")), r);
+                        let (m, rm) = b.mutex(&mut engine, r, Some("mutex"), Protocol::Inherit);
+                        let (more, rmore) = b.cond(&mut engine, r, Some("more"));
+                        let (less, rless) = b.cond(&mut engine, r, Some("less"));
                         for th in threads_of(&pushers[r]) {
                             helpers.push((more, th));
                         }
@@ -640,15 +620,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         }
                     }
                     ResourceKind::Barrier { users } => {
-                        let (m, rm) = new_mutex(
-                            &mut engine,
-                            &mut names,
-                            Some(format!("{n}.mutex")),
-                            r,
-                            side_protocol,
-                        );
-                        let (c, rc) =
-                            new_cond(&mut engine, &mut names, Some(format!("{n}.cond")), r);
+                        let (m, rm) = b.mutex(&mut engine, r, Some("mutex"), side_protocol);
+                        let (c, rc) = b.cond(&mut engine, r, Some("cond"));
                         Obj::Barrier {
                             m,
                             c,
@@ -663,37 +636,18 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         state: TimerState::default(),
                     },
                     ResourceKind::Suspend { .. } => {
-                        let (m, rm) = new_mutex(
-                            &mut engine,
-                            &mut names,
-                            Some(format!("{n}.mutex")),
-                            r,
-                            side_protocol,
-                        );
-                        let (c, rc) =
-                            new_cond(&mut engine, &mut names, Some(format!("{n}.cond")), r);
+                        let (m, rm) = b.mutex(&mut engine, r, Some("mutex"), side_protocol);
+                        let (c, rc) = b.cond(&mut engine, r, Some("cond"));
                         Obj::Suspend { m, c, rm, rc }
                     }
                     ResourceKind::Endpoint { .. } => {
-                        let (m, rm) = new_mutex(
-                            &mut engine,
-                            &mut names,
-                            Some(format!("{n}.mutex")),
-                            r,
-                            Protocol::Inherit,
-                        );
-                        let (more, rmore) =
-                            new_cond(&mut engine, &mut names, Some(format!("{n}.more")), r);
+                        let (m, rm) = b.mutex(&mut engine, r, Some("mutex"), Protocol::Inherit);
+                        let (more, rmore) = b.cond(&mut engine, r, Some("more"));
                         let server_threads = threads_of(&servers[r]);
                         let mut replies = Vec::new();
                         for caller in threads_of(&callers[r]) {
                             let cname = &cold[caller as usize].name;
-                            let (c, rc) = new_cond(
-                                &mut engine,
-                                &mut names,
-                                Some(format!("{n}.reply[{cname}]")),
-                                r,
-                            );
+                            let (c, rc) = b.cond(&mut engine, r, Some(&format!("reply[{cname}]")));
                             for &s in &server_threads {
                                 helpers.push((c, s));
                             }
@@ -744,10 +698,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
             info: SimInfo {
                 cpus: ncpus as u32,
                 threads: tinfo,
-                resources: names,
+                resources: b.names,
             },
-            mutex_res,
-            cond_res,
+            mutex_res: b.mutex_res,
+            cond_res: b.cond_res,
             task_thread,
             cpus: (0..ncpus).map(|_| Cpu::default()).collect(),
             local: (0..ncpus).map(|_| RunQueue::default()).collect(),
@@ -2358,24 +2312,53 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 }
 
-/// Where a thread with affinity `cpus` is queued on `n` CPUs.
-/// The resource index of the engine object with index `slot`, recorded in
-/// `res_of` (`mutex_res` or `cond_res`): `r`, the scenario resource itself,
-/// without `name`, else a new internal resource called `name`.
-fn name_object(
-    names: &mut Vec<String>,
-    res_of: &mut Vec<usize>,
-    slot: u32,
-    name: Option<String>,
-    r: usize,
-) -> usize {
-    let idx = match name {
-        Some(n) => {
-            names.push(n);
-            names.len() - 1
+/// Creates the engine objects behind scenario resources and names them for
+/// the trace: a resource's own object keeps its index and name; an internal
+/// one (a queue's mutex, an endpoint's reply condvar) is a new resource
+/// called `<resource>.<suffix>`.
+struct ObjNamer {
+    /// Resource names, indexed like `SimInfo::resources`.
+    names: Vec<String>,
+    /// Resource index of each engine mutex.
+    mutex_res: Vec<usize>,
+    /// Resource index of each engine condvar.
+    cond_res: Vec<usize>,
+}
+
+impl ObjNamer {
+    fn mutex(
+        &mut self,
+        engine: &mut Engine,
+        r: usize,
+        suffix: Option<&str>,
+        p: Protocol,
+    ) -> (MutexId, usize) {
+        let m = engine.add_mutex(p);
+        let idx = self.name(r, suffix);
+        (m, record(&mut self.mutex_res, m.0, idx))
+    }
+
+    fn cond(&mut self, engine: &mut Engine, r: usize, suffix: Option<&str>) -> (CondId, usize) {
+        let c = engine.add_cond();
+        let idx = self.name(r, suffix);
+        (c, record(&mut self.cond_res, c.0, idx))
+    }
+
+    /// The resource index for `r`'s object with `suffix`.
+    fn name(&mut self, r: usize, suffix: Option<&str>) -> usize {
+        match suffix {
+            Some(sfx) => {
+                let n = format!("{}.{sfx}", self.names[r]);
+                self.names.push(n);
+                self.names.len() - 1
+            }
+            None => r,
         }
-        None => r,
-    };
+    }
+}
+
+/// Records `idx` as the resource of engine object `slot` in `res_of`.
+fn record(res_of: &mut Vec<usize>, slot: u32, idx: usize) -> usize {
     let slot = slot as usize;
     if res_of.len() <= slot {
         res_of.resize(slot + 1, 0);
@@ -2384,6 +2367,7 @@ fn name_object(
     idx
 }
 
+/// Where a thread with affinity `cpus` is queued on `n` CPUs.
 fn home_for(n: usize, cpus: Option<&[u32]>) -> Home {
     if n <= 1 {
         return Home::Cpu(0);
