@@ -1739,8 +1739,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// `pthread_cond_wait(c, m)`: unlock `m` (may hand it off), block on `c`;
-    /// when woken, `m` is re-acquired on the thread's behalf.
+    /// `pthread_cond_wait(c, m)`: unlock `m` (handing it to its top waiter)
+    /// and block on `c` in one engine operation, as the wait gives its mutex
+    /// up atomically with starting to wait; when woken, `m` is re-acquired
+    /// on the thread's behalf.
     fn op_wait(
         &mut self,
         t: u32,
@@ -1750,7 +1752,6 @@ impl<'s, 'o> Simulator<'s, 'o> {
         mres: usize,
         ev: &Event,
     ) -> R<()> {
-        self.op_unlock(t, m, mres, ev)?;
         let eng = self.threads[t as usize].eng;
         // A thread cannot help a condvar while it waits on it (it could not
         // signal; the engine would refuse the wait as the cycle t → c → t):
@@ -1762,16 +1763,39 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             self.threads[t as usize].rehelp = Some(c);
         }
-        match self.engine.cond_wait_into(eng, c, &mut self.changes) {
-            Ok(()) => {
+        match self
+            .engine
+            .cond_wait_unlock_into(eng, c, m, &mut self.changes)
+        {
+            Ok(next) => {
+                self.instant(t, InstantKind::Unlock, mres);
+                let next = next.and_then(|w| self.thread_of(w));
+                if let Some(w) = next {
+                    // Hand-off: the top waiter owns the mutex now.
+                    self.instant(w, InstantKind::Lock, mres);
+                }
                 self.instant(t, InstantKind::Wait, cres);
                 self.apply_buffered();
+                if let Some(w) = next {
+                    self.wake(w);
+                }
                 let th = &mut self.threads[t as usize];
                 th.wait_mutex = Some((m, mres));
                 th.wait_cond_res = cres;
                 self.block(t);
                 Ok(())
             }
+            Err(EngineError::NotOwner { .. }) => Err(stop(invalid(
+                &ev.path,
+                format!(
+                    "{}:{}: thread {} waits on {} with mutex {}, which it does not hold",
+                    ev.line,
+                    ev.column,
+                    self.cold[t as usize].name,
+                    self.info.resources[cres],
+                    self.info.resources[mres]
+                ),
+            ))),
             Err(EngineError::Cycle { cycle }) => Err(self.deadlock(&cycle)),
             Err(e) => Err(self.internal(t, e)),
         }

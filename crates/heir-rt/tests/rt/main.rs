@@ -17,3 +17,4 @@ mod queue_rpc;
 mod revoke;
 mod run_scenario;
 mod stress;
+mod textbook;
