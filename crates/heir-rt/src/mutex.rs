@@ -175,7 +175,7 @@ impl RawPiMutex {
                 self.tracked.store(me, Ordering::Relaxed);
                 return Ok(());
             }
-            if tracked && st.engine.blocked_on(me_t)? == Some(heir_core::Blocker::Mutex(self.id)) {
+            if tracked && st.engine.blocked_on(me_t)? == Some(self.id.into()) {
                 let ch = st.engine.cancel_wait(me_t)?;
                 st.apply(&ch);
             }

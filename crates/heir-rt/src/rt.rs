@@ -34,7 +34,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use heir_core::{Blocker, Changes, CondId, Engine, MutexId, Protocol, TaskId, Urgency};
+use heir_core::{Changes, CondId, Engine, MutexId, ObjId, Protocol, TaskId, Urgency};
 
 use crate::sched;
 use crate::sys::{self, SchedAttr};
@@ -260,7 +260,7 @@ impl State {
     }
 
     fn register(&mut self, tid: i32, base: SchedAttr) -> TaskId {
-        let base_urgency = sched::urgency_of(&base, tid);
+        let base_urgency = sched::urgency_of(&base);
         let t = self.engine.add_task(base_urgency);
         self.threads.insert(
             t,
@@ -380,7 +380,7 @@ impl State {
         let owned: Vec<MutexId> = self
             .engine
             .owned(t)
-            .map(<[MutexId]>::to_vec)
+            .map(Iterator::collect)
             .unwrap_or_default();
         let mut all = Changes::new();
         for m in owned {
@@ -430,7 +430,7 @@ impl State {
         if self.engine.owner(m).ok().flatten().is_some() {
             return;
         }
-        if self.waited(Blocker::Mutex(m)) {
+        if self.waited(m.into()) {
             return;
         }
         self.free_mutexes.push((protocol, m));
@@ -455,7 +455,7 @@ impl State {
                 self.apply(&ch);
             }
         }
-        if !self.waited(Blocker::Cond(c)) {
+        if !self.waited(c.into()) {
             self.free_conds.push(c);
         }
     }
@@ -516,12 +516,12 @@ impl State {
 
     /// True if some registered thread waits on `c`.
     pub(crate) fn cond_waited(&self, c: CondId) -> bool {
-        self.waited(Blocker::Cond(c))
+        self.waited(c.into())
     }
 
     /// True if some thread waits on `b` (every engine task is a registered
     /// thread: tasks are added in `register` and removed in `purge`).
-    fn waited(&self, b: Blocker) -> bool {
+    fn waited(&self, b: ObjId) -> bool {
         self.engine.waiters(b).is_ok_and(|w| w.len() > 0)
     }
 
@@ -535,7 +535,7 @@ impl State {
         let Some(rec) = self.threads.get_mut(&t) else {
             return Err(Error::NoSuchThread(0));
         };
-        let bu = sched::urgency_of(&base, rec.shared.tid);
+        let bu = sched::urgency_of(&base);
         rec.base = base;
         rec.base_urgency = bu;
         rec.applied = bu;

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use heir_core::{Node, Protocol, Urgency};
+use heir_core::{Node, ObjId, Protocol, Urgency};
 use heir_scenario::{
     EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Task, TimerMode,
 };
@@ -617,9 +617,9 @@ impl Ctx<'_> {
         let res_name = |n: &Node| -> String {
             for (i, r) in self.sh.res.iter().enumerate() {
                 let hit = match (n, r) {
-                    (Node::Mutex(m), Res::Pi(x)) => x.id() == *m,
-                    (Node::Mutex(m), Res::Engine(x)) => x.id() == *m,
-                    (Node::Cond(c), Res::Cond(x)) => x.id() == *c,
+                    (Node::Object(o), Res::Pi(x)) => ObjId::from(x.id()) == *o,
+                    (Node::Object(o), Res::Engine(x)) => ObjId::from(x.id()) == *o,
+                    (Node::Object(o), Res::Cond(x)) => ObjId::from(x.id()) == *o,
                     _ => false,
                 };
                 if hit {

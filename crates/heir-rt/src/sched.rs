@@ -5,7 +5,7 @@
 //! exact (policy, priority, nice, `SCHED_FLAG_RESET_ON_FORK`, deadline
 //! parameters, utilisation clamps as reported).
 
-use heir_core::{ServerId, Urgency};
+use heir_core::Urgency;
 
 use crate::sys::{self, SchedAttr};
 
@@ -15,15 +15,12 @@ use crate::sys::{self, SchedAttr};
 /// - `SCHED_OTHER`/`SCHED_BATCH` → [`Urgency::Other`] with the nice value;
 /// - `SCHED_IDLE` → [`Urgency::LOWEST`];
 /// - `SCHED_DEADLINE` → [`Urgency::Deadline`] keyed by the *relative*
-///   deadline (deadline-monotonic order) and a server named after the thread;
-///   absolute-deadline tracking is bandwidth inheritance's job (seed 001).
-pub fn urgency_of(attr: &SchedAttr, tid: i32) -> Urgency {
+///   deadline (deadline-monotonic order); absolute-deadline tracking is
+///   bandwidth inheritance's job (seed 001).
+pub fn urgency_of(attr: &SchedAttr) -> Urgency {
     match attr.sched_policy {
         sys::SCHED_FIFO | sys::SCHED_RR => Urgency::fixed(attr.sched_priority.clamp(1, 99) as u8),
-        sys::SCHED_DEADLINE => Urgency::Deadline {
-            abs_ns: attr.sched_deadline,
-            server: ServerId(tid.max(0) as u32),
-        },
+        sys::SCHED_DEADLINE => Urgency::deadline(attr.sched_deadline),
         sys::SCHED_IDLE => Urgency::LOWEST,
         _ => Urgency::other(attr.sched_nice.clamp(-20, 19) as i8),
     }
@@ -99,7 +96,7 @@ pub fn other(nice: i8) -> SchedAttr {
 /// The urgency the kernel is currently told for `tid` (its `sched_getattr`
 /// view, which excludes kernel PI boosting).
 pub fn kernel_urgency(tid: i32) -> Result<Urgency, sys::Errno> {
-    sys::sched_getattr(tid).map(|a| urgency_of(&a, tid))
+    sys::sched_getattr(tid).map(|a| urgency_of(&a))
 }
 
 #[cfg(test)]
@@ -110,7 +107,7 @@ mod tests {
     fn other_thread_boosted_to_fifo_and_restored_exactly() {
         let mut base = other(5);
         base.sched_flags = sys::SCHED_FLAG_RESET_ON_FORK;
-        let bu = urgency_of(&base, 1);
+        let bu = urgency_of(&base);
         assert_eq!(bu, Urgency::other(5));
         let boosted = attr_for(&base, bu, Urgency::fixed(30)).unwrap();
         assert_eq!(boosted.sched_policy, sys::SCHED_FIFO);
@@ -124,19 +121,16 @@ mod tests {
     fn rr_stays_rr_and_deadline_is_not_lent_to_fixed() {
         let mut base = fifo(10);
         base.sched_policy = sys::SCHED_RR;
-        let bu = urgency_of(&base, 1);
+        let bu = urgency_of(&base);
         let b = attr_for(&base, bu, Urgency::fixed(20)).unwrap();
         assert_eq!((b.sched_policy, b.sched_priority), (sys::SCHED_RR, 20));
-        let dl = Urgency::Deadline {
-            abs_ns: 5,
-            server: ServerId(1),
-        };
+        let dl = Urgency::deadline(5);
         assert_eq!(attr_for(&base, bu, dl), None);
         let idle = SchedAttr {
             sched_policy: sys::SCHED_IDLE,
             ..SchedAttr::default()
         };
-        let iu = urgency_of(&idle, 1);
+        let iu = urgency_of(&idle);
         assert_eq!(iu, Urgency::LOWEST);
         let o = attr_for(&idle, iu, Urgency::other(0)).unwrap();
         assert_eq!((o.sched_policy, o.sched_nice), (sys::SCHED_OTHER, 0));

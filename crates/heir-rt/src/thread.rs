@@ -32,7 +32,7 @@ pub struct ThreadInfo {
     pub applied: Urgency,
     /// What the engine records the thread as blocked on (a contended
     /// [`crate::PiMutex`], an engine mutex or a [`crate::PiCondvar`]).
-    pub blocked_on: Option<heir_core::Blocker>,
+    pub blocked_on: Option<heir_core::ObjId>,
 }
 
 /// The calling thread's kernel tid.

@@ -287,10 +287,8 @@ pub struct Simulator<'s, 'o> {
     cold: Vec<Cold>,
     objs: Vec<Obj>,
     info: SimInfo,
-    /// `MutexId.0` → `info.resources` index.
-    mutex_res: Vec<usize>,
-    /// `CondId.0` → `info.resources` index.
-    cond_res: Vec<usize>,
+    /// `ObjId.0` → `info.resources` index.
+    obj_res: Vec<usize>,
     /// `TaskId.0` → thread index.
     task_thread: Vec<u32>,
     cpus: Vec<Cpu>,
@@ -477,7 +475,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     base,
                     eff: Effective {
                         urgency: base,
-                        donor: eng,
+                        source: heir_core::Source::Task(eng),
                     },
                     level: level_of(base),
                     home: home_for(ncpus, task.cpus.as_deref()),
@@ -566,8 +564,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         // internal objects with readable names.
         let mut b = ObjNamer {
             names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
-            mutex_res: Vec::new(),
-            cond_res: Vec::new(),
+            obj_res: Vec::new(),
         };
         let mut helpers: Vec<(CondId, u32)> = Vec::new();
         let side_protocol = if g.pi_enabled {
@@ -700,8 +697,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 threads: tinfo,
                 resources: b.names,
             },
-            mutex_res: b.mutex_res,
-            cond_res: b.cond_res,
+            obj_res: b.obj_res,
             task_thread,
             cpus: (0..ncpus).map(|_| Cpu::default()).collect(),
             local: (0..ncpus).map(|_| RunQueue::default()).collect(),
@@ -956,10 +952,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     fn donor_of(&self, t: u32) -> Option<usize> {
         let th = &self.threads[t as usize];
-        if th.eff.donor == th.eng {
+        if th.eff.donor() == th.eng {
             None
         } else {
-            self.thread_of(th.eff.donor).map(|d| d as usize)
+            self.thread_of(th.eff.donor()).map(|d| d as usize)
         }
     }
 
@@ -1274,7 +1270,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         match th.eff.urgency {
             Urgency::Fixed { .. } if th.policy == Policy::Rr => Some(RR_SLICE_NS),
             Urgency::Other { nice } => {
-                let weight = if th.policy == Policy::Idle && th.eff.donor == th.eng {
+                let weight = if th.policy == Policy::Idle && th.eff.donor() == th.eng {
                     IDLE_WEIGHT
                 } else {
                     NICE_TO_WEIGHT[(i32::from(nice).clamp(-20, 19) + 20) as usize]
@@ -1357,10 +1353,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let Some(t) = self.thread_of(ch.task) else {
             return;
         };
-        let donor = if ch.new.donor == ch.task {
+        let donor = if ch.new.donor() == ch.task {
             None
         } else {
-            self.thread_of(ch.new.donor).map(|d| d as usize)
+            self.thread_of(ch.new.donor()).map(|d| d as usize)
         };
         let at_ns = self.now;
         self.emit(TraceEvent::Boost {
@@ -1882,18 +1878,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     .thread_of(*id)
                     .map(|t| self.cold[t as usize].name.clone())
                     .unwrap_or_else(|| format!("task#{}", id.0)),
-                Node::Mutex(m) => self
-                    .mutex_res
-                    .get(m.0 as usize)
+                Node::Object(o) => self
+                    .obj_res
+                    .get(o.0 as usize)
                     .and_then(|&r| self.info.resources.get(r))
                     .cloned()
-                    .unwrap_or_else(|| format!("mutex#{}", m.0)),
-                Node::Cond(c) => self
-                    .cond_res
-                    .get(c.0 as usize)
-                    .and_then(|&r| self.info.resources.get(r))
-                    .cloned()
-                    .unwrap_or_else(|| format!("cond#{}", c.0)),
+                    .unwrap_or_else(|| format!("object#{}", o.0)),
             }
         };
         Box::new(Stop::Deadlock(DeadlockReport {
@@ -2343,10 +2333,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
 struct ObjNamer {
     /// Resource names, indexed like `SimInfo::resources`.
     names: Vec<String>,
-    /// Resource index of each engine mutex.
-    mutex_res: Vec<usize>,
-    /// Resource index of each engine condvar.
-    cond_res: Vec<usize>,
+    /// Resource index of each engine object.
+    obj_res: Vec<usize>,
 }
 
 impl ObjNamer {
@@ -2359,13 +2347,13 @@ impl ObjNamer {
     ) -> (MutexId, usize) {
         let m = engine.add_mutex(p);
         let idx = self.name(r, suffix);
-        (m, record(&mut self.mutex_res, m.0, idx))
+        (m, record(&mut self.obj_res, m.0, idx))
     }
 
     fn cond(&mut self, engine: &mut Engine, r: usize, suffix: Option<&str>) -> (CondId, usize) {
         let c = engine.add_cond();
         let idx = self.name(r, suffix);
-        (c, record(&mut self.cond_res, c.0, idx))
+        (c, record(&mut self.obj_res, c.0, idx))
     }
 
     /// The resource index for `r`'s object with `suffix`.
