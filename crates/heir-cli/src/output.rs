@@ -80,8 +80,8 @@ pub fn bad_input_in(file: &str, has_position: bool, e: impl std::fmt::Display) -
 /// warnings; returns the file's name as given (for messages) and the
 /// scenario. An unreadable file or a reader error is bad input (exit 2).
 pub fn read_scenario(path: &Path) -> Result<(String, Scenario), CliError> {
-    let (file, text) = read_input(path)?;
-    let scenario = heir_scenario::parse_str(&text, &file).map_err(CliError::bad_input)?;
+    let file = path.display().to_string();
+    let scenario = heir_scenario::load(path).map_err(CliError::bad_input)?;
     print_warnings(&file, &scenario.warnings);
     Ok((file, scenario))
 }

@@ -5,6 +5,8 @@ mod common;
 mod bad_input;
 mod events;
 mod global;
+mod limits;
+mod messages;
 mod props;
 mod reader;
 mod rename;
