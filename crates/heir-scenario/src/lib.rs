@@ -22,7 +22,11 @@
 //! * the model is then built and checked: names resolve to indices, every
 //!   [`Event`] keeps its (workgen-renamed) key, JSON path, line and column;
 //!   every count that sizes an allocation and every time is within
-//!   [`limits`].
+//!   [`limits`];
+//! * last, each task's program is walked as its threads will run it: no
+//!   relock, no unlock or wait without the mutex, no task that never lets
+//!   time pass while looping — so that the simulator, the real-time runner
+//!   and the analysis refuse the same files the same way.
 //!
 //! Errors are [`ScenarioError`]s that display as
 //! `file:line:col: at JSON.PATH: message`; the first error stops the read.

@@ -49,6 +49,12 @@ pub const MAX_TIME_US: u64 = MAX_TIME_S * 1_000_000;
 /// [`MAX_TIME_S`] in ns, the simulator's unit.
 pub const MAX_TIME_NS: u64 = MAX_TIME_US * 1_000;
 
+/// A task whose program never takes time (no `run`, `runtime`, `sleep` or
+/// `timer` with a non-zero time, and no event that can block) is refused
+/// when it loops forever or executes more than this many events in all: it
+/// would spin without simulated time passing.
+pub const MAX_ZERO_TIME_EVENTS: u64 = 1 << 16;
+
 /// The message for a time beyond [`MAX_TIME_S`] given in seconds, e.g.
 /// `duration 1e308 s is beyond heir's time limit of 8640000 s (100 days)`:
 /// `global.duration` and `--duration` say the same.

@@ -1,6 +1,6 @@
 //! From the JSON tree to a checked [`Scenario`].
 //!
-//! The build runs in five steps; the functions (and submodules) cite theirs.
+//! The build runs in six steps; the functions (and submodules) cite theirs.
 //!
 //! 1. The top level: `tasks` (required), `global`, `resources`; nothing else.
 //! 2. `global`, then the task names (so that helpers and `resume` can name
@@ -12,8 +12,12 @@
 //!    servers, suspend/resume pairing, unused declarations; then the lists
 //!    derived from uses (queue pushers/poppers, endpoint servers/callers,
 //!    barrier users), and heir's limits on them.
+//! 6. Each task's program, walked as its threads will run it (`program`):
+//!    no relock, no unlock or wait without the mutex, and no task that
+//!    never lets time pass while looping forever.
 
 mod event;
+mod program;
 mod resources;
 mod task;
 
@@ -393,6 +397,8 @@ impl Builder<'_> {
 
         // Step 5: whole-scenario checks and derived lists.
         self.finish(&out)?;
+        // Step 6: the programs.
+        self.check_programs(&out)?;
         Ok(Scenario {
             global: self.global.clone(),
             resources: std::mem::take(&mut self.resources),

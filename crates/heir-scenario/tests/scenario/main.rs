@@ -7,6 +7,7 @@ mod events;
 mod global;
 mod limits;
 mod messages;
+mod program;
 mod props;
 mod reader;
 mod rename;
