@@ -58,18 +58,24 @@ type Current = Mutex<Option<(Instant, Vec<u8>)>>;
 /// first, unmutated). Returns at the first failure, with the input that
 /// caused it — including an input still running after `per_input` (a
 /// hang: the loop runs in a thread a watchdog looks at).
+///
+/// With `keep_current`, each input is written there before it is checked:
+/// an input that aborts the process (an allocation failure cannot be
+/// caught) is left behind. The inputs are the same for the same `seed`, so
+/// a run that aborted can be repeated this way.
 pub fn run(
     seeds: &[(String, Vec<u8>)],
     seed: u64,
     budget: Duration,
     per_input: Duration,
+    keep_current: Option<std::path::PathBuf>,
 ) -> Result<Summary, (Vec<u8>, Failure)> {
     let current: Arc<Current> = Arc::new(Mutex::new(None));
     let (tx, rx) = mpsc::channel();
     let pool: Vec<Vec<u8>> = seeds.iter().map(|(_, b)| b.clone()).collect();
     let watched = Arc::clone(&current);
     std::thread::spawn(move || {
-        let _ = tx.send(run_loop(&pool, seed, budget, &watched));
+        let _ = tx.send(run_loop(&pool, seed, budget, &watched, keep_current));
     });
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -106,6 +112,7 @@ fn run_loop(
     seed: u64,
     budget: Duration,
     current: &Current,
+    keep_current: Option<std::path::PathBuf>,
 ) -> Result<Summary, (Vec<u8>, Failure)> {
     let start = Instant::now();
     let mut rng = SplitMix64::new(seed);
@@ -124,6 +131,9 @@ fn run_loop(
             0 => Some(1 + (rng.next_u64() % 8) as u32),
             _ => None,
         };
+        if let Some(path) = &keep_current {
+            let _ = std::fs::write(path, &input);
+        }
         let t = Instant::now();
         *current.lock().unwrap_or_else(|p| p.into_inner()) = Some((t, input.clone()));
         let outcome = check(&input, cpus).map_err(|f| (input.clone(), f))?;

@@ -1,7 +1,9 @@
-//! `heir-fuzz [SECONDS] [SEED]`: the fuzzing loop of the `fuzz` test, for
-//! longer (default 60 s, seed 0). On a failure it writes the input to
-//! `heir-fuzz-failure.json` and exits 1; it writes the slowest input to
-//! `heir-fuzz-slowest.json`.
+//! `heir-fuzz [SECONDS] [SEED] [--keep-current]`: the fuzzing loop of the
+//! `fuzz` test, for longer (default 60 s, seed 0). On a failure it writes
+//! the input to `heir-fuzz-failure.json` and exits 1; it writes the slowest
+//! input to `heir-fuzz-slowest.json`. With `--keep-current`, each input is
+//! written to `heir-fuzz-current.json` before it is checked, so an input
+//! that aborts the process is left there.
 //!
 //! `heir-fuzz --check FILE`: checks one file (without `--cpus`, then with
 //! 1 to 8 CPUs) and prints the outcome and time of each.
@@ -25,8 +27,11 @@ fn main() {
         }
         std::process::exit(i32::from(failed));
     }
-    let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(60);
-    let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let rest: Vec<String> = args.collect();
+    let keep = rest.iter().any(|a| a == "--keep-current");
+    let mut numbers = rest.iter().filter_map(|a| a.parse::<u64>().ok());
+    let seconds = numbers.next().unwrap_or(60);
+    let seed = numbers.next().unwrap_or(0);
     let (seeds, with_reference) = match heir_fuzz::seeds::seeds() {
         Ok(s) => s,
         Err(e) => {
@@ -43,11 +48,13 @@ fn main() {
             " (no rt-app reference files)"
         }
     );
+    let keep = keep.then(|| "heir-fuzz-current.json".into());
     match heir_fuzz::run(
         &seeds,
         seed,
         Duration::from_secs(seconds),
         Duration::from_secs(60),
+        keep,
     ) {
         Ok(s) => {
             let _ = std::fs::write("heir-fuzz-slowest.json", &s.slowest_input);

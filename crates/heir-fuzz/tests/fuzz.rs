@@ -6,7 +6,10 @@
 //! run is reproducible). Seeds: `examples/*.json` and rt-app's reference
 //! files beside the clone (required under `CI=true`, skipped with a note
 //! otherwise). A failing input is written to
-//! `target/heir-fuzz-failure.json`; make it a test in `regressions.rs`.
+//! `target/heir-fuzz-failure.json`; make it a test in `regressions.rs`. An
+//! input that aborts the process (an allocation failure) cannot be caught:
+//! repeat the run with `cargo run --release -p heir-fuzz -- SECONDS SEED
+//! --keep-current`, which leaves it in `heir-fuzz-current.json`.
 
 use std::time::{Duration, Instant};
 
@@ -38,7 +41,7 @@ fn mutated_files_never_crash_hang_or_differ() {
     // An input that runs this long hangs: the slowest legitimate ones (the
     // simulator's zero-time safety net, 4 million steps twice) take seconds.
     let per_input = Duration::from_secs(120);
-    let result = heir_fuzz::run(&seeds, seed, Duration::from_secs(seconds), per_input);
+    let result = heir_fuzz::run(&seeds, seed, Duration::from_secs(seconds), per_input, None);
     let elapsed = start.elapsed();
     match result {
         Ok(s) => {

@@ -40,7 +40,8 @@ pub const MAX_HELPER_LINKS: u64 = 65_536;
 /// The longest time, in seconds: 100 days. Every time in a scenario (a µs
 /// value, `global.duration`) and every duration given on the command line
 /// must be at most this; in nanoseconds it is below 2⁵³, so every instant
-/// heir computes is exact in a `u64` and in an `f64`.
+/// heir reports is exact in an `f64`, and adding two never overflows a
+/// `u64`.
 pub const MAX_TIME_S: u64 = 100 * 24 * 3600;
 
 /// [`MAX_TIME_S`] in µs, the unit of the scenario's times.
