@@ -13,9 +13,26 @@ use crate::support::*;
 /// it (without `heir: error: `).
 fn refused_everywhere(file: &Path) -> String {
     let mut errors = Vec::new();
+    let dir = file.parent().expect("a directory");
+    let (trace, svg) = (dir.join("out.json"), dir.join("out.svg"));
     for cmd in ["sim", "run", "analyze"] {
         let start = Instant::now();
-        let o = heir([cmd.as_ref(), file.as_os_str()]);
+        let o = if cmd == "sim" {
+            heir([
+                cmd.as_ref(),
+                file.as_os_str(),
+                "--trace".as_ref(),
+                trace.as_os_str(),
+                "--svg".as_ref(),
+                svg.as_os_str(),
+            ])
+        } else {
+            heir([cmd.as_ref(), file.as_os_str()])
+        };
+        assert!(
+            !trace.exists() && !svg.exists(),
+            "heir {cmd}: no output file"
+        );
         let err = stderr(&o);
         assert_eq!(code(&o), 2, "heir {cmd}: {err}");
         assert_eq!(stdout(&o), "", "heir {cmd}: nothing on stdout");
@@ -224,15 +241,18 @@ fn sim_states_its_cpu_count() {
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(one_json(&o)["cpus"], 12);
-    // Too few: refused at the task, with its position.
+    // Too few: refused at the task, with its position; no file written.
     let o = heir([
         "sim".as_ref(),
         file.as_os_str(),
         "--cpus".as_ref(),
         "4".as_ref(),
+        "--trace".as_ref(),
+        dir.join("t.json").as_os_str(),
     ]);
     assert_eq!(code(&o), 2);
     assert_eq!(stdout(&o), "");
+    assert_eq!(dir.files(), ["s.json"]);
     assert_eq!(
         stderr(&o),
         format!(
