@@ -30,8 +30,12 @@ use heir_core::{
     Change, Changes, CondId, Effective, Engine, EngineError, LockResult, MutexId, Node, Protocol,
     TaskId, Urgency,
 };
+use heir_scenario::limits::{
+    beyond_time_limit_s, beyond_time_limit_us, seconds_to_us, MAX_CPUS, MAX_TIME_NS, MAX_TIME_S,
+    MAX_TIME_US,
+};
 use heir_scenario::{
-    Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, TaskIdx,
+    Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, Task, TaskIdx,
     TimerMode,
 };
 
@@ -319,11 +323,90 @@ fn stop(e: SimError) -> Box<Stop> {
     Box::new(Stop::Error(e))
 }
 
+/// Seconds for a message: `1.5`, `1e308` (no hundreds of digits).
+fn shown_seconds(s: f64) -> String {
+    if s.abs() < 1e15 {
+        s.to_string()
+    } else {
+        format!("{s:e}")
+    }
+}
+
+/// An error without a position in the file.
 fn invalid(path: &str, message: impl Into<String>) -> SimError {
+    invalid_at(path, 0, 0, message)
+}
+
+/// An error at `line`:`column` of the file.
+fn invalid_at(path: &str, line: u32, column: u32, message: impl Into<String>) -> SimError {
     SimError::Invalid {
         path: path.to_string(),
+        line,
+        column,
         message: message.into(),
     }
+}
+
+/// An error at task `t`.
+fn at_task(t: &Task, message: impl Into<String>) -> SimError {
+    invalid_at(&t.path, t.line, t.column, message)
+}
+
+/// An error at event `ev`.
+fn at_event(ev: &Event, message: impl Into<String>) -> SimError {
+    invalid_at(&ev.path, ev.line, ev.column, message)
+}
+
+/// The number of CPUs a simulation of `scenario` with `config` has:
+/// [`SimConfig::cpus`] when given, else 1 + the largest CPU number the
+/// scenario names (at least 1).
+///
+/// Refused: a `config.cpus` of 0 or over
+/// [`heir_scenario::limits::MAX_CPUS`], and a task or phase that names a CPU
+/// beyond the count given.
+pub fn cpu_count(scenario: &Scenario, config: &SimConfig) -> Result<u32, SimError> {
+    // The largest CPU each task names (in its own `cpus` or a phase's).
+    let named = scenario.tasks.iter().filter_map(|t| {
+        t.cpus
+            .iter()
+            .chain(t.phases.iter().filter_map(|p| p.cpus.as_ref()))
+            .flatten()
+            .copied()
+            .max()
+            .map(|c| (t, c))
+    });
+    let (limit, given) = match config.cpus {
+        None => (MAX_CPUS, None),
+        Some(n) if n == 0 || n > MAX_CPUS => {
+            return Err(invalid(
+                "--cpus",
+                format!("expected a number of CPUs from 1 to {MAX_CPUS}, found {n}"),
+            ))
+        }
+        Some(n) => (n, Some(n)),
+    };
+    let mut max = 0;
+    for (t, c) in named {
+        if c >= limit {
+            let why = match given {
+                Some(n) => format!(
+                    "the simulation has {n} CPU{} (--cpus {n}): CPU numbers go from 0 to {}",
+                    if n == 1 { "" } else { "s" },
+                    n - 1
+                ),
+                None => format!(
+                    "heir's limit is {MAX_CPUS} CPUs: CPU numbers go from 0 to {}",
+                    MAX_CPUS - 1
+                ),
+            };
+            return Err(at_task(
+                t,
+                format!("task {} runs on CPU {c}, but {why}", t.name),
+            ));
+        }
+        max = max.max(c);
+    }
+    Ok(given.unwrap_or(max + 1))
 }
 
 /// The base urgency of a scheduling class (DEADLINE is refused before).
@@ -354,27 +437,41 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let g = &scenario.global;
         let pi_cv = config.pi_cv.unwrap_or(g.pi_cv);
         let seed = config.seed.unwrap_or(g.seed);
-        let end = match config.duration_us {
-            Some(us) => Some(us_to_ns(us)),
-            None => g
-                .duration_s
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(|s| (s * 1e9).round() as u64),
+        let end = match (config.duration_us, g.duration_s) {
+            (Some(us), _) if us <= MAX_TIME_US => Some(us_to_ns(us)),
+            (Some(us), _) => {
+                return Err(invalid(
+                    "global.duration",
+                    beyond_time_limit_us("duration", &us.to_string()),
+                ))
+            }
+            (None, Some(s)) => match seconds_to_us(s) {
+                Some(us) => Some(us_to_ns(us)),
+                None => {
+                    return Err(invalid(
+                        "global.duration",
+                        beyond_time_limit_s("duration", &shown_seconds(s)),
+                    ))
+                }
+            },
+            (None, None) => None,
         };
 
         // Checks before building anything.
         for task in &scenario.tasks {
             let deadline = |s: &Sched| s.policy == Policy::Deadline;
             if deadline(&task.sched) {
-                return Err(invalid(
-                    &task.path,
+                return Err(at_task(
+                    task,
                     format!("task {}: SCHED_DEADLINE is not simulated yet", task.name),
                 ));
             }
             for ph in &task.phases {
                 if ph.sched.as_ref().is_some_and(deadline) {
-                    return Err(invalid(
+                    return Err(invalid_at(
                         &ph.path,
+                        ph.line,
+                        ph.column,
                         format!("task {}: SCHED_DEADLINE is not simulated yet", task.name),
                     ));
                 }
@@ -399,20 +496,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
         }
 
-        // CPUs: 1 + the largest index named anywhere.
-        let mut max_cpu = 0u32;
-        for task in &scenario.tasks {
-            let lists = task
-                .cpus
-                .iter()
-                .chain(task.phases.iter().filter_map(|p| p.cpus.as_ref()));
-            for l in lists {
-                if let Some(&m) = l.iter().max() {
-                    max_cpu = max_cpu.max(m);
-                }
-            }
-        }
-        let ncpus = max_cpu as usize + 1;
+        let ncpus = cpu_count(scenario, config)? as usize;
 
         let mut engine = Engine::new();
         let mut threads = Vec::new();
@@ -675,8 +759,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 match engine.helper_add(c, eng) {
                     Ok(_) | Err(EngineError::HelperExists { .. }) => {}
                     Err(e) => {
-                        return Err(invalid(
-                            &scenario.tasks[threads[th as usize].task].path,
+                        return Err(at_task(
+                            &scenario.tasks[threads[th as usize].task],
                             format!("cannot register helper {}: {e}", cold[th as usize].name),
                         ))
                     }
@@ -865,8 +949,17 @@ impl<'s, 'o> Simulator<'s, 'o> {
             let Some(time) = self.evq.peek_time() else {
                 break;
             };
-            if self.end.is_some_and(|end| time > end) {
-                break;
+            match self.end {
+                Some(end) if time > end => break,
+                None if time > MAX_TIME_NS => {
+                    return Err(stop(invalid(
+                        "global.duration",
+                        format!(
+                            "simulated time would pass heir's time limit of {MAX_TIME_S} s (100 days) before every task ends: set global.duration or pass --duration"
+                        ),
+                    )))
+                }
+                _ => {}
             }
             let Some(ev) = self.evq.pop() else {
                 break;
@@ -1462,8 +1555,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     fn internal(&self, t: u32, e: EngineError) -> Box<Stop> {
         let th = &self.threads[t as usize];
-        Box::new(Stop::Error(invalid(
-            &self.sc.tasks[th.task].path,
+        Box::new(Stop::Error(at_task(
+            &self.sc.tasks[th.task],
             format!(
                 "thread {}: the engine refused an operation: {e}",
                 self.cold[t as usize].name
@@ -1560,8 +1653,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             self.zero_steps += 1;
             if self.zero_steps > ZERO_TIME_STEP_LIMIT {
-                return Err(stop(invalid(
-                    &sc.tasks[th.task].path,
+                return Err(stop(at_task(
+                    &sc.tasks[th.task],
                     format!(
                         "no simulated time passes: thread {} keeps executing zero-time events at {} µs (a loop without run/runtime/sleep/timer?)",
                         self.cold[t as usize].name,
@@ -1724,11 +1817,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 Ok(())
             }
             // The engine checks ownership and leaves its state unchanged.
-            Err(EngineError::NotOwner { .. }) => Err(stop(invalid(
-                &ev.path,
+            Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
+                ev,
                 format!(
-                    "{}:{}: thread {} releases mutex {} which it does not hold",
-                    ev.line, ev.column, self.cold[t as usize].name, self.info.resources[res]
+                    "thread {} releases mutex {} which it does not hold",
+                    self.cold[t as usize].name, self.info.resources[res]
                 ),
             ))),
             Err(e) => Err(self.internal(t, e)),
@@ -1928,8 +2021,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     fn bad_kind(&self, ev: &Event) -> Box<Stop> {
-        Box::new(Stop::Error(invalid(
-            &ev.path,
+        Box::new(Stop::Error(at_event(
+            ev,
             "the event's resource has the wrong kind",
         )))
     }
@@ -2214,9 +2307,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
             Some(Obj::Endpoint { replies, .. }) => replies
                 .iter_mut()
                 .find(|x| x.caller == caller)
-                .ok_or_else(|| stop(invalid(&ev.path, "caller without a reply condvar"))),
-            _ => Err(stop(invalid(
-                &ev.path,
+                .ok_or_else(|| stop(at_event(ev, "caller without a reply condvar"))),
+            _ => Err(stop(at_event(
+                ev,
                 "the event's resource has the wrong kind",
             ))),
         }
@@ -2408,20 +2501,15 @@ fn check_event(sc: &Scenario, ev: &Event) -> Result<(), SimError> {
     let want = |r: usize, ok: fn(&ResourceKind) -> bool, word: &str| -> Result<(), SimError> {
         match kind(r) {
             Some(k) if ok(k) => Ok(()),
-            Some(k) => Err(invalid(
-                &ev.path,
+            Some(k) => Err(at_event(
+                ev,
                 format!(
-                    "{}:{}: expected a {word}, found {} {}",
-                    ev.line,
-                    ev.column,
+                    "expected a {word}, found {} {}",
                     k.word(),
                     sc.resources[r].name
                 ),
             )),
-            None => Err(invalid(
-                &ev.path,
-                format!("{}:{}: unknown resource #{r}", ev.line, ev.column),
-            )),
+            None => Err(at_event(ev, format!("unknown resource #{r}"))),
         }
     };
     let mutex = |k: &ResourceKind| matches!(k, ResourceKind::Mutex { .. });
