@@ -30,10 +30,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use heir_core::{Node, ObjId, Protocol, Urgency};
+use heir_report::{DeadlockReport, Report, ResponseStats, TaskReport};
 use heir_scenario::{
     EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Task, TimerMode,
 };
-use heir_sim::{DeadlockReport, Report, ResponseStats, TaskReport};
 
 use crate::caps::Capabilities;
 use crate::ceiling::RawEngineMutex;

@@ -53,7 +53,7 @@ fn fig6_real_run_reports_like_the_simulator() {
         assert_eq!(json["mode"], "real");
         assert!(json["tasks"]["Consumer"]["response_us"]["max"].is_number());
     }
-    let prod_mean = |r: &heir_sim::Report| r.tasks[2].response_us.mean.expect("mean");
+    let prod_mean = |r: &heir_report::Report| r.tasks[2].response_us.mean.expect("mean");
     // Without PI-CV the annoyer's 10 ms preempt the producer's 20 ms in
     // every period; with PI-CV the producer runs at the waiting consumer's
     // priority and is not preempted.

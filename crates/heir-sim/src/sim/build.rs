@@ -60,7 +60,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             threads,
             cold,
             res_state,
-            info: SimInfo {
+            info: TraceInfo {
                 cpus: ncpus as u32,
                 threads: tinfo,
                 resources: names.names,
@@ -465,7 +465,7 @@ pub fn cpu_count(scenario: &Scenario, config: &SimConfig) -> Result<u32, SimErro
 /// one (a queue's mutex, an endpoint's reply condvar) is a new resource
 /// called `<resource>.<suffix>`.
 struct ObjNamer {
-    /// Resource names, indexed like `SimInfo::resources`.
+    /// Resource names, indexed like `TraceInfo::resources`.
     names: Vec<String>,
     /// Resource index of each engine object.
     obj_res: Vec<usize>,

@@ -40,9 +40,10 @@ use heir_scenario::{
 
 use crate::queue::{level_of, EvKind, EventQueue, RunQueue};
 use crate::rng::SplitMix64;
-use crate::stats::ResponseStats;
-use crate::trace::{InstantKind, Observer, SimInfo, ThreadInfo, TraceEvent};
-use crate::{DeadlockReport, Report, SimConfig, SimError, TaskReport};
+use crate::{SimConfig, SimError};
+use heir_report::ResponseStats;
+use heir_report::{DeadlockReport, Report, TaskReport};
+use heir_report::{InstantKind, Observer, ThreadInfo, TraceEvent, TraceInfo};
 
 /// `SCHED_RR` time slice (Linux's default `sched_rr_timeslice_ms`).
 pub const RR_SLICE_NS: u64 = 100_000_000;
@@ -322,7 +323,7 @@ pub struct Simulator<'s, 'o> {
     threads: Vec<Thread>,
     cold: Vec<Cold>,
     res_state: Vec<ResState>,
-    info: SimInfo,
+    info: TraceInfo,
     /// `ObjId.0` → `info.resources` index.
     obj_res: Vec<usize>,
     /// `TaskId.0` → thread index.
@@ -403,7 +404,7 @@ pub use build::cpu_count;
 
 impl<'s, 'o> Simulator<'s, 'o> {
     /// What the observer is told at the start (CPUs, threads, resources).
-    pub fn info(&self) -> &SimInfo {
+    pub fn info(&self) -> &TraceInfo {
         &self.info
     }
 
