@@ -190,23 +190,19 @@ impl Engine {
         let os = &mut self.objs[o.0 as usize];
         os.targets.push(t);
         os.joined.push(seq);
-        let (contributes, level) = (os.contributes(), os.level());
+        let level = if os.contributes() { os.level() } else { None };
         let ts = &mut self.tasks[t.0 as usize];
         ts.targeted.push(o);
-        if contributes {
+        if let Some(level) = level {
             ts.inputs.push(o);
-            if let Some(level) = level {
-                self.enqueue_unless_below(t, level, false);
-            }
+            self.enqueue_unless_below(t, level, false);
         }
     }
 
     /// Remove-edge `o → t`. Pre: `t` is a target of `o`. Post: it is not;
     /// it lost `o`'s contribution and is queued if that can change it.
     pub(crate) fn detach_target(&mut self, o: ObjId, t: TaskId) {
-        let os = &mut self.objs[o.0 as usize];
-        os.drop_target(t);
-        let level = os.level();
+        self.objs[o.0 as usize].drop_target(t);
         let ts = &mut self.tasks[t.0 as usize];
         if let Some(i) = ts.targeted.iter().rposition(|x| *x == o) {
             // Usually the last one taken (nested locks unwind in order).
@@ -218,7 +214,7 @@ impl Engine {
         }
         if let Some(i) = ts.inputs.iter().position(|x| *x == o) {
             ts.inputs.swap_remove(i);
-            match level {
+            match self.objs[o.0 as usize].level() {
                 Some(level) => self.enqueue_unless_below(t, level, false),
                 None => self.enqueue(t),
             }
