@@ -31,6 +31,7 @@
 
 mod build;
 pub mod json;
+pub mod messages;
 pub mod model;
 
 pub use model::*;

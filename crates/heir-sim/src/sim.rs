@@ -31,8 +31,8 @@ use heir_core::{
     TaskId, Urgency,
 };
 use heir_scenario::{
-    Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, TaskIdx,
-    TimerMode,
+    messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched,
+    TaskIdx, TimerMode,
 };
 
 use crate::queue::{level_of, EvKind, EventQueue, RunQueue};
@@ -1566,11 +1566,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             if self.zero_steps > ZERO_TIME_STEP_LIMIT {
                 return Err(stop(invalid(
                     &sc.tasks[th.task].path,
-                    format!(
-                        "no simulated time passes: thread {} keeps executing zero-time events at {} µs (a loop without run/runtime/sleep/timer?)",
-                        self.cold[t as usize].name,
-                        self.now as f64 / 1000.0
-                    ),
+                    messages::zero_time_loop(&self.cold[t as usize].name, self.now as f64 / 1000.0),
                 )));
             }
             let task = &sc.tasks[th.task];
@@ -1730,9 +1726,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
             // The engine checks ownership and leaves its state unchanged.
             Err(EngineError::NotOwner { .. }) => Err(stop(invalid(
                 &ev.path,
-                format!(
-                    "{}:{}: thread {} releases mutex {} which it does not hold",
-                    ev.line, ev.column, self.cold[t as usize].name, self.info.resources[res]
+                messages::mutex_not_held(
+                    ev,
+                    &self.cold[t as usize].name,
+                    &self.info.resources[res],
                 ),
             ))),
             Err(e) => Err(self.internal(t, e)),
