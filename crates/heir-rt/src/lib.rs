@@ -27,6 +27,7 @@ pub mod capi;
 pub mod caps;
 pub mod ceiling;
 pub mod condvar;
+pub mod cpus;
 pub mod mutex;
 pub mod queue;
 pub mod rpc;

@@ -317,3 +317,59 @@ pub fn allowed_cpus() -> Vec<u32> {
         .map(|i| i as u32)
         .collect()
 }
+
+/// The calling thread's voluntary context switches so far
+/// (`getrusage(RUSAGE_THREAD)`): it moves whenever the thread sleeps — a
+/// futex wait, a `clock_nanosleep` — and not when it is preempted.
+pub fn voluntary_switches() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live, writable rusage.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    if r == 0 {
+        ru.ru_nvcsw as u64
+    } else {
+        0
+    }
+}
+
+/// `flock(fd, LOCK_EX)`, or with `LOCK_NB` when `wait` is false
+/// (`EWOULDBLOCK` if another open file description holds it).
+pub fn flock_exclusive(file: &std::fs::File, wait: bool) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let op = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    loop {
+        // SAFETY: the descriptor is open for the borrow of `file`; flock
+        // takes no pointers.
+        let r = unsafe { libc::flock(file.as_raw_fd(), op) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), in ns: what
+/// it ran, whatever preempted it.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// Clock ticks per second of `/proc` times (`sysconf(_SC_CLK_TCK)`; 100
+/// when unknown).
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf takes an integer and reads no memory of ours.
+    let r = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if r > 0 {
+        r as u64
+    } else {
+        100
+    }
+}
