@@ -8,6 +8,8 @@ mod bad_input;
 mod deadlock;
 #[path = "cli/demo.rs"]
 mod demo;
+#[path = "cli/run_errors.rs"]
+mod run_errors;
 #[path = "cli/run_privilege.rs"]
 mod run_privilege;
 #[path = "cli/sim_json.rs"]

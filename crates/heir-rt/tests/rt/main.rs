@@ -15,5 +15,6 @@ mod fig6;
 mod fig7;
 mod queue_rpc;
 mod revoke;
+mod run_errors;
 mod run_scenario;
 mod stress;
