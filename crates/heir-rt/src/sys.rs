@@ -373,3 +373,25 @@ pub fn clock_ticks_per_second() -> u64 {
         100
     }
 }
+
+/// `FUTEX_OWNER_DIED`: set in a PI futex word by the kernel when its owner
+/// exits holding it (robust futexes).
+pub const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
+
+/// `get_robust_list(0)`: the calling thread's registered robust-list head
+/// and the size the kernel was given for it (`None` if the call failed).
+pub fn get_robust_list() -> Option<(usize, usize)> {
+    let mut head: usize = 0;
+    let mut len: usize = 0;
+    // SAFETY: both out-pointers are live, writable usizes (the kernel writes
+    // a pointer and a size_t).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_get_robust_list,
+            0 as libc::c_int,
+            &mut head as *mut usize,
+            &mut len as *mut usize,
+        )
+    };
+    (r == 0).then_some((head, len))
+}
