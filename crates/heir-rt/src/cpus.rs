@@ -29,6 +29,14 @@ use crate::sys;
 /// competes (2 %).
 pub const MIN_SHARE: f64 = 0.02;
 
+/// During a run ([`Watch`]), a foreign real-time *user* thread that ran this
+/// long on the run's CPUs interfered, whatever its share (200 µs): enough to
+/// reorder a scenario's first milliseconds.
+pub const WATCH_MIN_NS: u64 = 200_000;
+
+/// `PF_KTHREAD` in `/proc/PID/task/TID/stat`'s flags.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
 /// The lock file that claims CPU `cpu` among heir processes.
 pub fn claim_path(cpu: u32) -> PathBuf {
     std::env::temp_dir().join(format!("heir-cpu{cpu}.lock"))
@@ -132,22 +140,36 @@ struct Reading {
     comm: String,
     policy: u32,
     priority: u32,
+    kthread: bool,
     run_ns: u64,
     age_ns: u64,
 }
 
-/// Parses `/proc/PID/task/TID/stat`: (comm, policy, priority, start time in
-/// clock ticks since boot).
-fn parse_stat(text: &str) -> Option<(String, u32, u32, u64)> {
+/// What `/proc/PID/task/TID/stat` says about a thread.
+#[derive(Debug, PartialEq)]
+struct Stat {
+    comm: String,
+    policy: u32,
+    priority: u32,
+    kthread: bool,
+    /// Start time, clock ticks since boot.
+    start: u64,
+}
+
+fn parse_stat(text: &str) -> Option<Stat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
     let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
     // Field N of proc(5) is rest[N - 3].
-    let start = rest.get(19)?.parse().ok()?;
-    let priority = rest.get(37)?.parse().ok()?;
-    let policy = rest.get(38)?.parse().ok()?;
-    Some((comm, policy, priority, start))
+    let flags: u64 = rest.get(6)?.parse().ok()?;
+    Some(Stat {
+        comm,
+        policy: rest.get(38)?.parse().ok()?,
+        priority: rest.get(37)?.parse().ok()?,
+        kthread: flags & PF_KTHREAD != 0,
+        start: rest.get(19)?.parse().ok()?,
+    })
 }
 
 /// Parses a CPU list (`0-3,5,7-8`).
@@ -205,24 +227,25 @@ impl Sample {
                 let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
                     continue;
                 };
-                let Some((comm, policy, priority, start)) = parse_stat(&stat) else {
+                let Some(st) = parse_stat(&stat) else {
                     continue;
                 };
-                if !is_realtime(policy) {
+                if !is_realtime(st.policy) {
                     continue;
                 }
                 let run_ns = std::fs::read_to_string(t.path().join("schedstat"))
                     .ok()
                     .and_then(|s| s.split_whitespace().next()?.parse().ok())
                     .unwrap_or(0);
-                let age_ns = up.map_or(0, |u| u.saturating_sub(start * tick_ns));
+                let age_ns = up.map_or(0, |u| u.saturating_sub(st.start * tick_ns));
                 threads.insert(
                     tid,
                     Reading {
                         pid,
-                        comm,
-                        policy,
-                        priority,
+                        comm: st.comm,
+                        policy: st.policy,
+                        priority: st.priority,
+                        kthread: st.kthread,
                         run_ns,
                         age_ns,
                     },
@@ -361,7 +384,8 @@ impl Watch {
     }
 
     /// The real-time threads of other processes, allowed on any of `cpus`,
-    /// that used at least [`MIN_SHARE`] of a CPU since [`Watch::start`].
+    /// that used at least [`MIN_SHARE`] of a CPU since [`Watch::start`] — or,
+    /// for a user thread, at least [`WATCH_MIN_NS`].
     pub fn finish(self, cpus: &[u32]) -> Vec<RtThread> {
         let end = Sample::take();
         let span = end.at_ns.saturating_sub(self.start.at_ns).max(1) as f64;
@@ -373,7 +397,7 @@ impl Watch {
                 .get(&tid)
                 .map_or(r.run_ns, |b| r.run_ns.saturating_sub(b.run_ns));
             let share = (ran as f64 / span).min(1.0);
-            if share < MIN_SHARE {
+            if share < MIN_SHARE && (r.kthread || ran < WATCH_MIN_NS) {
                 continue;
             }
             let allowed = affinity(r.pid, tid);
@@ -459,8 +483,16 @@ mod tests {
         let s = "123 (a b) c) R 1 1 1 0 -1 4194304 1 0 0 0 5 6 0 0 -51 0 2 0 4242 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 50 1 0 0 0";
         assert_eq!(
             parse_stat(s),
-            Some(("a b) c".to_string(), sys::SCHED_FIFO, 50, 4242))
+            Some(Stat {
+                comm: "a b) c".to_string(),
+                policy: sys::SCHED_FIFO,
+                priority: 50,
+                kthread: false,
+                start: 4242
+            })
         );
+        let k = s.replace(" 4194304 ", " 2129984 ");
+        assert!(parse_stat(&k).is_some_and(|st| st.kthread));
     }
 
     fn survey(threads: Vec<(Vec<u32>, f64)>, elsewhere: Vec<u32>) -> Survey {

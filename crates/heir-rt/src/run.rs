@@ -278,11 +278,14 @@ fn attr_of(task: &Task) -> Result<SchedAttr, RunError> {
 }
 
 /// What each thread hands back.
+#[derive(Default)]
 struct ThreadOut {
     stats: ResponseStats,
     jobs: u64,
     misses: u64,
     events: u64,
+    /// How late the thread woke for its start (ns).
+    late_ns: u64,
 }
 
 /// Run-wide shared state.
@@ -290,8 +293,11 @@ struct Shared {
     res: Vec<Res>,
     /// Scenario resource names, parallel to `res` (for deadlock cycles).
     res_names: Vec<String>,
-    end_ns: AtomicU64,
-    /// The run's start (the scenario's time 0), ns.
+    /// The run's length, ns.
+    duration_ns: u64,
+    /// The run's start (the scenario's time 0), ns: 0 until the first
+    /// thread released sets it ([`Shared::begin`]); [`ABORTED`] when the
+    /// run is called off before it starts.
     t0_ns: AtomicU64,
     failure: Mutex<Option<RunError>>,
     ns_per_loop: f64,
@@ -301,6 +307,48 @@ struct Shared {
     stopped: AtomicBool,
     names: Mutex<HashMap<i32, String>>,
     seed: u64,
+}
+
+/// [`Shared::t0_ns`] of a run called off before it started.
+const ABORTED: u64 = u64::MAX;
+
+/// How long after the threads are released the scenario's time 0 is: every
+/// thread is asleep, waiting for its start, by then.
+const START_MARGIN_NS: u64 = 20_000_000;
+
+/// A thread that starts (or, at its first event, is) this late behind its
+/// start in the file was kept off its CPU by something outside the run:
+/// the run notes it ([`RealRun::late_starts`]).
+pub const LATE_START_NS: u64 = 500_000;
+
+impl Shared {
+    /// The run's start: set by the first thread to ask, once the threads are
+    /// released ([`START_MARGIN_NS`] from then), so that the start is taken
+    /// by a real-time thread that just woke — not by the launching thread,
+    /// which a busy CPU may preempt for longer than the margin (every thread
+    /// would then start late, together, in priority order instead of in the
+    /// file's). `None` if the run was called off.
+    fn begin(&self) -> Option<u64> {
+        let mine = sys::now_ns() + START_MARGIN_NS;
+        let t0 = match self
+            .t0_ns
+            .compare_exchange(0, mine, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => mine,
+            Err(v) => v,
+        };
+        (t0 != ABORTED).then_some(t0)
+    }
+
+    /// The end of the run (0 if it was called off, `u64::MAX` before it
+    /// starts).
+    fn end(&self) -> u64 {
+        match self.t0_ns.load(Ordering::Acquire) {
+            0 => u64::MAX,
+            ABORTED => 0,
+            t0 => t0.saturating_add(self.duration_ns),
+        }
+    }
 }
 
 /// Stop reasons inside a thread.
@@ -331,6 +379,12 @@ pub struct RealRun {
     /// the run (each also given to [`RunConfig::on_note`]): when not empty,
     /// the run's timing includes their work.
     pub interference: Vec<cpus::RtThread>,
+    /// Threads that woke more than [`LATE_START_NS`] after their start in
+    /// the file, and by how much (µs): something outside the run held the
+    /// CPU then — another program, or a hypervisor that did not run this
+    /// virtual CPU (steal time) — and the run's first events may be out of
+    /// the file's order (a later period repeats them, timers permitting).
+    pub late_starts: Vec<(String, f64)>,
 }
 
 /// Runs `scenario` on real threads and reports like the simulator
@@ -511,7 +565,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     let shared = Arc::new(Shared {
         res,
         res_names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
-        end_ns: AtomicU64::new(u64::MAX),
+        duration_ns: duration_us * 1000,
         t0_ns: AtomicU64::new(0),
         failure: Mutex::new(None),
         ns_per_loop,
@@ -524,7 +578,6 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     // Start: every thread registers, reports its tid, then waits for t0.
     let ready = Arc::new(Barrier::new(nthreads + 1));
     let go = Arc::new(Barrier::new(nthreads + 1));
-    let t0_cell = Arc::new(AtomicU64::new(0));
     let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, i32)>();
     let mut handles = Vec::new();
     let mut names = Vec::new();
@@ -537,7 +590,6 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             let attr = attrs[ti];
             let ready = ready.clone();
             let go = go.clone();
-            let t0_cell = t0_cell.clone();
             let tx = tid_tx.clone();
             let my_idx = idx;
             let cpus = match &task.cpus {
@@ -554,15 +606,11 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
                     let _ = tx.send((my_idx, if ok { sys::gettid() } else { -1 }));
                     ready.wait();
                     go.wait();
-                    let t0 = t0_cell.load(Ordering::Acquire);
-                    let out = match callers {
-                        Ok(c) if ok => run_thread(&sh, &task, &thread_name, my_idx, t0, c),
-                        _ => ThreadOut {
-                            stats: ResponseStats::new(),
-                            jobs: 0,
-                            misses: 0,
-                            events: 0,
-                        },
+                    let out = match (callers, sh.begin()) {
+                        (Ok(c), Some(t0)) if ok => {
+                            run_thread(&sh, &task, &thread_name, my_idx, t0, c)
+                        }
+                        _ => ThreadOut::default(),
                     };
                     thread::leave();
                     out
@@ -634,20 +682,19 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         Ok(())
     })();
     let watch = cpus::Watch::start();
-    let t0 = sys::now_ns() + 20_000_000;
-    let end = t0 + duration_us * 1000;
-    shared.t0_ns.store(t0, Ordering::Release);
-    shared.end_ns.store(end, Ordering::Release);
-    t0_cell.store(t0, Ordering::Release);
     if failed.is_some() || setup.is_err() {
         // Tell every thread to stop at once.
-        shared.end_ns.store(0, Ordering::Release);
+        shared.t0_ns.store(ABORTED, Ordering::Release);
     }
+    // The threads set the start themselves when released (this thread may
+    // be preempted between the release and anything it would do after).
     go.wait();
     let mut outs = Vec::new();
     for h in handles {
         outs.push(h.join().ok());
     }
+    let t0 = shared.begin().unwrap_or_else(sys::now_ns);
+    let end = t0 + shared.duration_ns;
     if let Some(i) = failed {
         return Err(RunError::NoPrivilege(format!(
             "thread {} could not set its scheduling attributes or CPU affinity",
@@ -665,13 +712,12 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     }
     let mut tasks = Vec::new();
     let mut events = 0;
+    let mut late_starts = Vec::new();
     for (name, out) in names.into_iter().zip(outs) {
-        let out = out.unwrap_or(ThreadOut {
-            stats: ResponseStats::new(),
-            jobs: 0,
-            misses: 0,
-            events: 0,
-        });
+        let out = out.unwrap_or_default();
+        if out.late_ns > LATE_START_NS {
+            late_starts.push((name.clone(), out.late_ns as f64 / 1000.0));
+        }
         events += out.events;
         tasks.push(TaskReport {
             name,
@@ -679,6 +725,11 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             deadline_misses: out.misses,
             response_us: out.stats.summary(),
         });
+    }
+    for (name, us) in &late_starts {
+        note(format!(
+            "thread {name} started {us:.0} µs late: something outside the run (another program, the hypervisor) held its CPU; the run's first events are out of the file's order"
+        ));
     }
     let deadlock = shared.deadlock.lock().ok().and_then(|d| d.clone());
     if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
@@ -694,6 +745,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         },
         cpus: cpu_map,
         interference,
+        late_starts,
     })
 }
 
@@ -741,7 +793,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn end(&self) -> u64 {
-        self.sh.end_ns.load(Ordering::Acquire)
+        self.sh.end()
     }
 
     fn over(&self) -> bool {
@@ -1148,8 +1200,10 @@ fn run_thread(
         zero_nvcsw: 0,
     };
     let end = cx.end();
+    let mut late_ns = 0;
     if start < end {
         sys::sleep_until(start);
+        late_ns = sys::now_ns().saturating_sub(start);
         if let Err(Stop::Failed(e)) = run_phases(&mut cx, task) {
             if let Ok(mut f) = sh.failure.lock() {
                 f.get_or_insert(e);
@@ -1174,6 +1228,7 @@ fn run_thread(
         jobs: cx.jobs,
         misses: cx.misses,
         events: cx.events,
+        late_ns,
     }
 }
 

@@ -22,6 +22,43 @@ pub struct Rt {
     _across: FileLock,
     _claim: Vec<CpuClaim>,
     _dog: Watchdog,
+    _main: MainThread,
+}
+
+/// The test's own thread, made `SCHED_FIFO` 1 on the test's CPU while the
+/// test runs, and restored after: it computes each scenario's start and
+/// must finish its setup (spawning, naming helpers) before that start. As a
+/// `SCHED_OTHER` thread it could be kept off the CPU for tens of ms by
+/// `SCHED_OTHER` load (`stress-ng --cpu N`); at FIFO 1 it runs at once, yet
+/// below every test thread (its threads also start at FIFO 1: they inherit
+/// it). It only blocks (joins, channels, sleeps) once the scenario runs.
+struct MainThread {
+    tid: i32,
+    attr: Option<sys::SchedAttr>,
+    cpus: Vec<u32>,
+}
+
+impl MainThread {
+    fn enter(cpu: u32) -> MainThread {
+        let tid = sys::gettid();
+        let m = MainThread {
+            tid,
+            attr: sys::sched_getattr(tid).ok(),
+            cpus: sys::allowed_cpus(),
+        };
+        sys::set_affinity(0, &[cpu]).expect("pin the test thread");
+        sys::sched_setattr(tid, &heir::sched::fifo(1)).expect("test thread at FIFO 1");
+        m
+    }
+}
+
+impl Drop for MainThread {
+    fn drop(&mut self) {
+        if let Some(a) = &self.attr {
+            let _ = sys::sched_setattr(self.tid, a);
+        }
+        let _ = sys::set_affinity(0, &self.cpus);
+    }
 }
 
 /// Returns the environment, or `None` (after printing why) when real-time
@@ -57,6 +94,7 @@ pub fn rt_or_skip(test: &str, limit_s: u64) -> Option<Rt> {
         _across: across,
         _claim: survey.keep(&[cpu]),
         _dog: Watchdog::start(test, limit_s),
+        _main: MainThread::enter(cpu),
     })
 }
 

@@ -38,21 +38,23 @@ fn example(name: &str, cpu: u32) -> heir_scenario::Scenario {
     sc
 }
 
-/// Runs `sc`; a run another program's real-time thread disturbed is
-/// repeated (at most 3 runs in all).
+/// Runs `sc`; a run another program's real-time thread disturbed, or whose
+/// threads started late (the CPU held by something outside the run, e.g.
+/// the hypervisor), is repeated (at most 3 runs in all).
 fn run_undisturbed(test: &str, sc: &heir_scenario::Scenario, config: &RunConfig) -> RealRun {
     let mut last = None;
     for attempt in 1..=3 {
         let r = run(sc, config).expect("run");
-        if r.interference.is_empty() {
+        if r.interference.is_empty() && r.late_starts.is_empty() {
             return r;
         }
         eprintln!(
-            "{test}: run {attempt} shared its CPU with other real-time work: {:?}",
+            "{test}: run {attempt} shared its CPU with other real-time work: {:?}; late starts: {:?}",
             r.interference
                 .iter()
                 .map(|t| t.to_string())
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>(),
+            r.late_starts
         );
         last = Some(r);
     }
@@ -159,23 +161,35 @@ fn two_lock_deadlock_is_reported_with_its_cycle() {
         return;
     };
     let sc = example("deadlock-two-locks.json", rt.cpu);
+    // Five periods of 100 ms: the file's timing repeats in each.
     let config = RunConfig {
-        duration_us: Some(200_000),
+        duration_us: Some(500_000),
         ..RunConfig::default()
     };
     for _ in 0..5 {
         let r = run_undisturbed("run_scenario::deadlock", &sc, &config).report;
         let d = r.deadlock.expect("a deadlock");
         assert_eq!(d.cycle, ["A", "m2", "B", "m1", "A"]);
-        // A locks m1 at 0 and works 2 ms; B (released at 1 ms) preempts it,
-        // locks m2, works 2 ms and blocks on m1; A inherits, works its last
-        // ms and blocks on m2: 4 ms of work on one CPU before the cycle
-        // closes (the simulator says 4.000 ms). Counted from the run's
-        // start, whichever thread finds the cycle; 10 % for the calibration.
+        // In a period, A locks m1 at 0 and works 2 ms; B (released at 1 ms)
+        // preempts it, locks m2, works 2 ms and blocks on m1; A inherits,
+        // works its last ms and blocks on m2: 4 ms of work on one CPU before
+        // the cycle closes (the simulator: 4.000 ms). Counted from the run's
+        // start, whichever thread finds the cycle; 10 % for the
+        // calibration. Usually in the first period — but if something
+        // outside the run (a host stealing the virtual CPU) holds the CPU
+        // across a period's first millisecond, B runs first and there is no
+        // cycle in that period: then in a later one, 4 ms into it.
+        let into_period = d.at_us % 100_000.0;
         assert!(
-            d.at_us >= 3_600.0 && d.at_us < 20_000.0,
+            (3_600.0..20_000.0).contains(&into_period),
             "at {} µs",
             d.at_us
         );
+        if d.at_us >= 100_000.0 {
+            eprintln!(
+                "run_scenario::deadlock: the cycle closed in period {}, not the first",
+                (d.at_us / 100_000.0) as u64 + 1
+            );
+        }
     }
 }
