@@ -174,14 +174,20 @@ fn two_lock_deadlock_is_reported_with_its_cycle() {
         // preempts it, locks m2, works 2 ms and blocks on m1; A inherits,
         // works its last ms and blocks on m2: 4 ms of work on one CPU before
         // the cycle closes (the simulator: 4.000 ms). Counted from the run's
-        // start, whichever thread finds the cycle; 10 % for the
-        // calibration. Usually in the first period — but if something
+        // start, whichever thread finds the cycle (from B's own start, 1 ms
+        // later, it read 2 ms once: issue 7). The work is loops calibrated
+        // on the median of samples taken just before the run; the CPU's
+        // speed moves by up to ±10 % between then and the run on a loaded
+        // virtual machine (3.59 ms seen), so the floor is 3 ms — 4 ms less
+        // 25 %, and well above the 2 ms the old measure gave. Usually in
+        // the first period — but if something
         // outside the run (a host stealing the virtual CPU) holds the CPU
         // across a period's first millisecond, B runs first and there is no
         // cycle in that period: then in a later one, 4 ms into it.
+        eprintln!("run_scenario::deadlock: cycle at {} µs", d.at_us);
         let into_period = d.at_us % 100_000.0;
         assert!(
-            (3_600.0..20_000.0).contains(&into_period),
+            (3_000.0..20_000.0).contains(&into_period),
             "at {} µs",
             d.at_us
         );
