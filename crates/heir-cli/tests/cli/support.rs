@@ -113,20 +113,33 @@ impl Drop for TempDir {
     }
 }
 
-/// Holds what a test that runs real-time threads (`heir run`) needs: this
-/// binary's real-time tests one at a time, and — through the lock file every
-/// heir real-time test takes — no other heir test binary's either.
+/// Holds what a test that runs real-time threads (`heir run`, `heir demo`)
+/// needs: this binary's real-time tests one at a time, and — through the
+/// lock file every heir real-time test takes — no other heir test binary's
+/// either.
 pub struct Rt {
     _serial: std::sync::MutexGuard<'static, ()>,
     _across: heir::caps::FileLock,
+}
+
+/// Takes the real-time tests' locks (whether or not real-time priorities
+/// are allowed: for a test that checks both cases itself).
+pub fn rt_serial(test: &str) -> Rt {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let across = heir::caps::FileLock::acquire(&heir::caps::rt_tests_lock_path())
+        .unwrap_or_else(|e| panic!("{test}: cannot take the real-time tests' lock: {e}"));
+    Rt {
+        _serial: serial,
+        _across: across,
+    }
 }
 
 /// Returns the real-time environment, or `None` (after printing why) when
 /// this process may not use real-time priorities; under `CI=true` that
 /// panics instead.
 pub fn rt_or_skip(test: &str) -> Option<Rt> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = rt_serial(test);
     if let Some(why) = heir::caps::Capabilities::detect().realtime_missing() {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
@@ -135,10 +148,5 @@ pub fn rt_or_skip(test: &str) -> Option<Rt> {
         eprintln!("{test}: SKIPPED: {why}");
         return None;
     }
-    let across = heir::caps::FileLock::acquire(&heir::caps::rt_tests_lock_path())
-        .unwrap_or_else(|e| panic!("{test}: cannot take the real-time tests' lock: {e}"));
-    Some(Rt {
-        _serial: serial,
-        _across: across,
-    })
+    Some(rt)
 }
