@@ -15,11 +15,13 @@
 //!   work is a note ([`RunConfig::on_note`]), and so is another program's
 //!   real-time thread that ran on the run's CPUs during the run
 //!   ([`RealRun::interference`]);
-//! - `run` is a calibrated busy loop (ns of CPU time per loop measured at
-//!   start on a pinned thread, like rt-app's calibration, or
-//!   `global.calibration` when it is an integer); `runtime` a wall-clock busy
-//!   loop; `sleep` a relative sleep; every busy loop also stops at the end of
-//!   the run;
+//! - `run` is a busy loop until the thread has used that much CPU time
+//!   (its `CLOCK_THREAD_CPUTIME_ID`): the simulator's meaning, whatever
+//!   preempts the thread and whatever the CPU's speed; loops come in chunks
+//!   sized by a per-thread estimate of ns per loop, seeded by a calibration
+//!   at start on a pinned thread (like rt-app's, or `global.calibration` when
+//!   it is an integer); `runtime` a wall-clock busy loop; `sleep` a relative
+//!   sleep; every busy loop also stops at the end of the run;
 //! - timers as rt-app: `t_next` starts at the thread's start and advances by
 //!   the period at each use; the thread sleeps with `clock_nanosleep`
 //!   (`TIMER_ABSTIME`, `CLOCK_MONOTONIC`); in relative mode an overrun resets
@@ -180,6 +182,14 @@ enum Res {
 /// zero-time loop, as the simulator does (at most a few tenths of a second
 /// of spinning at the thread's priority).
 pub const ZERO_TIME_EVENT_LIMIT: u64 = 1 << 20;
+
+/// The most CPU time [`Ctx::run_us`] spends between two reads of the
+/// thread's CPU clock (1 ms).
+const RUN_CHUNK_NS: u64 = 1_000_000;
+
+/// A `run` ends when less than this CPU time is left (1 µs: about the cost
+/// of reading the thread's CPU clock).
+const RUN_SLACK_NS: u64 = 1_000;
 
 /// Busy-loop work unit: a few dependent integer operations.
 #[inline(never)]
@@ -375,15 +385,18 @@ pub struct RealRun {
     pub report: Report,
     /// The scenario's CPUs and the CPUs of this machine they ran on.
     pub cpus: Vec<(u32, u32)>,
+    /// ns per busy loop that `run` used (calibrated, or the file's).
+    pub ns_per_loop: f64,
     /// Real-time threads of other programs that ran on those CPUs during
     /// the run (each also given to [`RunConfig::on_note`]): when not empty,
     /// the run's timing includes their work.
     pub interference: Vec<cpus::RtThread>,
-    /// Threads that woke more than [`LATE_START_NS`] after their start in
-    /// the file, and by how much (µs): something outside the run held the
-    /// CPU then — another program, or a hypervisor that did not run this
-    /// virtual CPU (steal time) — and the run's first events may be out of
-    /// the file's order (a later period repeats them, timers permitting).
+    /// Threads the file has run first on their CPU that woke more than
+    /// [`LATE_START_NS`] after their start, and by how much (µs): something
+    /// outside the run held the CPU then — another program, or a hypervisor
+    /// that did not run this virtual CPU (steal time) — and the run's first
+    /// events may be out of the file's order (a later period repeats them,
+    /// timers permitting).
     pub late_starts: Vec<(String, f64)>,
 }
 
@@ -713,9 +726,10 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     let mut tasks = Vec::new();
     let mut events = 0;
     let mut late_starts = Vec::new();
-    for (name, out) in names.into_iter().zip(outs) {
+    let leaders = first_on_their_cpu(scenario, &cpu_map);
+    for (i, (name, out)) in names.into_iter().zip(outs).enumerate() {
         let out = out.unwrap_or_default();
-        if out.late_ns > LATE_START_NS {
+        if leaders.contains(&i) && out.late_ns > LATE_START_NS {
             late_starts.push((name.clone(), out.late_ns as f64 / 1000.0));
         }
         events += out.events;
@@ -744,6 +758,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             events,
         },
         cpus: cpu_map,
+        ns_per_loop,
         interference,
         late_starts,
     })
@@ -783,6 +798,8 @@ struct Ctx<'a> {
     events: u64,
     held: Vec<usize>,
     has_timer: bool,
+    /// This thread's estimate of ns per busy loop ([`Ctx::run_us`]).
+    ns_per_loop: std::cell::Cell<f64>,
     /// Zero-time events executed in a row (see [`ZERO_TIME_EVENT_LIMIT`]).
     zero_streak: u64,
     /// When the streak started (ns).
@@ -827,8 +844,31 @@ impl Ctx<'_> {
         }
     }
 
+    /// `run`: busy until this thread has used `us` of CPU time
+    /// (`CLOCK_THREAD_CPUTIME_ID`) — the simulator's meaning of `run`. Time
+    /// other threads hold the CPU does not count, and neither does the CPU's
+    /// speed: the loops come in chunks of at most [`RUN_CHUNK_NS`] sized
+    /// with this thread's current estimate of ns per loop (the calibration
+    /// at first, then what each chunk measured), and the thread's CPU clock
+    /// decides when the work is done. (Loops sized once by a calibration
+    /// made `run` 2× too short or too long when a loaded host changed the
+    /// virtual CPU's speed between the calibration and the run.)
     fn run_us(&self, us: u64) -> Result<(), Stop> {
-        self.busy_loops((us as f64 * 1000.0 / self.sh.ns_per_loop) as u64)
+        let target = sys::thread_cpu_ns() + us * 1000;
+        let mut now = sys::thread_cpu_ns();
+        while now + RUN_SLACK_NS < target {
+            let chunk = (target - now).min(RUN_CHUNK_NS);
+            let est = self.ns_per_loop.get();
+            let loops = ((chunk as f64 / est) as u64).max(1);
+            self.busy_loops(loops)?;
+            let after = sys::thread_cpu_ns();
+            if loops >= 10_000 {
+                let measured = after.saturating_sub(now) as f64 / loops as f64;
+                self.ns_per_loop.set((0.5 * est + 0.5 * measured).max(0.01));
+            }
+            now = after;
+        }
+        Ok(())
     }
 
     fn lock(&mut self, r: usize) -> Result<(), Stop> {
@@ -1156,6 +1196,47 @@ impl Ctx<'_> {
     }
 }
 
+/// The threads (indices in start order) that the file has run first on
+/// their CPU: pinned to one CPU, the earliest start there, and alone with
+/// the highest priority among those. Nothing of the run can hold the CPU at
+/// such a thread's start, so how late it wakes is what something outside
+/// the run took (the others may legitimately wait for a more urgent thread
+/// of the run).
+fn first_on_their_cpu(scenario: &Scenario, cpu_map: &[(u32, u32)]) -> Vec<usize> {
+    let rank = |t: &Task| {
+        if t.sched.policy.is_realtime() {
+            100 + i64::from(t.sched.priority)
+        } else {
+            0
+        }
+    };
+    // CPU → (delay, rank, thread index), and whether that key is shared.
+    let mut first: HashMap<u32, ((u64, i64), usize, bool)> = HashMap::new();
+    let mut idx = 0;
+    for t in &scenario.tasks {
+        for _ in 0..t.instance {
+            if let Some([c]) = t.cpus.as_deref() {
+                let cpu = place(cpu_map, &[*c])[0];
+                let key = (t.delay_us, -rank(t));
+                match first.get_mut(&cpu) {
+                    None => {
+                        first.insert(cpu, (key, idx, false));
+                    }
+                    Some(f) if key < f.0 => *f = (key, idx, false),
+                    Some(f) if key == f.0 => f.2 = true,
+                    Some(_) => {}
+                }
+            }
+            idx += 1;
+        }
+    }
+    first
+        .values()
+        .filter(|(_, _, shared)| !shared)
+        .map(|&(_, i, _)| i)
+        .collect()
+}
+
 /// The machine's CPUs for the scenario's `cpus`.
 fn place(map: &[(u32, u32)], cpus: &[u32]) -> Vec<u32> {
     cpus.iter()
@@ -1195,6 +1276,7 @@ fn run_thread(
         events: 0,
         held: Vec::new(),
         has_timer: uses_timer(task),
+        ns_per_loop: std::cell::Cell::new(sh.ns_per_loop),
         zero_streak: 0,
         zero_since: 0,
         zero_nvcsw: 0,
