@@ -20,5 +20,7 @@ mod sim_table;
 mod support;
 #[path = "cli/trace_files.rs"]
 mod trace_files;
+#[path = "cli/two_runs.rs"]
+mod two_runs;
 #[path = "cli/warnings.rs"]
 mod warnings;
