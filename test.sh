@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test heir has: formatting, lints, the whole workspace's tests
-# (engine property tests, reader, simulator, analysis, CLI, and the real-time
-# tests on real SCHED_FIFO threads), and the C API example.
+# (engine property tests, reader, simulator, analysis, CLI, the fuzzing
+# harness for a bounded time — HEIR_FUZZ_SECONDS, 60 s under CI=true, 5 s
+# otherwise — and the real-time tests on real SCHED_FIFO threads), and the
+# C API example.
 #
 # On a fresh machine it first installs what is missing (a C compiler and
 # pkg-config for the C API test). Real-time tests need root (or CAP_SYS_NICE):

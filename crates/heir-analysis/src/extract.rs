@@ -58,6 +58,24 @@ fn at_path(p: &str) -> Option<Location> {
     Some(Location::path(p))
 }
 
+/// At a task's key in the file (its path only when it has no position).
+fn at_task(t: &ScTask) -> Option<Location> {
+    Some(Location {
+        path: t.path.clone(),
+        line: t.line,
+        column: t.column,
+    })
+}
+
+/// At a phase's key in the file.
+fn at_phase(p: &Phase) -> Option<Location> {
+    Some(Location {
+        path: p.path.clone(),
+        line: p.line,
+        column: p.column,
+    })
+}
+
 fn unsupported(at: Option<Location>, msg: impl Into<String>) -> AnalysisError {
     AnalysisError::new(ErrorKind::Unsupported, at, msg)
 }
@@ -103,7 +121,7 @@ pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
         if others > 0 {
             let e = all_events(t).find(|e| !matches!(e.kind, EventKind::Serve(_)));
             return Err(unsupported(
-                e.and_then(at_event).or_else(|| at_path(&t.path)),
+                e.and_then(at_event).or_else(|| at_task(t)),
                 format!(
                     "task {} mixes \"serve\" with other events; the RPC analysis (seed 000 §5) models servers that only serve",
                     t.name
@@ -112,7 +130,7 @@ pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
         }
         if serves.len() > 1 {
             return Err(unsupported(
-                at_path(&t.path),
+                at_task(t),
                 format!(
                     "server {} serves several endpoints in turn: a request can wait for another endpoint's caller, which is not analysed; use one server thread per endpoint",
                     t.name
@@ -125,7 +143,7 @@ pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
         }
         if t.instance > 1 {
             return Err(unsupported(
-                at_path(&t.path),
+                at_task(t),
                 format!(
                     "server {} has {} instances: a pool of servers per endpoint is not analysed (seed 000 §5 has one server per endpoint)",
                     t.name, t.instance
@@ -136,7 +154,7 @@ pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
             Policy::Fifo | Policy::Rr => t.sched.priority,
             p => {
                 return Err(unsupported(
-                    at_path(&t.path),
+                    at_task(t),
                     format!(
                         "server {} is {}: the analysis needs SCHED_FIFO or SCHED_RR servers",
                         t.name,
@@ -150,7 +168,7 @@ pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
         if endpoint_server.contains_key(&r) {
             let name = sc.resources.get(r).map(|x| x.name.as_str()).unwrap_or("?");
             return Err(unsupported(
-                at_path(&t.path),
+                at_task(t),
                 format!("endpoint {name} has several servers: a pool of servers per endpoint is not analysed"),
             ));
         }
@@ -205,7 +223,7 @@ pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
                 None => {
                     return Err(AnalysisError::new(
                         ErrorKind::Invalid,
-                        at_path(&t.path),
+                        at_task(t),
                         format!(
                             "task {} is SCHED_DEADLINE without runtime/deadline/period",
                             t.name
@@ -222,7 +240,7 @@ pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
             if let Some(s) = p.sched {
                 if s != t.sched {
                     return Err(unsupported(
-                        at_path(&p.path),
+                        at_phase(p),
                         format!(
                             "phase {} of task {} changes the scheduling parameters: a task with several modes is not analysed",
                             p.name, t.name
@@ -281,7 +299,7 @@ pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
         if demand > period {
             return Err(AnalysisError::new(
                 ErrorKind::Overload,
-                period_at.clone().or_else(|| at_path(&t.path)),
+                period_at.clone().or_else(|| at_task(t)),
                 format!(
                     "task {} needs {} µs per job every {} µs: utilisation {:.3} > 1, no schedule can meet it",
                     t.name,
@@ -394,7 +412,7 @@ fn one_cpu(t: &ScTask) -> Result<u32, AnalysisError> {
     let cpu = match t.cpus.as_deref() {
         Some([c]) => *c,
         Some([]) => {
-            return Err(unsupported(at_path(&t.path), format!("task {} has an empty \"cpus\" list", t.name)))
+            return Err(unsupported(at_task(t), format!("task {} has an empty \"cpus\" list", t.name)))
         }
         Some(list) => {
             return Err(unsupported(
@@ -407,7 +425,7 @@ fn one_cpu(t: &ScTask) -> Result<u32, AnalysisError> {
         }
         None => {
             return Err(unsupported(
-                at_path(&t.path),
+                at_task(t),
                 format!(
                     "task {} may run on any CPU: the analysis is uniprocessor / partitioned, pin every task to one CPU (\"cpus\": [N])",
                     t.name
@@ -456,7 +474,7 @@ fn jobs_of(
         let total = (reps as usize).saturating_mul(p.events.len());
         if seq.len().saturating_add(total) > MAX_UNROLLED_EVENTS {
             return Err(unsupported(
-                at_path(&p.path),
+                at_phase(p),
                 format!(
                     "phase {} of task {} repeats {} events {} times without a timer: too long to analyse as one job",
                     p.name,
@@ -476,7 +494,7 @@ fn jobs_of(
     else {
         return Err(AnalysisError::new(
             ErrorKind::MissingPeriod,
-            at_path(&t.path),
+            at_task(t),
             format!(
                 "task {} has no \"timer\": the analysis needs a period (add \"timer\": {{ \"ref\": \"unique\", \"period\": N }}); a task whose events are only \"serve\" is a server",
                 t.name

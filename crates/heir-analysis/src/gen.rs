@@ -502,6 +502,8 @@ fn one_phase_task(
     ScTask {
         name: name.to_string(),
         path: path.clone(),
+        line: 0,
+        column: 0,
         instance: 1,
         sched,
         cpus: Some(vec![cpu]),
@@ -510,6 +512,8 @@ fn one_phase_task(
         phases: vec![Phase {
             name: String::new(),
             path,
+            line: 0,
+            column: 0,
             loops: 1,
             cpus: None,
             sched: None,

@@ -26,12 +26,13 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use heir::run::{run_scenario, RunConfig};
 use heir_analysis::{analyze_scenario, AnalysisReport, Options, Protocol};
+use heir_scenario::limits::MAX_CPUS;
 use heir_sim::{simulate, NullObserver, Report, SimConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    bad_input_in, deadlock_line, ms, parse_seconds, print_json, read_scenario, run_error, Align,
-    Table,
+    bad_input_in, deadlock_line, ms, parse_seconds, print_json, read_scenario, run_error,
+    sim_error, Align, Table,
 };
 use crate::{CliError, CliResult};
 
@@ -60,6 +61,10 @@ pub struct Args {
     /// global.duration.
     #[arg(long, value_name = "S", value_parser = parse_seconds, requires = "compare")]
     pub duration: Option<u64>,
+    /// With --compare: number of simulated CPUs (as `heir sim --cpus`).
+    #[arg(long, value_name = "N", requires = "compare",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CPUS)))]
+    pub cpus: Option<u32>,
 }
 
 fn parse_protocol(s: &str) -> Result<Protocol, String> {
@@ -108,9 +113,10 @@ pub fn main(args: Args) -> CliResult {
             seed: None,
             duration_us: args.duration,
             pi_cv: Some(pi_cv),
+            cpus: args.cpus,
         };
-        let r = simulate(&scenario, &config, &mut NullObserver)
-            .map_err(|e| CliError::bad_input(anyhow!("{file}: cannot simulate: {e}")))?;
+        let r =
+            simulate(&scenario, &config, &mut NullObserver).map_err(|e| sim_error(&file, &e))?;
         sim = Some(r);
         if args.real {
             let config = RunConfig {

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use heir::run::RunError;
+use heir_scenario::limits::{beyond_time_limit_s, seconds_to_us};
 use heir_scenario::{Policy, Scenario, Sched, Warning};
-use heir_sim::{Observer, Report};
+use heir_sim::{Observer, Report, SimError};
 use heir_viz::{ChromeTrace, SvgGantt, SvgOptions, Tee};
 
 use crate::CliError;
@@ -80,25 +81,55 @@ pub fn bad_input_in(file: &str, has_position: bool, e: impl std::fmt::Display) -
 /// warnings; returns the file's name as given (for messages) and the
 /// scenario. An unreadable file or a reader error is bad input (exit 2).
 pub fn read_scenario(path: &Path) -> Result<(String, Scenario), CliError> {
-    let (file, text) = read_input(path)?;
-    let scenario = heir_scenario::parse_str(&text, &file).map_err(CliError::bad_input)?;
+    let file = path.display().to_string();
+    let scenario = heir_scenario::load(path).map_err(CliError::bad_input)?;
     print_warnings(&file, &scenario.warnings);
     Ok((file, scenario))
 }
 
-/// Parses `--duration`: seconds (a positive decimal) into whole µs.
+/// Parses `--duration`: seconds (a positive decimal, at least 1 µs) into
+/// whole µs, within heir's time limit — the rule `global.duration` obeys,
+/// with the same message.
 pub fn parse_seconds(s: &str) -> Result<u64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected seconds as a positive number, found {s:?}"))?;
-    let us = (v * 1e6).round();
-    if !v.is_finite() || v <= 0.0 || us < 1.0 || us >= u64::MAX as f64 / 1000.0 {
-        return Err(format!(
-            "expected seconds as a positive number (at least 1 µs), found {s:?}"
-        ));
+    let positive = || format!("expected seconds as a positive number (at least 1 µs), found {s:?}");
+    let v: f64 = s.trim().parse().map_err(|_| positive())?;
+    match seconds_to_us(v) {
+        Some(us) if us >= 1 => Ok(us),
+        None if v > 0.0 => Err(beyond_time_limit_s("duration", s.trim())),
+        _ => Err(positive()),
     }
-    Ok(us as u64)
+}
+
+/// A scenario the simulator refuses: bad input (exit 2), as
+/// `FILE:LINE:COL: at PATH: cannot simulate: MESSAGE`, or
+/// `FILE: cannot simulate: PATH: MESSAGE` when the error has no position.
+pub fn sim_error(file: &str, e: &SimError) -> CliError {
+    CliError::bad_input(match e.position() {
+        Some((line, column)) => anyhow!(
+            "{file}:{line}:{column}: at {}: cannot simulate: {}",
+            e.path(),
+            e.message()
+        ),
+        None => anyhow!("{file}: cannot simulate: {e}"),
+    })
+}
+
+/// The `--json` report of `heir sim`: the [`Report`] with the number of
+/// simulated CPUs after `mode`.
+pub fn sim_json(report: &Report, cpus: u32) -> Result<serde_json::Value> {
+    let value = serde_json::to_value(report).context("serialising the report")?;
+    let serde_json::Value::Object(fields) = value else {
+        return Ok(value);
+    };
+    let mut out = serde_json::Map::new();
+    for (k, v) in fields {
+        let after_mode = k == "mode";
+        out.insert(k, v);
+        if after_mode {
+            out.insert("cpus".to_string(), cpus.into());
+        }
+    }
+    Ok(serde_json::Value::Object(out))
 }
 
 /// The exit a refused or failed real-threads run maps to, with `context`
@@ -443,6 +474,16 @@ mod tests {
         for bad in ["0", "-1", "abc", "nan", "inf", "1e-9", "1e300"] {
             assert!(parse_seconds(bad).is_err(), "{bad}");
         }
+        // The time limit, with global.duration's message.
+        assert_eq!(parse_seconds("8640000"), Ok(8_640_000_000_000));
+        assert_eq!(
+            parse_seconds("1e11"),
+            Err("duration 1e11 s is beyond heir's time limit of 8640000 s (100 days)".to_string())
+        );
+        assert_eq!(
+            parse_seconds("-2"),
+            Err("expected seconds as a positive number (at least 1 µs), found \"-2\"".to_string())
+        );
     }
 
     #[test]

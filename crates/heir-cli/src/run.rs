@@ -4,8 +4,8 @@
 //! schema as `heir sim`, with `"mode":"real"`.
 //!
 //! CPUs: a CPU the file names that another program's real-time threads (or
-//! another `heir run`) use moves to a free CPU (`--cpus free`, the default)
-//! or stays (`--cpus as-written`); a file that names no CPU runs on the
+//! another `heir run`) use moves to a free CPU (`--placement free`, the
+//! default) or stays (`--placement as-written`); a file that names no CPU runs on the
 //! quietest one. Either way a warning on stderr says what else runs there,
 //! and another program's real-time thread that ran on the run's CPUs during
 //! the run is a warning too.
@@ -20,7 +20,7 @@
 
 use std::path::PathBuf;
 
-use heir::run::{run_scenario, CpuChoice, RunConfig};
+use heir::run::{run_scenario, Placement, RunConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
@@ -48,12 +48,12 @@ pub struct Args {
     /// program's real-time threads (or another heir run) use to a free one,
     /// `as-written` keeps the file's numbers; both say so on stderr.
     #[arg(long, value_name = "free|as-written", default_value = "free")]
-    pub cpus: Cpus,
+    pub placement: PlacementArg,
 }
 
-/// `--cpus`.
+/// `--placement`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cpus {
+pub enum PlacementArg {
     /// Move busy CPUs to free ones.
     Free,
     /// Keep the file's CPU numbers.
@@ -67,9 +67,9 @@ pub fn main(args: Args) -> CliResult {
         duration_us: args.duration,
         pi_cv: args.pi_cv.map(OnOff::enabled),
         calibration_ns_per_loop: None,
-        cpus: match args.cpus {
-            Cpus::Free => CpuChoice::Free,
-            Cpus::AsWritten => CpuChoice::AsWritten,
+        placement: match args.placement {
+            PlacementArg::Free => Placement::Free,
+            PlacementArg::AsWritten => Placement::AsWritten,
         },
         on_note: Some(print_run_note),
     };

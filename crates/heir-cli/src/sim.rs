@@ -1,7 +1,9 @@
 //! `heir sim FILE`: simulate a scenario file, deterministically from its seed.
 //!
-//! Prints a per-thread table (or, with `--json`, exactly one JSON object:
-//! the [`heir_sim::Report`]), and optionally writes a Chrome trace
+//! Prints a header (file, simulated time, CPUs, seed, PI-CV) and a
+//! per-thread table (or, with `--json`, exactly one JSON object: the
+//! [`heir_sim::Report`] with `"cpus"`, the number of simulated CPUs, after
+//! `"mode"`), and optionally writes a Chrome trace
 //! (`--trace`, for ui.perfetto.dev) and an SVG Gantt chart of the first
 //! 200 ms (`--svg`). Output files are written under a temporary name and
 //! renamed when complete: bad input leaves none behind.
@@ -13,12 +15,13 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
+use heir_scenario::limits::MAX_CPUS;
 use heir_sim::{Report, SimConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    deadlock_line, on_off, parse_seconds, print_json, read_scenario, report_table, thread_scheds,
-    RunOutputs,
+    deadlock_line, on_off, parse_seconds, print_json, read_scenario, report_table, sim_error,
+    sim_json, thread_scheds, RunOutputs,
 };
 use crate::{CliError, CliResult};
 
@@ -59,6 +62,10 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
+    /// Number of simulated CPUs (1 to 1024); every CPU the file names must
+    /// be below it. Default: 1 + the largest CPU number the file names.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CPUS)))]
+    pub cpus: Option<u32>,
     /// Start of the SVG chart's time window, in ms of simulated time.
     #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = parse_ms)]
     pub svg_from: f64,
@@ -85,6 +92,7 @@ pub fn main(args: Args) -> CliResult {
         seed: args.seed,
         duration_us: args.duration,
         pi_cv: args.pi_cv.map(OnOff::enabled),
+        cpus: args.cpus,
     };
     let seed = config.seed.unwrap_or(scenario.global.seed);
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
@@ -102,16 +110,18 @@ pub fn main(args: Args) -> CliResult {
         &title,
         Some(window),
     )?;
+    let cpus = heir_sim::cpu_count(&scenario, &config).map_err(|e| sim_error(&file, &e))?;
     let report = heir_sim::simulate(&scenario, &config, &mut outputs.observer())
-        .map_err(|e| CliError::bad_input(anyhow!(e).context(format!("{file}: cannot simulate"))))?;
+        .map_err(|e| sim_error(&file, &e))?;
     let written = outputs.commit().map_err(CliError::failure)?;
 
     if args.json {
-        print_json(&report).map_err(CliError::failure)?;
+        let json = sim_json(&report, cpus).map_err(CliError::failure)?;
+        print_json(&json).map_err(CliError::failure)?;
     } else {
         print!(
             "{}",
-            text_report(&file, seed, pi_cv, &report, &thread_scheds(&scenario))
+            text_report(&file, seed, pi_cv, cpus, &report, &thread_scheds(&scenario))
         );
         for path in &written {
             println!("wrote {}", path.display());
@@ -126,13 +136,15 @@ fn text_report(
     file: &str,
     seed: u64,
     pi_cv: bool,
+    cpus: u32,
     report: &Report,
     scheds: &[(String, String)],
 ) -> String {
     let mut out = format!(
-        "{file}: mode {}, simulated {:.3} s, seed {seed}, pi_cv {}\nresponse times in ms\n\n",
+        "{file}: mode {}, simulated {:.3} s on {cpus} CPU{}, seed {seed}, pi_cv {}\nresponse times in ms\n\n",
         report.mode,
         report.duration_us / 1e6,
+        if cpus == 1 { "" } else { "s" },
         on_off(pi_cv)
     );
     out.push_str(&report_table(report, scheds).render());

@@ -216,7 +216,7 @@ fn bad_input_exits_2_with_the_position_and_prints_nothing() {
     assert_eq!(code(&o), 2);
     assert!(out(&o).is_empty());
     assert!(
-        err(&o).contains("fig6-producer-consumer.json: at tasks."),
+        err(&o).contains("fig6-producer-consumer.json:25:3: at tasks.Consumer: task Consumer"),
         "{}",
         err(&o)
     );

@@ -8,6 +8,8 @@ mod bad_input;
 mod deadlock;
 #[path = "cli/demo.rs"]
 mod demo;
+#[path = "cli/reliability.rs"]
+mod reliability;
 #[path = "cli/run_errors.rs"]
 mod run_errors;
 #[path = "cli/run_privilege.rs"]

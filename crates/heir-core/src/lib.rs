@@ -64,7 +64,12 @@
 //!   and removed at any time, also while waiters wait (the boost is applied or
 //!   revoked at once); signal, broadcast and timeout ([`Engine::cancel_wait`])
 //!   revoke the woken waiters' donation. Transitive with PI mutexes and other
-//!   condvars (seed 000 Fig. 3 and Fig. 7).
+//!   condvars (seed 000 Fig. 3 and Fig. 7). `pthread_cond_wait(c, m)` gives
+//!   `m` up atomically with starting to wait, and so does the engine:
+//!   [`Engine::cond_wait_unlock`] (hand-off) and [`Engine::cond_wait_release`]
+//!   (the kernel hands over) are one operation whose cycle check sees `m`
+//!   already released — a helper blocked on `m` to signal is the normal
+//!   pattern, not a deadlock.
 //! - **Immediate priority ceiling** (seed 004): owning a
 //!   [`Protocol::Ceiling`] mutex puts a floor under the owner from the moment
 //!   it locks; nested ceilings take the maximum and unwind on unlock. Waiters
@@ -102,7 +107,8 @@
 //!   walk first changed them (breadth-first from the edge that changed; for
 //!   [`Engine::unlock`] the previous owner comes before the new one). The
 //!   `*_into` variants ([`Engine::lock_into`], [`Engine::unlock_into`],
-//!   [`Engine::cond_wait_into`], [`Engine::cond_signal_into`]) write the
+//!   [`Engine::cond_wait_into`], [`Engine::cond_wait_unlock_into`],
+//!   [`Engine::cond_signal_into`]) write the
 //!   same changes into a caller's buffer, cleared first, so that a caller
 //!   reusing one buffer (the simulator) moves no [`Changes`] around.
 //! - Every error leaves the engine unchanged: operations check everything
@@ -684,6 +690,106 @@ impl Engine {
         self.add_edge(t, Obj::Cond(c));
         self.propagate(out);
         Ok(())
+    }
+
+    /// `pthread_cond_wait(c, m)`: unlocks `m` (owned by `t`), handing it to
+    /// its top waiter as [`Engine::unlock`] does, and blocks `t` on `c`, in
+    /// one step. Returns the task `m` was handed to.
+    ///
+    /// A wait gives its mutex up atomically with starting to wait, and the
+    /// engine sees the same order: the cycle check is made on the graph
+    /// *after* the release. In the textbook pattern — a helper of `c` blocked
+    /// on `m` to signal `c` — the helper becomes `m`'s owner and no cycle
+    /// closes, where [`Engine::cond_wait`] followed by [`Engine::unlock`]
+    /// would see `t → c → helper → m → t` and refuse.
+    ///
+    /// Pre: `t` live, not blocked, owner of `m` ([`EngineError::NotOwner`]);
+    /// after the release, the block closes no cycle and creates no chain
+    /// longer than [`MAX_CHAIN_DEPTH`]. Post: as [`Engine::unlock`] of `m`
+    /// (the top waiter, if any, owns `m` and is runnable) then
+    /// [`Engine::cond_wait`] of `c`: `t` is a waiter of `c` and owns `m` no
+    /// more. Changes: each task once, net of both steps. On error nothing
+    /// changes (`m` stays `t`'s).
+    pub fn cond_wait_unlock(
+        &mut self,
+        t: TaskId,
+        c: CondId,
+        m: MutexId,
+    ) -> Result<Outcome<Option<TaskId>>, EngineError> {
+        self.outcome_of(None, |e, out| e.cond_wait_unlock_into(t, c, m, out))
+    }
+
+    /// [`Engine::cond_wait_unlock`] writing its changes into `out` (cleared
+    /// first); returns the task `m` was handed to. On error `out` is empty
+    /// and the engine unchanged.
+    pub fn cond_wait_unlock_into(
+        &mut self,
+        t: TaskId,
+        c: CondId,
+        m: MutexId,
+        out: &mut Changes,
+    ) -> Result<Option<TaskId>, EngineError> {
+        self.cond_wait_giving_up(t, c, m, true, out)
+    }
+
+    /// `pthread_cond_wait(c, m)` for a mutex the kernel hands over (a PI
+    /// futex): releases `m` as [`Engine::release`] does — its waiters stay
+    /// blocked on it, ownerless until [`Engine::acquire`] — and blocks `t`
+    /// on `c`, in one step, checked on the graph after the release (see
+    /// [`Engine::cond_wait_unlock`]).
+    ///
+    /// Pre: `t` live, not blocked, owner of `m`; the block closes no cycle
+    /// once `m` is released. Post: `m` has no owner; `t` is a waiter of `c`.
+    /// On error nothing changes.
+    pub fn cond_wait_release(
+        &mut self,
+        t: TaskId,
+        c: CondId,
+        m: MutexId,
+    ) -> Result<Changes, EngineError> {
+        self.changes_of(|e, out| e.cond_wait_giving_up(t, c, m, false, out).map(|_| ()))
+    }
+
+    /// [`Engine::cond_wait_unlock`] (`handoff`) and
+    /// [`Engine::cond_wait_release`]: checks, then the deltas remove-edge
+    /// `m → t`, (hand-off) remove-edge `w → m` and add-edge `m → w`, and
+    /// add-edge `t → c`, then one chain walk.
+    fn cond_wait_giving_up(
+        &mut self,
+        t: TaskId,
+        c: CondId,
+        m: MutexId,
+        handoff: bool,
+        out: &mut Changes,
+    ) -> Result<Option<TaskId>, EngineError> {
+        out.clear();
+        let blocked = self.live(t)?.blocked.is_some();
+        self.cond(c)?;
+        let ms = self.mutex(m)?;
+        if blocked {
+            return Err(EngineError::AlreadyBlocked(t));
+        }
+        if ms.owner != Some(t) {
+            return Err(EngineError::NotOwner { task: t, mutex: m });
+        }
+        let next = if handoff {
+            ms.queue.top().map(|w| w.task)
+        } else {
+            None
+        };
+        let cut = probe::Cut {
+            mutex: m,
+            unblocked: next,
+        };
+        self.check_block_releasing(t, Obj::Cond(c), cut)?;
+        self.detach_owner(m);
+        if let Some(w) = next {
+            self.remove_edge(w);
+            self.attach_owner(m, w);
+        }
+        self.add_edge(t, Obj::Cond(c));
+        self.propagate(out);
+        Ok(next)
     }
 
     /// Wakes the top waiter of `c` (most urgent, FIFO among equals), if any.

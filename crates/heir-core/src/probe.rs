@@ -7,7 +7,26 @@
 //! exponentially often).
 
 use crate::state::Obj;
-use crate::{Engine, EngineError, Node, TaskId, MAX_CHAIN_DEPTH};
+use crate::{Engine, EngineError, MutexId, Node, TaskId, MAX_CHAIN_DEPTH};
+
+/// The graph as it will be once a waiter has given its mutex up, for the
+/// probes of a wait that releases a mutex atomically
+/// ([`Engine::cond_wait_unlock`], [`Engine::cond_wait_release`]).
+///
+/// The probes read the current graph through this cut: `mutex` has no
+/// target (its owner, the waiter, gives it up), the waiter no longer counts
+/// it among what it owns (up probes), and with a direct hand-off the task
+/// that will own it, `unblocked`, is no longer blocked. Reachability is then
+/// that of the graph after the release: a path that reached the waiter
+/// through `mutex` ends at `mutex` (released: no owner) or at `unblocked`
+/// (handed off: a runnable owner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cut {
+    /// The mutex given up.
+    pub mutex: MutexId,
+    /// Its next owner with a direct hand-off, runnable after the operation.
+    pub unblocked: Option<TaskId>,
+}
 
 /// A depth-first frame: the node, the index of its next child, and the best
 /// value folded in from the children seen so far.
@@ -41,15 +60,21 @@ impl Engine {
     /// one blocked task of chain length; 0 for object ↔ target edges).
     fn child(&self, n: Node, i: usize, dir: Dir) -> Option<(Node, usize)> {
         match (n, dir) {
-            (Node::Task(t), Dir::Down) => {
-                let ts = &self.tasks[t.0 as usize];
-                match ts.blocked {
-                    Some(o) if i == 0 => Some((o.into(), 1)),
-                    _ => None,
-                }
-            }
+            (Node::Task(t), Dir::Down) => match self.probe_blocked(t) {
+                Some(o) if i == 0 => Some((o.into(), 1)),
+                _ => None,
+            },
             (Node::Task(t), Dir::Up) => {
                 let ts = &self.tasks[t.0 as usize];
+                // A mutex given up is no longer the task's: skip it.
+                let skip = self
+                    .scratch
+                    .cut
+                    .and_then(|cut| ts.owned.iter().position(|m| *m == cut.mutex));
+                let i = match skip {
+                    Some(k) if i >= k => i + 1,
+                    _ => i,
+                };
                 if let Some(m) = ts.owned.get(i) {
                     Some((Node::Mutex(*m), 0))
                 } else {
@@ -60,7 +85,7 @@ impl Engine {
             }
             (_, Dir::Down) => {
                 let o = obj_of(n)?;
-                self.target(o, i).map(|u| (Node::Task(u), 0))
+                self.probe_target(o, i).map(|u| (Node::Task(u), 0))
             }
             (_, Dir::Up) => {
                 let o = obj_of(n)?;
@@ -69,6 +94,24 @@ impl Engine {
                     .get(i)
                     .map(|w| (Node::Task(w.task), 1))
             }
+        }
+    }
+
+    /// What `t` is blocked on, as the probes see it (through the cut).
+    #[inline]
+    fn probe_blocked(&self, t: TaskId) -> Option<Obj> {
+        match self.scratch.cut {
+            Some(cut) if cut.unblocked == Some(t) => None,
+            _ => self.tasks[t.0 as usize].blocked,
+        }
+    }
+
+    /// The `i`-th target of `o`, as the probes see it (through the cut).
+    #[inline]
+    fn probe_target(&self, o: Obj, i: usize) -> Option<TaskId> {
+        match (self.scratch.cut, o) {
+            (Some(cut), Obj::Mutex(m)) if cut.mutex == m => None,
+            _ => self.target(o, i),
         }
     }
 
@@ -155,10 +198,10 @@ impl Engine {
         let mut depth = 0;
         let mut obj = o;
         loop {
-            if self.target(obj, 1).is_some() {
+            if self.probe_target(obj, 1).is_some() {
                 return None;
             }
-            let Some(u) = self.target(obj, 0) else {
+            let Some(u) = self.probe_target(obj, 0) else {
                 return Some(Ok(depth));
             };
             if u == t {
@@ -167,10 +210,10 @@ impl Engine {
                 let mut obj = o;
                 loop {
                     path.push(Node::from(obj));
-                    match self.target(obj, 0) {
+                    match self.probe_target(obj, 0) {
                         Some(v) if v != t => {
                             path.push(Node::Task(v));
-                            match self.tasks[v.0 as usize].blocked {
+                            match self.probe_blocked(v) {
                                 Some(next) => obj = next,
                                 None => return None,
                             }
@@ -181,7 +224,7 @@ impl Engine {
                 path.push(Node::Task(t));
                 return Some(Err(path));
             }
-            match self.tasks[u.0 as usize].blocked {
+            match self.probe_blocked(u) {
                 Some(next) => {
                     depth += 1;
                     obj = next;
@@ -209,9 +252,9 @@ impl Engine {
     /// Whether every target of `o` is runnable and is not `t`.
     #[inline]
     fn shallow(&self, t: TaskId, o: Obj) -> bool {
-        let runnable = |u: TaskId| u != t && self.tasks[u.0 as usize].blocked.is_none();
+        let runnable = |u: TaskId| u != t && self.probe_blocked(u).is_none();
         match o {
-            Obj::Mutex(m) => match self.mutexes[m.0 as usize].owner {
+            Obj::Mutex(_) => match self.probe_target(o, 0) {
                 Some(u) => runnable(u),
                 None => true,
             },
@@ -261,6 +304,21 @@ impl Engine {
             });
         }
         Ok(())
+    }
+
+    /// [`Engine::check_block`] for a block that gives `cut.mutex` up at the
+    /// same time (a condvar wait releasing its mutex): the probes see the
+    /// graph after the release. Read-only, like every probe.
+    pub(crate) fn check_block_releasing(
+        &mut self,
+        t: TaskId,
+        o: Obj,
+        cut: Cut,
+    ) -> Result<(), EngineError> {
+        self.scratch.cut = Some(cut);
+        let r = self.check_block(t, o);
+        self.scratch.cut = None;
+        r
     }
 
     /// Checks the edge `o → t` (t becomes a target of o while o has

@@ -31,6 +31,10 @@ pub(crate) struct Scratch {
     pub epoch: u32,
     /// The current walk recorded some task twice.
     pub revisited: bool,
+    /// While a probe runs for [`Engine::cond_wait_unlock`] or
+    /// [`Engine::cond_wait_release`]: the mutex the waiter gives up as it
+    /// starts to wait (see [`crate::probe::Cut`]).
+    pub cut: Option<crate::probe::Cut>,
 }
 
 impl Scratch {

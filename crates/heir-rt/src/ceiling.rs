@@ -109,14 +109,6 @@ impl RawEngineMutex {
         Ok(())
     }
 
-    /// Unlock under the engine lock; the returned thread must be woken after
-    /// the lock is dropped. Used by condition variables (no deferral: the
-    /// caller is about to sleep).
-    pub(crate) fn unlock_locked(&self, st: &mut State) -> Result<Option<Arc<ThreadShared>>, Error> {
-        let me = st.lookup_tid(rt::tid()).ok_or(Error::NotOwner)?;
-        self.unlock_inner(st, me, false).map(|(sh, _)| sh)
-    }
-
     fn unlock_inner(
         &self,
         st: &mut State,

@@ -4,9 +4,14 @@
 //! - Waiters are queued *in the engine* (most urgent first, FIFO among
 //!   equals); each sleeps on its own per-thread futex word, so `signal` wakes
 //!   exactly the waiter the engine picks.
-//! - `wait`: under the engine lock, `cond_wait` (helpers boosted before the
-//!   waiter sleeps), then the associated [`RawPiMutex`] is released; the
-//!   futex wait happens after the engine lock is dropped.
+//! - `wait`: under the engine lock, one engine operation gives the mutex up
+//!   and blocks the waiter on the condvar (`cond_wait_release` for a PI
+//!   futex the kernel hands over, `cond_wait_unlock` for an engine mutex
+//!   with hand-off), so helpers are boosted before the waiter sleeps and the
+//!   cycle check sees the mutex already released — the textbook pattern, a
+//!   helper blocked on that mutex to signal, is no deadlock. Then, still
+//!   under the lock, the futex word is released; the futex wait happens
+//!   after the engine lock is dropped.
 //! - `signal`/`broadcast`: under the engine lock, `cond_signal` marks the
 //!   chosen waiters woken and applies the revocations of other threads; the
 //!   futex wake happens after the lock is dropped; the signaller's own
@@ -21,11 +26,9 @@ use std::sync::atomic::Ordering;
 
 use heir_core::CondId;
 
-use std::sync::Arc;
-
 use crate::ceiling::RawEngineMutex;
 use crate::mutex::{PiMutexGuard, RawPiMutex};
-use crate::rt::{self, State, ThreadShared, PARKED, UNPARKED};
+use crate::rt::{self, State, PARKED, UNPARKED};
 use crate::sys::{self, FutexWait};
 use crate::Error;
 
@@ -126,30 +129,46 @@ impl PiCondvar {
             return Err(Error::NotOwner);
         }
         let me_tid = rt::tid();
-        let shared = {
+        let (shared, next_owner) = {
             let mut st = rt::state();
             let me = st.current()?;
             let sh = st.shared(me).ok_or(Error::NoSuchThread(me_tid))?;
             sh.wake.store(PARKED, Ordering::Relaxed);
-            let ch = match st.engine.cond_wait(me, self.id) {
-                Ok(ch) => ch,
+            // Give the mutex up and start waiting in one engine operation.
+            let m = mutex.engine_id();
+            let gave_up = if mutex.engine_handoff() {
+                st.engine
+                    .cond_wait_unlock(me, self.id, m)
+                    .map(|o| (o.changes, o.value))
+            } else if st.engine.owner(m)? == Some(me) {
+                st.engine
+                    .cond_wait_release(me, self.id, m)
+                    .map(|ch| (ch, None))
+            } else {
+                // Locked on the fast path: the engine never saw the owner,
+                // so nobody's chain goes through it.
+                st.engine.cond_wait(me, self.id).map(|ch| (ch, None))
+            };
+            let (ch, next) = match gave_up {
+                Ok(r) => r,
                 Err(e) => {
                     sh.wake.store(UNPARKED, Ordering::Relaxed);
                     return Err(e.into());
                 }
             };
             st.apply(&ch);
-            match mutex.release_locked(&mut st) {
-                Ok(next) => (sh, next),
-                Err(e) => {
-                    let ch = st.engine.cancel_wait(me)?;
-                    st.apply(&ch);
-                    sh.wake.store(UNPARKED, Ordering::Relaxed);
-                    return Err(e);
-                }
+            let next = next.and_then(|t| st.shared(t));
+            if let Some(n) = &next {
+                n.wake.store(UNPARKED, Ordering::Release);
             }
+            if let Err(e) = mutex.release_word(&mut st) {
+                let ch = st.engine.cancel_wait(me)?;
+                st.apply(&ch);
+                sh.wake.store(UNPARKED, Ordering::Relaxed);
+                return Err(e);
+            }
+            (sh, next)
         };
-        let (shared, next_owner) = shared;
         if let Some(n) = next_owner {
             sys::futex_wake(&n.wake, 1);
         }
@@ -238,8 +257,14 @@ impl Drop for PiCondvar {
 /// A mutex a condition variable can release and re-acquire.
 trait CvMutex {
     fn owned(&self) -> bool;
-    /// Releases under the engine lock; returns a thread to wake after it.
-    fn release_locked(&self, st: &mut State) -> Result<Option<Arc<ThreadShared>>, Error>;
+    /// The engine's id of the mutex.
+    fn engine_id(&self) -> heir_core::MutexId;
+    /// True if the engine hands the mutex to its next owner
+    /// (`cond_wait_unlock`); false if the kernel does (`cond_wait_release`).
+    fn engine_handoff(&self) -> bool;
+    /// Under the engine lock, after the engine gave the mutex up: releases
+    /// what lives outside the engine (the futex word of a PI mutex).
+    fn release_word(&self, st: &mut State) -> Result<(), Error>;
     fn relock(&self) -> Result<(), Error>;
 }
 
@@ -247,8 +272,16 @@ impl CvMutex for RawPiMutex {
     fn owned(&self) -> bool {
         self.is_owned_by_current()
     }
-    fn release_locked(&self, st: &mut State) -> Result<Option<Arc<ThreadShared>>, Error> {
-        self.unlock_locked(st).map(|_| None)
+    fn engine_id(&self) -> heir_core::MutexId {
+        self.id()
+    }
+    fn engine_handoff(&self) -> bool {
+        false
+    }
+    fn release_word(&self, st: &mut State) -> Result<(), Error> {
+        // The engine no longer records the caller as owner: this is the
+        // futex part of the slow unlock only.
+        self.unlock_locked(st)
     }
     fn relock(&self) -> Result<(), Error> {
         self.lock()
@@ -259,8 +292,15 @@ impl CvMutex for RawEngineMutex {
     fn owned(&self) -> bool {
         self.is_owned_by_current()
     }
-    fn release_locked(&self, st: &mut State) -> Result<Option<Arc<ThreadShared>>, Error> {
-        self.unlock_locked(st)
+    fn engine_id(&self) -> heir_core::MutexId {
+        self.id()
+    }
+    fn engine_handoff(&self) -> bool {
+        true
+    }
+    fn release_word(&self, _st: &mut State) -> Result<(), Error> {
+        // Entirely in the engine: nothing else to release.
+        Ok(())
     }
     fn relock(&self) -> Result<(), Error> {
         self.lock()

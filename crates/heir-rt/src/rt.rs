@@ -510,6 +510,7 @@ impl State {
             base_urgency: rec.base_urgency,
             effective: self.engine.effective(t).ok()?.urgency,
             applied: rec.applied,
+            blocked_on: self.engine.blocked_on(t).ok()?,
         })
     }
 

@@ -6,11 +6,11 @@
 //!   the file says, pinned to the task's `cpus`; a task without `cpus` runs
 //!   on every CPU of the simulator's model (`0..=` the largest CPU the file
 //!   names, or one CPU when it names none);
-//! - CPUs ([`CpuChoice`]): the scenario's CPUs are placed on this machine's
+//! - CPUs ([`Placement`]): the scenario's CPUs are placed on this machine's
 //!   after a short survey of other programs' real-time threads and of other
 //!   heir runs ([`crate::cpus`]): a named CPU runs on itself when it is free
-//!   and moves to a free one when it is not ([`CpuChoice::Free`], the
-//!   default; [`CpuChoice::AsWritten`] keeps the file's numbers); a file that
+//!   and moves to a free one when it is not ([`Placement::Free`], the
+//!   default; [`Placement::AsWritten`] keeps the file's numbers); a file that
 //!   names no CPU runs on the quietest CPU. Each choice that concerns other
 //!   work is a note ([`RunConfig::on_note`]), and so is another program's
 //!   real-time thread that ran on the run's CPUs during the run
@@ -77,7 +77,7 @@ pub struct RunConfig {
     /// Replaces `global.calibration` (ns per loop).
     pub calibration_ns_per_loop: Option<u64>,
     /// Where the scenario's CPUs run.
-    pub cpus: CpuChoice,
+    pub placement: Placement,
     /// Receives each note about where the run's CPUs are (a CPU moved off
     /// other real-time work, or shared with it), before the run starts.
     pub on_note: Option<fn(&str)>,
@@ -90,7 +90,7 @@ pub struct RunConfig {
 /// in the model, but another program's real-time threads on it change the
 /// run (see [`crate::cpus`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CpuChoice {
+pub enum Placement {
     /// Each CPU the file names runs on itself when that CPU is free; one
     /// that another program's real-time work (or another heir run) uses
     /// moves to a free CPU, with a note. A file that names no CPU runs on
@@ -126,11 +126,17 @@ pub enum RunError {
     /// The scenario cannot be run as written here, or its program went
     /// wrong while it ran (an unlock of a mutex the thread does not hold, a
     /// zero-time loop): the simulator refuses the same file with the same
-    /// path and message ([`heir_scenario::messages`]).
-    #[error("{path}: {message}")]
+    /// path, position and message ([`heir_scenario::messages`]). Displays
+    /// as the simulator's errors: `LINE:COLUMN: at PATH: MESSAGE`, or
+    /// `PATH: MESSAGE` without a position.
+    #[error("{}{path}: {message}", if *line > 0 { format!("{line}:{column}: at ") } else { String::new() })]
     Invalid {
         /// JSON path.
         path: String,
+        /// 1-based line in the file; 0 when unknown.
+        line: u32,
+        /// 1-based column; 0 with `line`.
+        column: u32,
         /// What is wrong.
         message: String,
     },
@@ -440,6 +446,8 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             if !caps.cpus.contains(c) {
                 return Err(RunError::Invalid {
                     path: format!("{}.cpus", t.path),
+                    line: t.line,
+                    column: t.column,
                     message: format!("CPU {c} is not available (allowed: {:?})", caps.cpus),
                 });
             }
@@ -464,6 +472,8 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
                 if !caps.cpus.contains(c) {
                     return Err(RunError::Invalid {
                         path: format!("{}.cpus", p.path),
+                        line: p.line,
+                        column: p.column,
                         message: format!("CPU {c} is not available (allowed: {:?})", caps.cpus),
                     });
                 }
@@ -489,11 +499,21 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             }
             vec![(0, p)]
         }
-        Some(&max) => {
-            let logical: Vec<u32> = (0..=max).collect();
-            let map = match config.cpus {
-                CpuChoice::Free => cpus::assign(&logical, &caps.cpus, &survey),
-                CpuChoice::AsWritten => logical.iter().map(|&c| (c, c)).collect(),
+        Some(_) => {
+            // The simulator's CPUs, counted as it counts them.
+            let n =
+                heir_sim::cpu_count(scenario, &heir_sim::SimConfig::default()).map_err(|e| {
+                    RunError::Invalid {
+                        path: e.path().to_string(),
+                        line: e.position().map_or(0, |p| p.0),
+                        column: e.position().map_or(0, |p| p.1),
+                        message: e.message().to_string(),
+                    }
+                })?;
+            let logical: Vec<u32> = (0..n).collect();
+            let map = match config.placement {
+                Placement::Free => cpus::assign(&logical, &caps.cpus, &survey),
+                Placement::AsWritten => logical.iter().map(|&c| (c, c)).collect(),
             };
             let unnamed = scenario.tasks.iter().any(|t| t.cpus.is_none());
             for &(l, p) in &map {
@@ -508,9 +528,9 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
                         survey.why_busy(l)
                     ));
                 } else if survey.busy(p) {
-                    let why = match config.cpus {
-                        CpuChoice::Free => "no free CPU to move it to",
-                        CpuChoice::AsWritten => "kept as written",
+                    let why = match config.placement {
+                        Placement::Free => "no free CPU to move it to",
+                        Placement::AsWritten => "kept as written",
                     };
                     note(format!(
                         "CPU {p} has other real-time work ({}); {why}: the run's timing includes that work",
@@ -1029,17 +1049,21 @@ impl Ctx<'_> {
         let at_us = (self.zero_since.saturating_sub(t0) / 1000) as f64;
         Err(Stop::Failed(RunError::Invalid {
             path: self.task.path.clone(),
+            line: self.task.line,
+            column: self.task.column,
             message: messages::zero_time_loop(self.name, at_us),
         }))
     }
 
     /// Turns "the caller does not own the mutex" from an unlock or a wait
-    /// into the simulator's error for the same event.
-    fn not_held(&self, stop: Stop, ev: &Event, mutex: usize) -> Stop {
+    /// into the simulator's error for the same event: `message`.
+    fn not_held(&self, stop: Stop, ev: &Event, message: impl FnOnce() -> String) -> Stop {
         match stop {
             Stop::Failed(RunError::Runtime(Error::NotOwner)) => Stop::Failed(RunError::Invalid {
                 path: ev.path.clone(),
-                message: messages::mutex_not_held(ev, self.name, &self.sh.res_names[mutex]),
+                line: ev.line,
+                column: ev.column,
+                message: message(),
             }),
             s => s,
         }
@@ -1080,7 +1104,11 @@ impl Ctx<'_> {
                 self.timer(timer.0, p)?;
             }
             EventKind::Lock(r) => self.lock(r.0)?,
-            EventKind::Unlock(r) => self.unlock(r.0).map_err(|s| self.not_held(s, ev, r.0))?,
+            EventKind::Unlock(r) => self.unlock(r.0).map_err(|s| {
+                self.not_held(s, ev, || {
+                    messages::mutex_not_held(self.name, &self.sh.res_names[r.0])
+                })
+            })?,
             EventKind::Wait { cond, mutex } => {
                 let c = match &self.sh.res[cond.0] {
                     Res::Cond(c) => c,
@@ -1091,9 +1119,15 @@ impl Ctx<'_> {
                     Res::Engine(m) => c.wait_engine(m, end),
                     _ => Ok(WaitResult::Woken),
                 };
-                let r = r
-                    .map_err(|e| self.on_error(e))
-                    .map_err(|s| self.not_held(s, ev, mutex.0))?;
+                let r = r.map_err(|e| self.on_error(e)).map_err(|s| {
+                    self.not_held(s, ev, || {
+                        messages::wait_without_mutex(
+                            self.name,
+                            &self.sh.res_names[cond.0],
+                            &self.sh.res_names[mutex.0],
+                        )
+                    })
+                })?;
                 if r == WaitResult::TimedOut && self.over() {
                     return Err(Stop::End);
                 }

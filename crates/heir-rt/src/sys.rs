@@ -302,12 +302,23 @@ pub fn set_affinity(tid: i32, cpus: &[u32]) -> Result<(), Errno> {
     }
 }
 
-/// The CPUs this process may run on.
+/// The CPUs this process may run on: its main thread's affinity (`taskset`
+/// on the process), whatever the calling thread is pinned to.
 pub fn allowed_cpus() -> Vec<u32> {
+    affinity_of(std::process::id() as libc::pid_t)
+}
+
+/// The CPUs the calling thread may run on.
+pub fn thread_cpus() -> Vec<u32> {
+    affinity_of(0)
+}
+
+fn affinity_of(tid: libc::pid_t) -> Vec<u32> {
     // SAFETY: an all-zero cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a live cpu_set_t of the size passed.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let r =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if r != 0 {
         return vec![0];
     }

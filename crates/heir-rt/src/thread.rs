@@ -30,6 +30,9 @@ pub struct ThreadInfo {
     pub effective: Urgency,
     /// What heir-rt last applied with `sched_setattr`.
     pub applied: Urgency,
+    /// What the engine records the thread as blocked on (a contended
+    /// [`crate::PiMutex`], an engine mutex or a [`crate::PiCondvar`]).
+    pub blocked_on: Option<heir_core::Blocker>,
 }
 
 /// The calling thread's kernel tid.

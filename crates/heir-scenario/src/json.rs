@@ -22,6 +22,7 @@
 //! 1-based line and column numbers (columns count Unicode scalar values, a tab
 //! counts as one).
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -179,7 +180,7 @@ impl Value {
         match &self.kind {
             Kind::Null => "null".into(),
             Kind::Bool(b) => b.to_string(),
-            Kind::Number(n) => n.to_string(),
+            Kind::Number(n) => text_short(n.text()),
             Kind::String(s) => quote_short(s),
             Kind::Array(_) => "an array".into(),
             Kind::Object(_) => "an object".into(),
@@ -203,17 +204,33 @@ impl Value {
     }
 }
 
-/// `s` in JSON quotes, cut after 40 characters.
+/// Messages show at most this many characters of a name, a string or a
+/// number from the file; longer ones are cut (see [`quote_short`]).
+pub const SHOWN_CHARS: usize = 60;
+
+/// The first [`SHOWN_CHARS`] characters of `s`, or `None` when `s` is not
+/// longer than that.
+fn cut(s: &str) -> Option<&str> {
+    let (end, _) = s.char_indices().nth(SHOWN_CHARS)?;
+    Some(&s[..end])
+}
+
+/// `s` in JSON quotes for a message; a string longer than [`SHOWN_CHARS`]
+/// characters is cut, with its length: `"aaaa…" (1000000 bytes)`.
 pub fn quote_short(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    for c in chars.by_ref().take(40) {
-        out.push(c);
+    match cut(s) {
+        None => quote(s),
+        Some(head) => format!("{} ({} bytes)", quote(&format!("{head}…")), s.len()),
     }
-    if chars.next().is_some() {
-        out.push('…');
+}
+
+/// `s` as it is for a message, cut like [`quote_short`] (without quotes):
+/// `123456…` `(1000000 bytes)`.
+pub fn text_short(s: &str) -> String {
+    match cut(s) {
+        None => s.to_string(),
+        Some(head) => format!("{head}… ({} bytes)", s.len()),
     }
-    quote(&out)
 }
 
 /// `s` as a JSON string literal.
@@ -248,17 +265,20 @@ pub enum PathSeg {
 ///
 /// Keys made of ASCII letters, digits, `_` and `-` are written `a.b`; other
 /// keys (with a `.`, a space, ...) are quoted: `tasks["mp3.decoder"].run`.
-/// Array elements are written `cpus[1]`.
+/// A key longer than [`SHOWN_CHARS`] characters is cut as [`quote_short`]
+/// cuts it: `tasks.A["runrunrun…" (1000000 bytes)]`. Array elements are
+/// written `cpus[1]`.
 pub fn push_path(path: &str, seg: &PathSeg) -> String {
     match seg {
         PathSeg::Key(k) => {
             let plain = !k.is_empty()
                 && k.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                && cut(k).is_none();
             match (plain, path.is_empty()) {
                 (true, true) => k.clone(),
                 (true, false) => format!("{path}.{k}"),
-                (false, _) => format!("{path}[{}]", quote(k)),
+                (false, _) => format!("{path}[{}]", quote_short(k)),
             }
         }
         PathSeg::Index(i) => format!("{path}[{i}]"),
@@ -332,6 +352,23 @@ impl<'a> LineIndex<'a> {
             .unwrap_or(offset - start);
         (to_u32(line + 1), to_u32(column + 1))
     }
+
+    /// The byte offset of 1-based (`line`, `column`): the inverse of
+    /// [`line_col`](Self::line_col). Line 0 (no position) is offset 0; a
+    /// column past the end of the text maps to the end.
+    pub fn offset(&self, line: u32, column: u32) -> usize {
+        let Some(&start) = (line as usize)
+            .checked_sub(1)
+            .and_then(|l| self.starts.get(l))
+        else {
+            return 0;
+        };
+        let skip = (column as usize).saturating_sub(1);
+        self.text
+            .get(start..)
+            .and_then(|rest| rest.char_indices().nth(skip))
+            .map_or(self.text.len(), |(i, _)| start + i)
+    }
 }
 
 fn to_u32(n: usize) -> u32 {
@@ -340,28 +377,35 @@ fn to_u32(n: usize) -> u32 {
 
 /// Reads one JSON document (with rt-app's leniencies, see the module docs).
 pub fn parse(text: &str) -> Result<Value, SyntaxError> {
+    parse_inner(text).0
+}
+
+/// For `text` cut short where the file stops being UTF-8: the JSON path of
+/// the value the cut falls in (empty outside any value), or the syntax
+/// error that comes before the cut, if there is one.
+pub fn path_at_end(text: &str) -> Result<String, SyntaxError> {
+    match parse_inner(text) {
+        (Ok(_), _) => Ok(String::new()),
+        (Err(e), true) => Ok(e.path),
+        (Err(e), false) => Err(e),
+    }
+}
+
+/// The document, and whether the reader ran into the end of the text (an
+/// error caused by the end: an unterminated string, a missing value).
+fn parse_inner(text: &str) -> (Result<Value, SyntaxError>, bool) {
     let mut p = Parser {
         text,
         bytes: text.as_bytes(),
         pos: 0,
         path: Vec::new(),
+        hit_end: Cell::new(false),
     };
     if p.bytes.starts_with(b"\xEF\xBB\xBF") {
         p.pos = 3;
     }
-    p.skip_ws()?;
-    let value = p.value(0)?;
-    p.skip_ws()?;
-    if p.pos < p.bytes.len() {
-        return Err(p.error(
-            p.pos,
-            format!(
-                "unexpected {} after the end of the JSON document",
-                p.found()
-            ),
-        ));
-    }
-    Ok(value)
+    let result = p.document();
+    (result, p.hit_end.get())
 }
 
 struct Parser<'a> {
@@ -369,9 +413,27 @@ struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
     path: Vec<PathSeg>,
+    /// Set when an error is caused by the end of the text.
+    hit_end: Cell<bool>,
 }
 
 impl Parser<'_> {
+    fn document(&mut self) -> Result<Value, SyntaxError> {
+        self.skip_ws()?;
+        let value = self.value(0)?;
+        self.skip_ws()?;
+        if self.pos < self.bytes.len() {
+            return Err(self.error(
+                self.pos,
+                format!(
+                    "unexpected {} after the end of the JSON document",
+                    self.found()
+                ),
+            ));
+        }
+        Ok(value)
+    }
+
     fn error(&self, offset: usize, message: String) -> SyntaxError {
         SyntaxError {
             offset,
@@ -388,7 +450,10 @@ impl Parser<'_> {
     fn found(&self) -> String {
         let rest = &self.text[self.pos..];
         match rest.chars().next() {
-            None => "end of file".into(),
+            None => {
+                self.hit_end.set(true);
+                "end of file".into()
+            }
             Some(c) if c.is_alphanumeric() || c == '_' => {
                 let word: String = rest
                     .chars()
@@ -421,10 +486,11 @@ impl Parser<'_> {
                         match self.text[self.pos + 2..].find("*/") {
                             Some(i) => self.pos += 2 + i + 2,
                             None => {
+                                self.hit_end.set(true);
                                 return Err(self.error(
                                     start,
                                     "unterminated comment: '/*' has no closing '*/'".into(),
-                                ))
+                                ));
                             }
                         }
                     }
@@ -449,8 +515,13 @@ impl Parser<'_> {
             bytes: self.bytes,
             pos: pos.min(self.bytes.len()),
             path: Vec::new(),
+            hit_end: Cell::new(false),
         };
-        saved.found()
+        let found = saved.found();
+        if saved.hit_end.get() {
+            self.hit_end.set(true);
+        }
+        found
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, SyntaxError> {
@@ -557,6 +628,7 @@ impl Parser<'_> {
         loop {
             let rest = &self.text[self.pos..];
             let Some(c) = rest.chars().next() else {
+                self.hit_end.set(true);
                 return Err(self.error(
                     open,
                     "unterminated string: no closing '\"' before the end of the file".into(),
@@ -589,6 +661,9 @@ impl Parser<'_> {
                         Some(b't') => out.push('\t'),
                         Some(b'u') => out.push(self.unicode_escape(esc_at)?),
                         _ => {
+                            if e.is_none() {
+                                self.hit_end.set(true);
+                            }
                             self.pos = esc_at;
                             let shown: String = self.text[esc_at..].chars().take(2).collect();
                             return Err(self.error(
@@ -633,6 +708,9 @@ impl Parser<'_> {
                     }
                 }
             }
+            if self.bytes.len() < self.pos + 6 {
+                self.hit_end.set(true);
+            }
             return Err(self.error(
                 esc_at,
                 "bad escape: a \\uD800-\\uDBFF surrogate must be followed by a \\uDC00-\\uDFFF one"
@@ -649,6 +727,9 @@ impl Parser<'_> {
 
     fn hex4(&mut self, esc_at: usize) -> Result<u32, SyntaxError> {
         let digits = self.bytes.get(self.pos..self.pos + 4);
+        if digits.is_none() {
+            self.hit_end.set(true);
+        }
         let value = digits
             .filter(|d| d.iter().all(u8::is_ascii_hexdigit))
             .and_then(|d| std::str::from_utf8(d).ok())

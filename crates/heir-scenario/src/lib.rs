@@ -20,7 +20,13 @@
 //!   and repeated keys, and accepts rt-app's leniencies (comments, trailing
 //!   commas, `"suspend",` without a value);
 //! * the model is then built and checked: names resolve to indices, every
-//!   [`Event`] keeps its (workgen-renamed) key, JSON path, line and column.
+//!   [`Event`] keeps its (workgen-renamed) key, JSON path, line and column;
+//!   every count that sizes an allocation and every time is within
+//!   [`limits`];
+//! * last, each task's program is walked as its threads will run it: no
+//!   relock, no unlock or wait without the mutex, no task that never lets
+//!   time pass while looping — so that the simulator, the real-time runner
+//!   and the analysis refuse the same files the same way.
 //!
 //! Errors are [`ScenarioError`]s that display as
 //! `file:line:col: at JSON.PATH: message`; the first error stops the read.
@@ -31,6 +37,7 @@
 
 mod build;
 pub mod json;
+pub mod limits;
 pub mod messages;
 pub mod model;
 
@@ -42,9 +49,10 @@ use std::path::Path;
 ///
 /// Displays as `file:line:col: at JSON.PATH: message` (without the
 /// `at JSON.PATH: ` part when the error is not inside a value, e.g. trailing
-/// text after the document).
+/// text after the document; without `line:col:` when it has no position,
+/// e.g. a file that cannot be read).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {}{message}", path.as_ref().map(|p| format!("at {p}: ")).unwrap_or_default())]
+#[error("{file}:{}{}{message}", position(*line, *column), path.as_ref().map(|p| format!("at {p}: ")).unwrap_or_default())]
 pub struct ScenarioError {
     /// The file name given to [`parse_str`] or the path given to [`load`].
     pub file: String,
@@ -56,6 +64,15 @@ pub struct ScenarioError {
     pub path: Option<String>,
     /// What was expected, and what was found.
     pub message: String,
+}
+
+/// `LINE:COLUMN: `, or a space when there is no position.
+fn position(line: u32, column: u32) -> String {
+    if line == 0 {
+        " ".to_string()
+    } else {
+        format!("{line}:{column}: ")
+    }
 }
 
 impl ScenarioError {
@@ -81,21 +98,86 @@ impl ScenarioError {
 ///
 /// Stops at the first error. Never panics, whatever the text.
 pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    check_size(text.len(), file)?;
     let lines = json::LineIndex::new(text);
     let root = json::parse(text)
         .map_err(|e| ScenarioError::at(&lines, file, e.offset, e.path, e.message))?;
     build::build(&root, &lines).map_err(|f| ScenarioError::at(&lines, file, f.at, f.path, f.msg))
 }
 
-/// Reads a scenario file (UTF-8); errors name the file as `path` displays.
+/// Reads a scenario from the bytes of a file, which must be UTF-8 text;
+/// `file` names it in errors.
+///
+/// Bytes that are not UTF-8 are an error at the first of them (line,
+/// column, and the JSON path of the value it falls in), unless a syntax
+/// error comes before. Otherwise as [`parse_str`].
+pub fn parse_bytes(bytes: &[u8], file: &str) -> Result<Scenario, ScenarioError> {
+    check_size(bytes.len(), file)?;
+    let bad = match std::str::from_utf8(bytes) {
+        Ok(text) => return parse_str(text, file),
+        Err(e) => e,
+    };
+    let at = bad.valid_up_to();
+    // Valid by definition of `valid_up_to`.
+    let text = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+    let lines = json::LineIndex::new(text);
+    let path = json::path_at_end(text)
+        .map_err(|e| ScenarioError::at(&lines, file, e.offset, e.path, e.message))?;
+    let len = bad.error_len().unwrap_or(bytes.len() - at).min(4);
+    let shown: Vec<String> = bytes[at..at + len]
+        .iter()
+        .map(|b| format!("0x{b:02X}"))
+        .collect();
+    let what = if len == 1 { "byte" } else { "bytes" };
+    Err(ScenarioError::at(
+        &lines,
+        file,
+        at,
+        path,
+        format!(
+            "invalid UTF-8 ({what} {}): a scenario file is UTF-8 text",
+            shown.join(" ")
+        ),
+    ))
+}
+
+/// Refuses a file larger than [`limits::MAX_FILE_BYTES`].
+fn check_size(len: usize, file: &str) -> Result<(), ScenarioError> {
+    if len <= limits::MAX_FILE_BYTES {
+        return Ok(());
+    }
+    Err(ScenarioError {
+        file: file.to_string(),
+        line: 0,
+        column: 0,
+        path: None,
+        message: format!(
+            "the file is {len} bytes, over heir's limit of {} bytes (16 MiB)",
+            limits::MAX_FILE_BYTES
+        ),
+    })
+}
+
+/// Reads a scenario file (UTF-8, see [`parse_bytes`]); errors name the file
+/// as `path` displays. A file over [`limits::MAX_FILE_BYTES`] is refused
+/// before it is read.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    use std::io::Read;
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let cannot_read = |e: std::io::Error| ScenarioError {
         file: file.clone(),
         line: 0,
         column: 0,
         path: None,
         message: format!("cannot read: {e}"),
-    })?;
-    parse_str(&text, &file)
+    };
+    let f = std::fs::File::open(path).map_err(cannot_read)?;
+    let len = f.metadata().map_err(cannot_read)?.len();
+    check_size(usize::try_from(len).unwrap_or(usize::MAX), &file)?;
+    let mut bytes = Vec::new();
+    // One byte more than the limit: a file that grew since is still refused.
+    f.take(limits::MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot_read)?;
+    parse_bytes(&bytes, &file)
 }

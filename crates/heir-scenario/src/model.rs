@@ -147,6 +147,11 @@ pub struct Task {
     pub name: String,
     /// JSON path of the task object, e.g. `tasks.Client1`.
     pub path: String,
+    /// 1-based line and column of the task's key in the file (0 when the
+    /// task was not read from a file).
+    pub line: u32,
+    /// See [`line`](Self::line).
+    pub column: u32,
     /// Number of threads (rt-app's `instance`, default 1; 0 creates none).
     pub instance: u32,
     /// Scheduling attributes at start (`policy`, `priority`, `dl-*`).
@@ -183,6 +188,11 @@ pub struct Phase {
     /// JSON path of the phase object (the task's path for a task without
     /// `phases`).
     pub path: String,
+    /// 1-based line and column of the phase's key (the task's key for a
+    /// task without `phases`; 0 when not read from a file).
+    pub line: u32,
+    /// See [`line`](Self::line).
+    pub column: u32,
     /// Default 1.
     pub loops: u64,
     /// Affinity change at the start of the phase (else unchanged).

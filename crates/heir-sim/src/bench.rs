@@ -42,6 +42,8 @@ fn ev(task: &str, key: &str, kind: EventKind) -> Event {
 fn task(name: String, prio: i32, cpu: u32, events: Vec<Event>) -> Task {
     Task {
         path: format!("tasks.{name}"),
+        line: 0,
+        column: 0,
         instance: 1,
         sched: Sched {
             policy: Policy::Fifo,
@@ -54,6 +56,8 @@ fn task(name: String, prio: i32, cpu: u32, events: Vec<Event>) -> Task {
         phases: vec![Phase {
             name: "p".into(),
             path: format!("tasks.{name}.phases.p"),
+            line: 0,
+            column: 0,
             loops: 1,
             cpus: None,
             sched: None,

@@ -14,7 +14,11 @@
 //! # Time and ordering guarantees
 //!
 //! - Time is an integer number of nanoseconds since the start (`u64`);
-//!   scenario µs are converted exactly (× 1000).
+//!   scenario µs are converted exactly (× 1000). No time passes heir's
+//!   time limit ([`heir_scenario::limits::MAX_TIME_NS`], 100 days): a
+//!   duration beyond it is refused, and a run without a duration that would
+//!   pass it stops with an error. Time arithmetic saturates, so a scenario
+//!   built in code with larger values cannot overflow.
 //! - Future events (thread starts, end of `run` work, wake-ups of `sleep` and
 //!   `timer`, ends of `runtime`, slice expiries) sit in a binary heap keyed by
 //!   `(time, sequence)`, `sequence` being the insertion counter: **events at
@@ -50,8 +54,9 @@
 //!
 //! # CPUs and scheduling
 //!
-//! The CPU count is 1 + the largest CPU index the scenario names (at least
-//! 1). A thread whose affinity is a single CPU is pinned there (partitioned
+//! The CPU count is [`SimConfig::cpus`] when given (a CPU the scenario
+//! names beyond it is refused), else 1 + the largest CPU index the scenario
+//! names (at least 1): see [`cpu_count`]. A thread whose affinity is a single CPU is pinned there (partitioned
 //! scheduling); a thread allowed on several CPUs (or with no `cpus`: all) is
 //! scheduled globally: when it becomes ready it preempts the allowed CPU that
 //! is idle or runs the least urgent thread, if it is more urgent; a CPU that
@@ -173,7 +178,9 @@ pub mod trace;
 
 pub use report::{DeadlockReport, Report, TaskReport};
 pub use rng::SplitMix64;
-pub use sim::{Footprint, Simulator, OTHER_BASE_SLICE_NS, RR_SLICE_NS, ZERO_TIME_STEP_LIMIT};
+pub use sim::{
+    cpu_count, Footprint, Simulator, OTHER_BASE_SLICE_NS, RR_SLICE_NS, ZERO_TIME_STEP_LIMIT,
+};
 pub use stats::{ResponseStats, ResponseSummary};
 pub use trace::{InstantKind, NullObserver, Observer, SimInfo, ThreadInfo, TraceEvent};
 
@@ -184,10 +191,16 @@ use heir_scenario::Scenario;
 pub struct SimConfig {
     /// Replaces `global.seed`.
     pub seed: Option<u64>,
-    /// Replaces `global.duration` (µs).
+    /// Replaces `global.duration` (µs, at most
+    /// [`heir_scenario::limits::MAX_TIME_US`]).
     pub duration_us: Option<u64>,
     /// Replaces `global.pi_cv`.
     pub pi_cv: Option<bool>,
+    /// The number of simulated CPUs (1 to
+    /// [`heir_scenario::limits::MAX_CPUS`]); every CPU the scenario names
+    /// must be below it. `None`: 1 + the largest CPU number the scenario
+    /// names (see [`cpu_count`]).
+    pub cpus: Option<u32>,
 }
 
 /// Why a simulation could not run (the scenario is fine for reading but not
@@ -195,14 +208,46 @@ pub struct SimConfig {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
     /// `path` is the JSON path of what is wrong (`global.duration`,
-    /// `tasks.T1`, `tasks.T1.phases.p1.unlock`).
-    #[error("{path}: {message}")]
+    /// `tasks.T1`, `tasks.T1.phases.p1.unlock`), `line` and `column` where
+    /// it is in the file (0 when it has no position, e.g. a missing
+    /// duration). Displays as `LINE:COLUMN: at PATH: MESSAGE`, or
+    /// `PATH: MESSAGE` without a position.
+    #[error("{}{path}: {message}", if *line > 0 { format!("{line}:{column}: at ") } else { String::new() })]
     Invalid {
         /// JSON path of the offending object.
         path: String,
+        /// 1-based line of the offending task or event in the file; 0 when
+        /// unknown.
+        line: u32,
+        /// 1-based column (characters); 0 with `line`.
+        column: u32,
         /// What is wrong and what was expected.
         message: String,
     },
+}
+
+impl SimError {
+    /// The JSON path of what is wrong.
+    pub fn path(&self) -> &str {
+        match self {
+            SimError::Invalid { path, .. } => path,
+        }
+    }
+
+    /// The line and column in the file, when known.
+    pub fn position(&self) -> Option<(u32, u32)> {
+        match self {
+            SimError::Invalid { line, column, .. } if *line > 0 => Some((*line, *column)),
+            SimError::Invalid { .. } => None,
+        }
+    }
+
+    /// What is wrong, without path or position.
+    pub fn message(&self) -> &str {
+        match self {
+            SimError::Invalid { message, .. } => message,
+        }
+    }
 }
 
 /// Simulates `scenario`, streaming trace events to `obs`.

@@ -30,8 +30,12 @@ use heir_core::{
     Change, Changes, CondId, Effective, Engine, EngineError, LockResult, MutexId, Node, Protocol,
     TaskId, Urgency,
 };
+use heir_scenario::limits::{
+    beyond_time_limit_s, beyond_time_limit_us, seconds_to_us, MAX_CPUS, MAX_TIME_NS, MAX_TIME_S,
+    MAX_TIME_US,
+};
 use heir_scenario::{
-    messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched,
+    messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, Task,
     TaskIdx, TimerMode,
 };
 
@@ -321,11 +325,90 @@ fn stop(e: SimError) -> Box<Stop> {
     Box::new(Stop::Error(e))
 }
 
+/// Seconds for a message: `1.5`, `1e308` (no hundreds of digits).
+fn shown_seconds(s: f64) -> String {
+    if s.abs() < 1e15 {
+        s.to_string()
+    } else {
+        format!("{s:e}")
+    }
+}
+
+/// An error without a position in the file.
 fn invalid(path: &str, message: impl Into<String>) -> SimError {
+    invalid_at(path, 0, 0, message)
+}
+
+/// An error at `line`:`column` of the file.
+fn invalid_at(path: &str, line: u32, column: u32, message: impl Into<String>) -> SimError {
     SimError::Invalid {
         path: path.to_string(),
+        line,
+        column,
         message: message.into(),
     }
+}
+
+/// An error at task `t`.
+fn at_task(t: &Task, message: impl Into<String>) -> SimError {
+    invalid_at(&t.path, t.line, t.column, message)
+}
+
+/// An error at event `ev`.
+fn at_event(ev: &Event, message: impl Into<String>) -> SimError {
+    invalid_at(&ev.path, ev.line, ev.column, message)
+}
+
+/// The number of CPUs a simulation of `scenario` with `config` has:
+/// [`SimConfig::cpus`] when given, else 1 + the largest CPU number the
+/// scenario names (at least 1).
+///
+/// Refused: a `config.cpus` of 0 or over
+/// [`heir_scenario::limits::MAX_CPUS`], and a task or phase that names a CPU
+/// beyond the count given.
+pub fn cpu_count(scenario: &Scenario, config: &SimConfig) -> Result<u32, SimError> {
+    // The largest CPU each task names (in its own `cpus` or a phase's).
+    let named = scenario.tasks.iter().filter_map(|t| {
+        t.cpus
+            .iter()
+            .chain(t.phases.iter().filter_map(|p| p.cpus.as_ref()))
+            .flatten()
+            .copied()
+            .max()
+            .map(|c| (t, c))
+    });
+    let (limit, given) = match config.cpus {
+        None => (MAX_CPUS, None),
+        Some(n) if n == 0 || n > MAX_CPUS => {
+            return Err(invalid(
+                "--cpus",
+                format!("expected a number of CPUs from 1 to {MAX_CPUS}, found {n}"),
+            ))
+        }
+        Some(n) => (n, Some(n)),
+    };
+    let mut max = 0;
+    for (t, c) in named {
+        if c >= limit {
+            let why = match given {
+                Some(n) => format!(
+                    "the simulation has {n} CPU{} (--cpus {n}): CPU numbers go from 0 to {}",
+                    if n == 1 { "" } else { "s" },
+                    n - 1
+                ),
+                None => format!(
+                    "heir's limit is {MAX_CPUS} CPUs: CPU numbers go from 0 to {}",
+                    MAX_CPUS - 1
+                ),
+            };
+            return Err(at_task(
+                t,
+                format!("task {} runs on CPU {c}, but {why}", t.name),
+            ));
+        }
+        max = max.max(c);
+    }
+    Ok(given.unwrap_or(max + 1))
 }
 
 /// The base urgency of a scheduling class (DEADLINE is refused before).
@@ -356,27 +439,41 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let g = &scenario.global;
         let pi_cv = config.pi_cv.unwrap_or(g.pi_cv);
         let seed = config.seed.unwrap_or(g.seed);
-        let end = match config.duration_us {
-            Some(us) => Some(us_to_ns(us)),
-            None => g
-                .duration_s
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(|s| (s * 1e9).round() as u64),
+        let end = match (config.duration_us, g.duration_s) {
+            (Some(us), _) if us <= MAX_TIME_US => Some(us_to_ns(us)),
+            (Some(us), _) => {
+                return Err(invalid(
+                    "global.duration",
+                    beyond_time_limit_us("duration", &us.to_string()),
+                ))
+            }
+            (None, Some(s)) => match seconds_to_us(s) {
+                Some(us) => Some(us_to_ns(us)),
+                None => {
+                    return Err(invalid(
+                        "global.duration",
+                        beyond_time_limit_s("duration", &shown_seconds(s)),
+                    ))
+                }
+            },
+            (None, None) => None,
         };
 
         // Checks before building anything.
         for task in &scenario.tasks {
             let deadline = |s: &Sched| s.policy == Policy::Deadline;
             if deadline(&task.sched) {
-                return Err(invalid(
-                    &task.path,
+                return Err(at_task(
+                    task,
                     format!("task {}: SCHED_DEADLINE is not simulated yet", task.name),
                 ));
             }
             for ph in &task.phases {
                 if ph.sched.as_ref().is_some_and(deadline) {
-                    return Err(invalid(
+                    return Err(invalid_at(
                         &ph.path,
+                        ph.line,
+                        ph.column,
                         format!("task {}: SCHED_DEADLINE is not simulated yet", task.name),
                     ));
                 }
@@ -401,20 +498,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
         }
 
-        // CPUs: 1 + the largest index named anywhere.
-        let mut max_cpu = 0u32;
-        for task in &scenario.tasks {
-            let lists = task
-                .cpus
-                .iter()
-                .chain(task.phases.iter().filter_map(|p| p.cpus.as_ref()));
-            for l in lists {
-                if let Some(&m) = l.iter().max() {
-                    max_cpu = max_cpu.max(m);
-                }
-            }
-        }
-        let ncpus = max_cpu as usize + 1;
+        let ncpus = cpu_count(scenario, config)? as usize;
 
         let mut engine = Engine::new();
         let mut threads = Vec::new();
@@ -678,8 +762,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 match engine.helper_add(c, eng) {
                     Ok(_) | Err(EngineError::HelperExists { .. }) => {}
                     Err(e) => {
-                        return Err(invalid(
-                            &scenario.tasks[threads[th as usize].task].path,
+                        return Err(at_task(
+                            &scenario.tasks[threads[th as usize].task],
                             format!("cannot register helper {}: {e}", cold[th as usize].name),
                         ))
                     }
@@ -869,8 +953,17 @@ impl<'s, 'o> Simulator<'s, 'o> {
             let Some(time) = self.evq.peek_time() else {
                 break;
             };
-            if self.end.is_some_and(|end| time > end) {
-                break;
+            match self.end {
+                Some(end) if time > end => break,
+                None if time > MAX_TIME_NS => {
+                    return Err(stop(invalid(
+                        "global.duration",
+                        format!(
+                            "simulated time would pass heir's time limit of {MAX_TIME_S} s (100 days) before every task ends: set global.duration or pass --duration"
+                        ),
+                    )))
+                }
+                _ => {}
             }
             let Some(ev) = self.evq.pop() else {
                 break;
@@ -1466,8 +1559,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     fn internal(&self, t: u32, e: EngineError) -> Box<Stop> {
         let th = &self.threads[t as usize];
-        Box::new(Stop::Error(invalid(
-            &self.sc.tasks[th.task].path,
+        Box::new(Stop::Error(at_task(
+            &self.sc.tasks[th.task],
             format!(
                 "thread {}: the engine refused an operation: {e}",
                 self.cold[t as usize].name
@@ -1564,8 +1657,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             self.zero_steps += 1;
             if self.zero_steps > ZERO_TIME_STEP_LIMIT {
-                return Err(stop(invalid(
-                    &sc.tasks[th.task].path,
+                return Err(stop(at_task(
+                    &sc.tasks[th.task],
                     messages::zero_time_loop(&self.cold[t as usize].name, self.now as f64 / 1000.0),
                 )));
             }
@@ -1724,20 +1817,18 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 Ok(())
             }
             // The engine checks ownership and leaves its state unchanged.
-            Err(EngineError::NotOwner { .. }) => Err(stop(invalid(
-                &ev.path,
-                messages::mutex_not_held(
-                    ev,
-                    &self.cold[t as usize].name,
-                    &self.info.resources[res],
-                ),
+            Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
+                ev,
+                messages::mutex_not_held(&self.cold[t as usize].name, &self.info.resources[res]),
             ))),
             Err(e) => Err(self.internal(t, e)),
         }
     }
 
-    /// `pthread_cond_wait(c, m)`: unlock `m` (may hand it off), block on `c`;
-    /// when woken, `m` is re-acquired on the thread's behalf.
+    /// `pthread_cond_wait(c, m)`: unlock `m` (handing it to its top waiter)
+    /// and block on `c` in one engine operation, as the wait gives its mutex
+    /// up atomically with starting to wait; when woken, `m` is re-acquired
+    /// on the thread's behalf.
     fn op_wait(
         &mut self,
         t: u32,
@@ -1747,7 +1838,6 @@ impl<'s, 'o> Simulator<'s, 'o> {
         mres: usize,
         ev: &Event,
     ) -> R<()> {
-        self.op_unlock(t, m, mres, ev)?;
         let eng = self.threads[t as usize].eng;
         // A thread cannot help a condvar while it waits on it (it could not
         // signal; the engine would refuse the wait as the cycle t → c → t):
@@ -1759,16 +1849,36 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             self.threads[t as usize].rehelp = Some(c);
         }
-        match self.engine.cond_wait_into(eng, c, &mut self.changes) {
-            Ok(()) => {
+        match self
+            .engine
+            .cond_wait_unlock_into(eng, c, m, &mut self.changes)
+        {
+            Ok(next) => {
+                self.instant(t, InstantKind::Unlock, mres);
+                let next = next.and_then(|w| self.thread_of(w));
+                if let Some(w) = next {
+                    // Hand-off: the top waiter owns the mutex now.
+                    self.instant(w, InstantKind::Lock, mres);
+                }
                 self.instant(t, InstantKind::Wait, cres);
                 self.apply_buffered();
+                if let Some(w) = next {
+                    self.wake(w);
+                }
                 let th = &mut self.threads[t as usize];
                 th.wait_mutex = Some((m, mres));
                 th.wait_cond_res = cres;
                 self.block(t);
                 Ok(())
             }
+            Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
+                ev,
+                messages::wait_without_mutex(
+                    &self.cold[t as usize].name,
+                    &self.info.resources[cres],
+                    &self.info.resources[mres],
+                ),
+            ))),
             Err(EngineError::Cycle { cycle }) => Err(self.deadlock(&cycle)),
             Err(e) => Err(self.internal(t, e)),
         }
@@ -1911,8 +2021,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     fn bad_kind(&self, ev: &Event) -> Box<Stop> {
-        Box::new(Stop::Error(invalid(
-            &ev.path,
+        Box::new(Stop::Error(at_event(
+            ev,
             "the event's resource has the wrong kind",
         )))
     }
@@ -2197,9 +2307,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
             Some(Obj::Endpoint { replies, .. }) => replies
                 .iter_mut()
                 .find(|x| x.caller == caller)
-                .ok_or_else(|| stop(invalid(&ev.path, "caller without a reply condvar"))),
-            _ => Err(stop(invalid(
-                &ev.path,
+                .ok_or_else(|| stop(at_event(ev, "caller without a reply condvar"))),
+            _ => Err(stop(at_event(
+                ev,
                 "the event's resource has the wrong kind",
             ))),
         }
@@ -2393,20 +2503,15 @@ fn check_event(sc: &Scenario, ev: &Event) -> Result<(), SimError> {
     let want = |r: usize, ok: fn(&ResourceKind) -> bool, word: &str| -> Result<(), SimError> {
         match kind(r) {
             Some(k) if ok(k) => Ok(()),
-            Some(k) => Err(invalid(
-                &ev.path,
+            Some(k) => Err(at_event(
+                ev,
                 format!(
-                    "{}:{}: expected a {word}, found {} {}",
-                    ev.line,
-                    ev.column,
+                    "expected a {word}, found {} {}",
                     k.word(),
                     sc.resources[r].name
                 ),
             )),
-            None => Err(invalid(
-                &ev.path,
-                format!("{}:{}: unknown resource #{r}", ev.line, ev.column),
-            )),
+            None => Err(at_event(ev, format!("unknown resource #{r}"))),
         }
     };
     let mutex = |k: &ResourceKind| matches!(k, ResourceKind::Mutex { .. });

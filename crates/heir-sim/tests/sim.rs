@@ -27,3 +27,6 @@ mod errors;
 
 #[path = "sim/random.rs"]
 mod random;
+
+#[path = "sim/limits.rs"]
+mod limits;

@@ -62,7 +62,12 @@ fn a_task_without_period_is_refused() {
              "tasks": { "busy": { "priority": 10, "cpus": [0], "run": 1000 } } }"#,
     );
     assert_eq!(e.kind, ErrorKind::MissingPeriod);
-    assert_eq!(e.at.unwrap().path, "tasks.busy");
+    // At the task's key.
+    let at = e.at.unwrap();
+    assert_eq!(
+        (at.path.as_str(), at.line, at.column),
+        ("tasks.busy", 2, 25)
+    );
     assert!(e.message.contains("has no \"timer\""));
 }
 

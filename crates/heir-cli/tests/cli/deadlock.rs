@@ -34,7 +34,11 @@ fn json_report_trace_and_svg_still_produced() {
     ]);
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     let r = one_json(&o);
-    assert_eq!(keys(&r), ["mode", "duration_us", "tasks", "deadlock"]);
+    assert_eq!(
+        keys(&r),
+        ["mode", "cpus", "duration_us", "tasks", "deadlock"]
+    );
+    assert_eq!(r["cpus"], 1);
     assert_eq!(r["deadlock"]["at_us"].as_f64(), Some(4000.0));
     assert_eq!(
         r["deadlock"]["cycle"],

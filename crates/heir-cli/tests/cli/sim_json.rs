@@ -24,8 +24,12 @@ fn max_us(r: &Value, task: &str) -> f64 {
 #[test]
 fn table1_schema_and_values_with_pi_cv_on() {
     let r = sim_json("table1-client-server.json", &[]);
-    assert_eq!(keys(&r), ["mode", "duration_us", "tasks", "deadlock"]);
+    assert_eq!(
+        keys(&r),
+        ["mode", "cpus", "duration_us", "tasks", "deadlock"]
+    );
     assert_eq!(r["mode"], "sim");
+    assert_eq!(r["cpus"], 1);
     assert_eq!(r["duration_us"].as_f64(), Some(60e6));
     assert_eq!(r["deadlock"], Value::Null);
     assert_eq!(

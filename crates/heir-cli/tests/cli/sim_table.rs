@@ -12,7 +12,7 @@ fn header_and_one_row_per_thread() {
     assert_eq!(
         lines[0],
         format!(
-            "{}: mode sim, simulated 60.000 s, seed 1, pi_cv on",
+            "{}: mode sim, simulated 60.000 s on 1 CPU, seed 1, pi_cv on",
             file.display()
         )
     );

@@ -49,7 +49,7 @@ fn a_second_run_on_a_claimed_cpu_says_so() {
         .args([
             "run".as_ref(),
             file.as_os_str(),
-            "--cpus".as_ref(),
+            "--placement".as_ref(),
             "as-written".as_ref(),
         ])
         .stdin(Stdio::null())

@@ -21,3 +21,4 @@ mod ordering;
 mod picv;
 mod properties;
 mod protocol_none;
+mod wait_release;

@@ -59,6 +59,14 @@ enum Op {
     Release(u8, u8),
     ReleaseOwner(u8),
     Wait(u8, u8),
+    /// A helper of the condvar (by index) locks a mutex somebody owns (by
+    /// index): the state the textbook condvar pattern starts from.
+    HelperLock(u8, u8, u8),
+    /// The task waits on the condvar, unlocking (hand-off) one of the
+    /// mutexes it owns in the same step (`cond_wait_unlock`).
+    WaitUnlock(u8, u8, u8),
+    /// The same, the mutex released without hand-off (`cond_wait_release`).
+    WaitRelease(u8, u8, u8),
     Signal(u8),
     Broadcast(u8),
     Cancel(u8),
@@ -80,12 +88,70 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (i(), i()).prop_map(|(a, b)| Op::Release(a, b)),
         2 => i().prop_map(Op::ReleaseOwner),
         10 => (i(), i()).prop_map(|(a, b)| Op::Wait(a, b)),
+        8 => (i(), i(), i()).prop_map(|(a, b, c)| Op::HelperLock(a, b, c)),
+        8 => (i(), i(), i()).prop_map(|(a, b, c)| Op::WaitUnlock(a, b, c)),
+        4 => (i(), i(), i()).prop_map(|(a, b, c)| Op::WaitRelease(a, b, c)),
         5 => i().prop_map(Op::Signal),
         2 => i().prop_map(Op::Broadcast),
         4 => i().prop_map(Op::Cancel),
         8 => (i(), i()).prop_map(|(a, b)| Op::HelperAdd(a, b)),
         4 => (i(), i()).prop_map(|(a, b)| Op::HelperDel(a, b)),
     ]
+}
+
+/// The `k`-th mutex `t` owns (modulo), or `fallback` if it owns none (the
+/// call is then mostly refused).
+fn owned_or(e: &Engine, t: TaskId, k: u8, fallback: MutexId) -> MutexId {
+    match e.owned(t) {
+        Ok(owned) if !owned.is_empty() => owned[k as usize % owned.len()],
+        _ => fallback,
+    }
+}
+
+/// The task and mutex of [`Op::HelperLock`]: the `i`-th helper of `c` and
+/// the `k`-th mutex that has an owner (the fallbacks when there is none).
+fn helper_lock_args(
+    e: &Engine,
+    mutexes: &[MutexId],
+    c: CondId,
+    i: u8,
+    k: u8,
+    task: TaskId,
+    mutex: MutexId,
+) -> (TaskId, MutexId) {
+    let helpers = e.helpers(c).unwrap_or(&[]);
+    let t = match helpers.len() {
+        0 => task,
+        n => helpers[i as usize % n],
+    };
+    let held: Vec<MutexId> = mutexes
+        .iter()
+        .copied()
+        .filter(|&m| e.owner(m).is_ok_and(|o| o.is_some()))
+        .collect();
+    let m = match held.len() {
+        0 => mutex,
+        n => held[k as usize % n],
+    };
+    (t, m)
+}
+
+/// The condvar a wait-release op waits on: with an odd `c`, one that has a
+/// helper blocked on `m` if there is one (the textbook pattern, which random
+/// choices alone rarely produce), else the `c`-th.
+fn wait_cond(e: &Engine, conds: &[CondId], c: u8, m: MutexId, fallback: CondId) -> CondId {
+    if c % 2 == 1 {
+        let blocked_helper = |&cv: &CondId| {
+            e.helpers(cv).is_ok_and(|hs| {
+                hs.iter()
+                    .any(|&x| e.blocked_on(x).ok().flatten() == Some(Blocker::Mutex(m)))
+            })
+        };
+        if let Some(cv) = conds.iter().copied().find(blocked_helper) {
+            return cv;
+        }
+    }
+    fallback
 }
 
 struct Harness {
@@ -188,6 +254,12 @@ impl Harness {
                 Op::Lock(t, m) => Some(e.lock_into(task(t), mutex(m), buf).map(Lock)),
                 Op::Unlock(t, m) => Some(e.unlock_into(task(t), mutex(m), buf).map(Task)),
                 Op::Wait(t, c) => Some(e.cond_wait_into(task(t), cond(c), buf).map(|()| Unit)),
+                Op::WaitUnlock(t, c, k) => {
+                    let t = task(t);
+                    let m = owned_or(e, t, k, mutex(k));
+                    let c = wait_cond(e, &self.conds, c, m, cond(c));
+                    Some(e.cond_wait_unlock_into(t, c, m, buf).map(Task))
+                }
                 Op::Signal(c) => Some(e.cond_signal_into(cond(c), buf).map(Task)),
                 _ => None,
             };
@@ -223,10 +295,7 @@ impl Harness {
             }
             Op::UnlockOwned(t, k) => {
                 let t = task(t);
-                let m = match e.owned(t) {
-                    Ok(owned) if !owned.is_empty() => owned[k as usize % owned.len()],
-                    _ => mutex(k),
-                };
+                let m = owned_or(e, t, k, mutex(k));
                 let o = e.unlock(t, m)?;
                 (Task(o.value), o.changes)
             }
@@ -236,6 +305,11 @@ impl Harness {
                 let o = e.unlock(t, m)?;
                 (Task(o.value), o.changes)
             }
+            Op::HelperLock(c, i, k) => {
+                let (t, m) = helper_lock_args(e, &self.mutexes, cond(c), i, k, task(i), mutex(k));
+                let o = e.lock(t, m)?;
+                (Lock(o.value), o.changes)
+            }
             Op::Acquire(t, m) => (Unit, e.acquire(task(t), mutex(m))?),
             Op::Release(t, m) => (Unit, e.release(task(t), mutex(m))?),
             Op::ReleaseOwner(m) => {
@@ -244,6 +318,19 @@ impl Harness {
                 (Unit, e.release(t, m)?)
             }
             Op::Wait(t, c) => (Unit, e.cond_wait(task(t), cond(c))?),
+            Op::WaitUnlock(t, c, k) => {
+                let t = task(t);
+                let m = owned_or(e, t, k, mutex(k));
+                let c = wait_cond(e, &self.conds, c, m, cond(c));
+                let o = e.cond_wait_unlock(t, c, m)?;
+                (Task(o.value), o.changes)
+            }
+            Op::WaitRelease(t, c, k) => {
+                let t = task(t);
+                let m = owned_or(e, t, k, mutex(k));
+                let c = wait_cond(e, &self.conds, c, m, cond(c));
+                (Unit, e.cond_wait_release(t, c, m)?)
+            }
             Op::Signal(c) => {
                 let o = e.cond_signal(cond(c))?;
                 (Task(o.value), o.changes)
@@ -361,11 +448,42 @@ impl Harness {
         }
     }
 
+    /// The condvar and mutex a wait-release op uses (as the op picks them).
+    fn wait_args(&self, op: &Op) -> Option<(CondId, MutexId)> {
+        match *op {
+            Op::WaitUnlock(t, c, k) | Op::WaitRelease(t, c, k) => {
+                let m = owned_or(&self.e, self.task(t), k, self.mutex(k));
+                Some((wait_cond(&self.e, &self.conds, c, m, self.cond(c)), m))
+            }
+            _ => None,
+        }
+    }
+
+    fn helper_lock_args(&self, c: u8, i: u8, k: u8) -> (TaskId, MutexId) {
+        helper_lock_args(
+            &self.e,
+            &self.mutexes,
+            self.cond(c),
+            i,
+            k,
+            self.task(i),
+            self.mutex(k),
+        )
+    }
+
     /// The edge the refused op tried to add.
     fn proposed(&self, op: &Op) -> Option<(Node, Node)> {
         match *op {
             Op::Lock(t, m) => Some((Node::Task(self.task(t)), Node::Mutex(self.mutex(m)))),
+            Op::HelperLock(c, i, k) => {
+                let (t, m) = self.helper_lock_args(c, i, k);
+                Some((Node::Task(t), Node::Mutex(m)))
+            }
             Op::Wait(t, c) => Some((Node::Task(self.task(t)), Node::Cond(self.cond(c)))),
+            Op::WaitUnlock(t, ..) | Op::WaitRelease(t, ..) => {
+                let (c, _) = self.wait_args(op)?;
+                Some((Node::Task(self.task(t)), Node::Cond(c)))
+            }
             Op::HelperAdd(c, t) => Some((Node::Cond(self.cond(c)), Node::Task(self.task(t)))),
             Op::Acquire(t, m) => Some((Node::Mutex(self.mutex(m)), Node::Task(self.task(t)))),
             _ => None,
@@ -378,6 +496,13 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     for (step, op) in ops.iter().enumerate() {
         let before_engine = h.e.clone();
         let before = h.snapshot();
+        let wait_args = h.wait_args(op);
+        let released = wait_args.map(|(_, m)| m);
+        let proposed = h.proposed(op);
+        let helper_lock = match *op {
+            Op::HelperLock(c, i, k) => Some(h.helper_lock_args(c, i, k)),
+            _ => None,
+        };
         let res = h.apply(op);
         let (value, changes) = match res {
             Err(err) => {
@@ -391,7 +516,6 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 );
                 if let EngineError::Cycle { cycle } = &err {
                     prop_assert!(cycle.len() >= 3 && cycle.first() == cycle.last());
-                    let proposed = h.proposed(op);
                     prop_assert!(proposed.is_some(), "cycle from {:?}", op);
                     let mut new_edges = 0;
                     for pair in cycle.windows(2) {
@@ -408,6 +532,18 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                         }
                     }
                     prop_assert_eq!(new_edges, 1, "cycle {:?} for {:?}", cycle, op);
+                    // A wait that gives its mutex up is checked on the graph
+                    // after the release: no cycle goes through that mutex.
+                    if let Some(m) = released {
+                        prop_assert!(
+                            !cycle.contains(&Node::Mutex(m)),
+                            "step {}: {:?} refused with {:?} through the released {:?}",
+                            step,
+                            op,
+                            cycle,
+                            m
+                        );
+                    }
                 }
                 let too_long = matches!(err, EngineError::ChainTooLong { .. });
                 prop_assert!(!too_long, "chain bound hit with 16 tasks");
@@ -420,8 +556,13 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         }
 
         // Track enqueue order: only the caller of lock/cond_wait can block.
+        if let (Some((t, _)), Value::Lock(LockResult::Blocked)) = (helper_lock, &value) {
+            h.seq.insert(t, h.next_seq);
+            h.next_seq += 1;
+        }
         match (op, &value) {
-            (Op::Lock(t, _), Value::Lock(LockResult::Blocked)) | (Op::Wait(t, _), _) => {
+            (Op::Lock(t, _), Value::Lock(LockResult::Blocked))
+            | (Op::Wait(t, _) | Op::WaitUnlock(t, ..) | Op::WaitRelease(t, ..), _) => {
                 let t = h.task(*t);
                 h.seq.insert(t, h.next_seq);
                 h.next_seq += 1;
@@ -541,6 +682,21 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     Some(Blocker::Cond(h.cond(*c)))
                 );
             }
+            (Op::WaitUnlock(t, ..) | Op::WaitRelease(t, ..), _) => {
+                let t = h.task(*t);
+                let (c, m) = wait_args.unwrap_or((CondId(u32::MAX), MutexId(u32::MAX)));
+                prop_assert_eq!(e.blocked_on(t).unwrap(), Some(Blocker::Cond(c)));
+                prop_assert!(!e.owned(t).unwrap().contains(&m));
+                match value {
+                    Value::Task(next) => {
+                        prop_assert_eq!(e.owner(m).unwrap(), next);
+                        if let Some(n) = next {
+                            prop_assert_eq!(e.blocked_on(n).unwrap(), None);
+                        }
+                    }
+                    _ => prop_assert_eq!(e.owner(m).unwrap(), None),
+                }
+            }
             (Op::Signal(_), Value::Task(Some(w))) => {
                 prop_assert_eq!(e.blocked_on(*w).unwrap(), None);
             }
@@ -624,8 +780,22 @@ fn long_deterministic_sequence_reaches_deep_states() {
     // Replay to gather statistics about what the run exercised.
     let mut h = Harness::new();
     let (mut cycles, mut boosted_changes, mut max_depth) = (0, 0, 0);
+    // Waits that released a mutex a helper of their condvar was blocked on
+    // (the textbook pattern the two-step wait refused as a cycle).
+    let mut textbook = 0;
     for op in &ops {
-        match h.apply(op) {
+        let pattern = match h.wait_args(op) {
+            Some((c, m)) => h.e.helpers(c).is_ok_and(|hs| {
+                hs.iter()
+                    .any(|&x| h.e.blocked_on(x).ok().flatten() == Some(Blocker::Mutex(m)))
+            }),
+            _ => false,
+        };
+        let r = h.apply(op);
+        if pattern && r.is_ok() {
+            textbook += 1;
+        }
+        match r {
             Err(EngineError::Cycle { .. }) => cycles += 1,
             Ok((_, ch)) => {
                 boosted_changes += ch.iter().filter(|c| c.new.donor != c.task).count();
@@ -652,4 +822,8 @@ fn long_deterministic_sequence_reaches_deep_states() {
     assert!(cycles >= 50, "only {cycles} cycles refused");
     assert!(boosted_changes > 100, "only {boosted_changes} boosts");
     assert!(max_depth >= 4, "deepest chain {max_depth}");
+    assert!(textbook >= 20, "only {textbook} textbook-pattern waits");
+    eprintln!(
+        "cycles {cycles}, boosts {boosted_changes}, depth {max_depth}, textbook waits {textbook}"
+    );
 }

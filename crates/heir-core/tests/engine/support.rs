@@ -19,6 +19,10 @@ pub enum Op {
     Acquire(&'static str, &'static str),
     Release(&'static str, &'static str),
     Wait(&'static str, &'static str),
+    /// `(task, cond, mutex)`: `cond_wait_unlock`.
+    WaitUnlock(&'static str, &'static str, &'static str),
+    /// `(task, cond, mutex)`: `cond_wait_release`.
+    WaitRelease(&'static str, &'static str, &'static str),
     Signal(&'static str),
     Broadcast(&'static str),
     Cancel(&'static str),
@@ -127,6 +131,14 @@ impl World {
             Op::Acquire(t, m) => (String::new(), self.e.acquire(self.t(t), self.m(m))?),
             Op::Release(t, m) => (String::new(), self.e.release(self.t(t), self.m(m))?),
             Op::Wait(t, c) => (String::new(), self.e.cond_wait(self.t(t), self.c(c))?),
+            Op::WaitUnlock(t, c, m) => {
+                let o = self.e.cond_wait_unlock(self.t(t), self.c(c), self.m(m))?;
+                (opt(self, o.value), o.changes)
+            }
+            Op::WaitRelease(t, c, m) => (
+                String::new(),
+                self.e.cond_wait_release(self.t(t), self.c(c), self.m(m))?,
+            ),
             Op::Signal(c) => {
                 let o = self.e.cond_signal(self.c(c))?;
                 (opt(self, o.value), o.changes)

@@ -44,7 +44,7 @@ impl MainThread {
         let m = MainThread {
             tid,
             attr: sys::sched_getattr(tid).ok(),
-            cpus: sys::allowed_cpus(),
+            cpus: sys::thread_cpus(),
         };
         sys::set_affinity(0, &[cpu]).expect("pin the test thread");
         sys::sched_setattr(tid, &heir::sched::fifo(1)).expect("test thread at FIFO 1");

@@ -19,3 +19,4 @@ mod robust;
 mod run_errors;
 mod run_scenario;
 mod stress;
+mod textbook;

@@ -21,16 +21,38 @@ fn program(text: &str, drop: &[&str], cpu: u32) -> Scenario {
     sc
 }
 
-fn sim_error(sc: &Scenario) -> (String, String) {
+/// The simulator's error: (path, line, column, message), and as displayed.
+fn sim_error(sc: &Scenario) -> ((String, u32, u32, String), String) {
     match heir_sim::simulate(sc, &SimConfig::default(), &mut NullObserver) {
-        Err(SimError::Invalid { path, message }) => (path, message),
+        Err(e @ SimError::Invalid { .. }) => {
+            let shown = e.to_string();
+            let SimError::Invalid {
+                path,
+                line,
+                column,
+                message,
+            } = e;
+            ((path, line, column, message), shown)
+        }
         Ok(r) => panic!("the simulator accepted it: {r:?}"),
     }
 }
 
-fn run_error(sc: &Scenario) -> (String, String) {
+/// `heir::run`'s error, as [`sim_error`].
+fn run_error(sc: &Scenario) -> ((String, u32, u32, String), String) {
     match run(sc, &RunConfig::default()) {
-        Err(RunError::Invalid { path, message }) => (path, message),
+        Err(e @ RunError::Invalid { .. }) => {
+            let shown = e.to_string();
+            match e {
+                RunError::Invalid {
+                    path,
+                    line,
+                    column,
+                    message,
+                } => ((path, line, column, message), shown),
+                _ => unreachable!(),
+            }
+        }
         Err(e) => panic!("expected the simulator's error, got {e:?}"),
         Ok(r) => panic!("expected an error, got {:?}", r.report),
     }
@@ -63,8 +85,11 @@ fn unlock_of_a_mutex_not_held_is_the_simulators_error() {
         let mut sc = program(&text, &["lock"], rt.cpu);
         sc.tasks.truncate(1);
         let sim = sim_error(&sc);
-        assert_eq!(sim.0, "tasks.A.unlock");
-        assert!(sim.1.contains("releases mutex m which it does not hold"));
+        assert_eq!(sim.0 .0, "tasks.A.unlock");
+        assert_eq!(sim.0 .3, "thread A releases mutex m which it does not hold");
+        assert!(sim
+            .1
+            .ends_with(": at tasks.A.unlock: thread A releases mutex m which it does not hold"));
         assert_eq!(run_error(&sc), sim, "{protocol}");
     }
 }
@@ -85,7 +110,11 @@ fn wait_without_its_mutex_is_the_simulators_error() {
         });
         sc.tasks.truncate(1);
         let sim = sim_error(&sc);
-        assert_eq!(sim.0, "tasks.B.wait");
+        assert_eq!(sim.0 .0, "tasks.B.wait");
+        assert_eq!(
+            sim.0 .3,
+            "thread B waits on c with mutex m, which it does not hold"
+        );
         assert_eq!(run_error(&sc), sim, "{protocol}");
     }
 }
@@ -104,14 +133,19 @@ fn a_zero_time_loop_is_refused_not_spun() {
     let t0 = heir::sys::now_ns();
     let real = run_error(&sc);
     let took_ms = (heir::sys::now_ns() - t0) / 1_000_000;
-    assert_eq!(real.0, sim.0);
-    assert_eq!(real.0, "tasks.A");
+    assert_eq!(real.0 .0, "tasks.A");
+    assert_eq!(
+        (&real.0 .0, real.0 .1, real.0 .2),
+        (&sim.0 .0, sim.0 .1, sim.0 .2),
+        "at the task"
+    );
     // The same words; only the instant differs (the simulator's is 0 µs,
     // a real thread's is when it got there).
     let words = |m: &str| m.replace(|c: char| c.is_ascii_digit() || c == '.', "");
     assert_eq!(words(&real.1), words(&sim.1));
     assert!(real
-        .1
+        .0
+         .3
         .starts_with("no time passes: thread A keeps executing zero-time events at "));
     // Refused long before the 30 s duration: the spinning is bounded by
     // ZERO_TIME_EVENT_LIMIT, not by the run's end.

@@ -7,7 +7,10 @@ impl Builder<'_> {
     /// A string operand naming a resource (`"lock": "m"`).
     fn name_operand<'v>(m: &'v Member, what: &str, path: &str) -> R<&'v str> {
         match m.value.as_ref().and_then(Value::as_str) {
-            Some(s) => Ok(s),
+            Some(s) => {
+                check_name(s, value_at(m), path)?;
+                Ok(s)
+            }
             None => Err(expected(
                 m,
                 path.to_string(),
@@ -40,9 +43,9 @@ impl Builder<'_> {
             })
         };
         match ev {
-            Ev::Run => emit(EventKind::Run(micros(v, at, &path)?)),
-            Ev::Runtime => emit(EventKind::Runtime(micros(v, at, &path)?)),
-            Ev::Sleep => emit(EventKind::Sleep(micros(v, at, &path)?)),
+            Ev::Run => emit(EventKind::Run(micros(v, at, &path, "run")?)),
+            Ev::Runtime => emit(EventKind::Runtime(micros(v, at, &path, "runtime")?)),
+            Ev::Sleep => emit(EventKind::Sleep(micros(v, at, &path, "sleep")?)),
             Ev::Lock | Ev::Unlock => {
                 let name = Self::name_operand(m, "mutex", &path)?;
                 let r = self.res(name, Ns::Mutex, &path, at);
@@ -108,7 +111,7 @@ impl Builder<'_> {
                             format!("period must be positive (µs > 0), found {n}"),
                         )
                     }
-                    _ => micros(p.value.as_ref(), value_at(p), &p_path)?,
+                    _ => micros(p.value.as_ref(), value_at(p), &p_path, "period")?,
                 };
                 if period.min() == 0 {
                     return fail(
@@ -247,7 +250,12 @@ impl Builder<'_> {
                         "missing \"run\": a call needs \"server\" (an endpoint) and \"run\" (µs of work done by the server)",
                     );
                 };
-                let run = micros(run.value.as_ref(), value_at(run), &key_path(&path, "run"))?;
+                let run = micros(
+                    run.value.as_ref(),
+                    value_at(run),
+                    &key_path(&path, "run"),
+                    "run",
+                )?;
                 let s_path = key_path(&path, "server");
                 let r = self.res(server, Ns::Endpoint, &s_path, server_at);
                 let u = &mut self.usage[r.0];
@@ -270,15 +278,17 @@ fn mode_word(m: TimerMode) -> &'static str {
 
 const MICROS_EXPECTED: &str = "expected µs as a non-negative integer or {\"min\":…,\"max\":…}";
 
-/// A µs quantity: an integer ≥ 0 or `{"min": a, "max": b}` with a ≤ b.
-fn micros(v: Option<&Value>, at: usize, path: &str) -> R<Micros> {
+/// A µs quantity (of `what`, for messages): an integer ≥ 0 or
+/// `{"min": a, "max": b}` with a ≤ b, within heir's time limit.
+fn micros(v: Option<&Value>, at: usize, path: &str, what: &str) -> R<Micros> {
     let bad = |v: Option<&Value>, at: usize, path: &str| {
         fail(at, path, format!("{MICROS_EXPECTED}, found {}", found(v)))
     };
     match v.map(|v| &v.kind) {
-        Some(Kind::Number(n)) => match n.as_i128().and_then(|i| u64::try_from(i).ok()) {
-            Some(us) => Ok(Micros::Fixed(us)),
-            None => bad(v, at, path),
+        Some(Kind::Number(_)) => match us_of(v) {
+            Us::Ok(us) => Ok(Micros::Fixed(us)),
+            Us::Beyond => Err(beyond_us(at, path, what, v)),
+            Us::Bad => bad(v, at, path),
         },
         Some(Kind::Object(fields)) => {
             for f in fields {
@@ -384,7 +394,10 @@ fn required_str<'v>(
         );
     };
     match f.value.as_ref().and_then(Value::as_str) {
-        Some(s) => Ok((s, value_at(f))),
+        Some(s) => {
+            check_name(s, value_at(f), &key_path(path, key))?;
+            Ok((s, value_at(f)))
+        }
         None => Err(expected(
             f,
             key_path(path, key),

@@ -1,6 +1,6 @@
 //! From the JSON tree to a checked [`Scenario`].
 //!
-//! The build runs in five steps; the functions (and submodules) cite theirs.
+//! The build runs in six steps; the functions (and submodules) cite theirs.
 //!
 //! 1. The top level: `tasks` (required), `global`, `resources`; nothing else.
 //! 2. `global`, then the task names (so that helpers and `resume` can name
@@ -11,15 +11,20 @@
 //! 5. Whole-scenario checks: one name used as two kinds of resource, endpoint
 //!    servers, suspend/resume pairing, unused declarations; then the lists
 //!    derived from uses (queue pushers/poppers, endpoint servers/callers,
-//!    barrier users).
+//!    barrier users), and heir's limits on them.
+//! 6. Each task's program, walked as its threads will run it (`program`):
+//!    no relock, no unlock or wait without the mutex, and no task that
+//!    never lets time pass while looping forever.
 
 mod event;
+mod program;
 mod resources;
 mod task;
 
 use std::collections::{HashMap, HashSet};
 
 use crate::json::{push_path, quote_short, Kind, LineIndex, Member, PathSeg, Value};
+use crate::limits::*;
 use crate::model::*;
 
 /// A failure: byte offset of the offending token, JSON path, message.
@@ -63,11 +68,66 @@ fn expected(m: &Member, path: String, what: &str) -> Fail {
     }
 }
 
-/// The value of `m` as µs (a non-negative integer); `path` is its path.
+/// A µs value read from a number.
+enum Us {
+    /// Within heir's time limit.
+    Ok(u64),
+    /// A non-negative integer beyond [`MAX_TIME_US`].
+    Beyond,
+    /// Not a non-negative integer.
+    Bad,
+}
+
+/// The value as µs: a non-negative integer, at most [`MAX_TIME_US`].
+fn us_of(v: Option<&Value>) -> Us {
+    let Some(Kind::Number(n)) = v.map(|v| &v.kind) else {
+        return Us::Bad;
+    };
+    let text = n.text();
+    if !n.is_integer() || text.starts_with('-') {
+        return Us::Bad;
+    }
+    // Digits only: a failed parse is an overflow.
+    match text.parse::<u64>() {
+        Ok(us) if us <= MAX_TIME_US => Us::Ok(us),
+        _ => Us::Beyond,
+    }
+}
+
+/// The time-limit error for the µs value of `what` at `at`.
+fn beyond_us(at: usize, path: &str, what: &str, v: Option<&Value>) -> Fail {
+    Fail {
+        at,
+        path: path.to_string(),
+        msg: beyond_time_limit_us(what, &found(v)),
+    }
+}
+
+/// The value of `m` as µs (a non-negative integer within heir's time
+/// limit); `path` is its path.
 fn micros_of(m: &Member, path: String) -> R<u64> {
-    int_of(m.value.as_ref())
-        .and_then(|i| u64::try_from(i).ok())
-        .ok_or_else(|| expected(m, path, "µs as a non-negative integer"))
+    let v = m.value.as_ref();
+    match us_of(v) {
+        Us::Ok(us) => Ok(us),
+        Us::Beyond => Err(beyond_us(value_at(m), &path, &m.key, v)),
+        Us::Bad => Err(expected(m, path, "µs as a non-negative integer")),
+    }
+}
+
+/// Refuses a name (of a task, phase or resource) longer than
+/// [`MAX_NAME_BYTES`].
+fn check_name(name: &str, at: usize, path: &str) -> R<()> {
+    if name.len() <= MAX_NAME_BYTES {
+        return Ok(());
+    }
+    fail(
+        at,
+        path,
+        format!(
+            "the name {} is longer than heir's limit of {MAX_NAME_BYTES} bytes",
+            quote_short(name)
+        ),
+    )
 }
 
 /// The value as an integer, if it is a number written as one.
@@ -76,6 +136,20 @@ fn int_of(v: Option<&Value>) -> Option<i128> {
         Some(Kind::Number(n)) => n.as_i128(),
         _ => None,
     }
+}
+
+/// The value as a count compared with a limit: a non-negative integer, as
+/// `u64::MAX` when it is larger than that (`None` for anything else).
+fn count_of(v: Option<&Value>) -> Option<u64> {
+    let Some(Kind::Number(n)) = v.map(|v| &v.kind) else {
+        return None;
+    };
+    let text = n.text();
+    if !n.is_integer() || text.starts_with('-') {
+        return None;
+    }
+    // Digits only: a failed parse is an overflow.
+    Some(text.parse::<u64>().unwrap_or(u64::MAX))
 }
 
 /// `global` keys rt-app understands and heir accepts without using.
@@ -172,6 +246,7 @@ pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
         uses: HashMap::new(),
         use_order: Vec::new(),
         paired: HashSet::new(),
+        threads: 0,
     };
     b.scenario(root)
 }
@@ -192,6 +267,9 @@ struct Builder<'a> {
     use_order: Vec<String>,
     /// Names used as both the cond and the mutex of one `wait`/`sync`.
     paired: HashSet<String>,
+    /// Threads of the tasks read so far (at most [`MAX_THREADS`] + one
+    /// task's, so no overflow).
+    threads: u32,
 }
 
 impl Builder<'_> {
@@ -301,6 +379,7 @@ impl Builder<'_> {
             if m.key.is_empty() {
                 return fail(m.key_span.start, "tasks", "a task name cannot be empty");
             }
+            check_name(&m.key, m.key_span.start, &key_path("tasks", &m.key))?;
             self.task_by_name.insert(m.key.clone(), TaskIdx(i));
             self.task_names.push(m.key.clone());
         }
@@ -318,6 +397,8 @@ impl Builder<'_> {
 
         // Step 5: whole-scenario checks and derived lists.
         self.finish(&out)?;
+        // Step 6: the programs.
+        self.check_programs(&out)?;
         Ok(Scenario {
             global: self.global.clone(),
             resources: std::mem::take(&mut self.resources),
@@ -348,7 +429,10 @@ impl Builder<'_> {
                     };
                     self.global.duration_s = match secs {
                         Some(-1.0) => None,
-                        Some(s) if s >= 0.0 && s.is_finite() => Some(s),
+                        Some(s) if seconds_to_us(s).is_some() => Some(s),
+                        Some(s) if s > 0.0 => {
+                            return fail(at, &path, beyond_time_limit_s("duration", &found(v)))
+                        }
                         _ => {
                             return fail(
                                 at,
@@ -515,9 +599,11 @@ impl Builder<'_> {
             }
         }
 
+        let mut links = 0u64;
         for i in 0..self.resources.len() {
             let name = self.resources[i].name.clone();
             let u = std::mem::take(&mut self.usage[i]);
+            self.count_links(&mut links, i, &u, tasks)?;
             match &mut self.resources[i].kind {
                 ResourceKind::Queue {
                     pushers, poppers, ..
@@ -596,6 +682,64 @@ impl Builder<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Builder<'_> {
+    /// Adds the PI-CV helper links of resource `i` (used as `u`) to
+    /// `links`, refusing a scenario over [`MAX_HELPER_LINKS`].
+    fn count_links(&self, links: &mut u64, i: usize, u: &Usage, tasks: &[Task]) -> R<()> {
+        let threads = |ts: &[TaskIdx]| -> u64 {
+            ts.iter()
+                .map(|t| u64::from(tasks.get(t.0).map_or(0, |t| t.instance)))
+                .sum()
+        };
+        let res = &self.resources[i];
+        let (n, why, at) = match &res.kind {
+            ResourceKind::Cond { helpers } => {
+                let n = threads(helpers);
+                (n, format!("{n} helper threads"), u.declared.clone())
+            }
+            ResourceKind::Queue { .. } => {
+                let (push, pop) = (threads(&u.pushers), threads(&u.poppers));
+                (
+                    push + pop,
+                    format!("{push} pushing and {pop} popping threads"),
+                    u.declared.clone().or_else(|| self.first_use(&res.name)),
+                )
+            }
+            ResourceKind::Endpoint { .. } => {
+                let (call, serve) = (threads(&u.callers), threads(&u.servers));
+                (
+                    call * serve,
+                    format!("{call} calling threads × {serve} serving threads"),
+                    u.first_call.clone().or_else(|| u.first_serve.clone()),
+                )
+            }
+            _ => return Ok(()),
+        };
+        *links += n;
+        if *links <= MAX_HELPER_LINKS {
+            return Ok(());
+        }
+        let (path, at) = at.unwrap_or_else(|| (res.path.clone(), 0));
+        fail(
+            at,
+            &path,
+            format!(
+                "{} {} brings the PI-CV helper links to {links} ({why}), over heir's limit of {MAX_HELPER_LINKS}",
+                res.kind.word(),
+                quote_short(&res.name)
+            ),
+        )
+    }
+
+    /// Where `name` is first declared or used.
+    fn first_use(&self, name: &str) -> Option<(String, usize)> {
+        self.uses
+            .get(name)
+            .and_then(|u| u.first())
+            .map(|u| (u.path.clone(), u.at))
     }
 }
 

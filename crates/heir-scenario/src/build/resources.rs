@@ -18,6 +18,7 @@ impl Builder<'_> {
         self.unique_keys(members, "resources")?;
         for m in members {
             let path = key_path("resources", &m.key);
+            check_name(&m.key, m.key_span.start, &path)?;
             let Some(Kind::Object(fields)) = m.value.as_ref().map(|v| &v.kind) else {
                 return fail(
                     value_at(m),
@@ -97,16 +98,26 @@ impl Builder<'_> {
                 },
                 Decl::Queue => ResourceKind::Queue {
                     capacity: match field("capacity") {
-                        Some(c) => int_of(c.value.as_ref())
-                            .and_then(|i| u32::try_from(i).ok())
-                            .filter(|&i| i >= 1)
-                            .ok_or_else(|| {
-                                expected(
-                                    c,
-                                    key_path(&path, "capacity"),
-                                    "a capacity (an integer ≥ 1)",
-                                )
-                            })?,
+                        Some(c) => {
+                            let c_path = key_path(&path, "capacity");
+                            let v = c.value.as_ref();
+                            let Some(n) = count_of(v).filter(|&i| i >= 1) else {
+                                return Err(expected(c, c_path, "a capacity (an integer ≥ 1)"));
+                            };
+                            match u32::try_from(n) {
+                                Ok(n) if n <= MAX_QUEUE_CAPACITY => n,
+                                _ => {
+                                    return fail(
+                                        value_at(c),
+                                        &c_path,
+                                        format!(
+                                            "capacity {} is over heir's limit of {MAX_QUEUE_CAPACITY} items",
+                                            found(v)
+                                        ),
+                                    )
+                                }
+                            }
+                        }
                         None => 16,
                     },
                     pushers: Vec::new(),

@@ -175,17 +175,44 @@ impl Builder<'_> {
         let prop = |k: &str| props.get(k).copied();
 
         let instance = match prop("instance") {
-            Some(f) => int_of(f.value.as_ref())
-                .and_then(|i| u32::try_from(i).ok())
-                .ok_or_else(|| {
-                    expected(
-                        f,
-                        key_path(&path, "instance"),
-                        "a number of threads (an integer ≥ 0)",
-                    )
-                })?,
+            Some(f) => {
+                let i_path = key_path(&path, "instance");
+                let v = f.value.as_ref();
+                let Some(n) = count_of(v) else {
+                    return Err(expected(f, i_path, "a number of threads (an integer ≥ 0)"));
+                };
+                match u32::try_from(n) {
+                    Ok(n) if n <= MAX_THREADS => n,
+                    _ => {
+                        return fail(
+                            value_at(f),
+                            &i_path,
+                            format!(
+                                "instance {} is over heir's limit of {MAX_THREADS} threads",
+                                found(v)
+                            ),
+                        )
+                    }
+                }
+            }
             None => 1,
         };
+        self.threads += instance;
+        if self.threads > MAX_THREADS {
+            let (at, at_path) = match prop("instance") {
+                Some(f) => (value_at(f), key_path(&path, "instance")),
+                None => (m.key_span.start, path.clone()),
+            };
+            return fail(
+                at,
+                &at_path,
+                format!(
+                    "task {} brings the threads to {} in all, over heir's limit of {MAX_THREADS} threads",
+                    quote_short(name),
+                    self.threads,
+                ),
+            );
+        }
         let loops = match prop("loop") {
             Some(f) => match int_of(f.value.as_ref()) {
                 Some(-1) => None,
@@ -260,9 +287,12 @@ impl Builder<'_> {
             for (f, ev) in &events {
                 self.event(idx, name, f, *ev, &path, &mut evs)?;
             }
+            let (line, column) = self.line_col(m.key_span.start);
             phases.push(Phase {
                 name: String::new(),
                 path: path.clone(),
+                line,
+                column,
                 loops: 1,
                 cpus: None,
                 sched: None,
@@ -279,9 +309,12 @@ impl Builder<'_> {
                 ),
             );
         }
+        let (line, column) = self.line_col(m.key_span.start);
         Ok(Task {
             name: name.to_string(),
             path,
+            line,
+            column,
             instance,
             sched,
             cpus,
@@ -515,6 +548,7 @@ impl Builder<'_> {
         current: &mut Sched,
     ) -> R<Phase> {
         let path = key_path(phases_path, &p.key);
+        check_name(&p.key, p.key_span.start, &path)?;
         let Some(Kind::Object(members)) = p.value.as_ref().map(|v| &v.kind) else {
             return fail(
                 value_at(p),
@@ -560,9 +594,12 @@ impl Builder<'_> {
         for (f, ev) in &events {
             self.event(task, task_name, f, *ev, &path, &mut evs)?;
         }
+        let (line, column) = self.line_col(p.key_span.start);
         Ok(Phase {
             name: p.key.clone(),
             path,
+            line,
+            column,
             loops,
             cpus,
             sched,
@@ -597,8 +634,19 @@ fn cpus(f: &Member, owner_path: &str) -> R<Vec<u32>> {
     }
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        match int_of(Some(item)).and_then(|n| u32::try_from(n).ok()) {
-            Some(c) => out.push(c),
+        match count_of(Some(item)) {
+            Some(c) if c < u64::from(MAX_CPUS) => out.push(c as u32),
+            Some(_) => {
+                return fail(
+                    item.span.start,
+                    &push_path(&path, &PathSeg::Index(i)),
+                    format!(
+                    "CPU {} is over heir's limit: CPU numbers go from 0 to {} ({MAX_CPUS} CPUs)",
+                    item.describe(),
+                    MAX_CPUS - 1
+                ),
+                )
+            }
             None => {
                 return fail(
                     item.span.start,

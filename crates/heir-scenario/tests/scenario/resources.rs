@@ -76,7 +76,7 @@ fn declared_first_in_order_then_first_use() {
 fn default_protocol_follows_pi_enabled() {
     let s = ok(r#"{"global": {"pi_enabled": true},
         "resources": {"d": {"type": "mutex"}},
-        "tasks": {"A": {"lock": "m", "lock1": "d", "unlock": "d", "unlock1": "m"}}}"#);
+        "tasks": {"A": {"loop": 1, "lock": "m", "lock1": "d", "unlock": "d", "unlock1": "m"}}}"#);
     assert_eq!(
         *res_kind(&s, "m", "mutex"),
         ResourceKind::Mutex {

@@ -446,3 +446,14 @@ fn names_with_dots_are_quoted_in_paths() {
         "tasks[\"mp3.decoder\"].run"
     );
 }
+
+#[test]
+fn tasks_and_phases_know_where_they_are() {
+    let s = ok("{\"tasks\": {\n  \"A\": {\"run\": 1},\n  \"B\": {\"phases\": {\n    \"p\": {\"run\": 1}}}}}");
+    let (a, b) = (&s.tasks[0], &s.tasks[1]);
+    assert_eq!((a.line, a.column), (2, 3));
+    // A task without phases: its one phase is at the task.
+    assert_eq!((a.phases[0].line, a.phases[0].column), (2, 3));
+    assert_eq!((b.line, b.column), (3, 3));
+    assert_eq!((b.phases[0].line, b.phases[0].column), (4, 5));
+}

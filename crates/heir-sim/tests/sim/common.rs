@@ -331,6 +331,8 @@ impl B {
             .map(|(i, (loops, cpus, sched, evs))| Phase {
                 name: format!("p{i}"),
                 path: format!("tasks.{name}.phases.p{i}"),
+                line: 1,
+                column: 1,
                 loops,
                 cpus,
                 sched,
@@ -350,6 +352,8 @@ impl B {
         self.sc.tasks.push(Task {
             name: name.clone(),
             path: format!("tasks.{name}"),
+            line: 1,
+            column: 1,
             instance: t.instance,
             sched: Sched {
                 policy: t.policy,

@@ -7,7 +7,7 @@ use crate::common::*;
 
 fn err(sc: &heir_scenario::Scenario, cfg: &SimConfig) -> (String, String) {
     match heir_sim::simulate(sc, cfg, &mut NullObserver) {
-        Err(SimError::Invalid { path, message }) => (path, message),
+        Err(SimError::Invalid { path, message, .. }) => (path, message),
         Ok(r) => panic!("expected an error, got {r:?}"),
     }
 }

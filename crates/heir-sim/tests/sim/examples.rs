@@ -246,3 +246,39 @@ fn deadlock_two_locks() {
     assert_eq!(json["deadlock"]["at_us"], 4000.0);
     assert_eq!(json["tasks"]["A"]["jobs"], 0);
 }
+
+#[test]
+fn cond_wait_textbook_pattern() {
+    // Every 10 ms: the consumer (30, CPU 0) holds m 0-2 and waits on c with
+    // it; the producer (10, CPU 1), a helper of c, blocked on m since 0.5,
+    // gets m at 2 (the wait gives it up). PI-CV on: it runs 2-3 at the
+    // consumer's 30 and signals at 3; the woken consumer blocks on m, the
+    // producer (now at 30 through the PI mutex) unlocks at once; the
+    // consumer runs 3-4 (response 4 ms); the annoyer (20, from 2.5) runs
+    // 3-6 (3.5 ms); the producer's job ends at 6 (timer; 5.5 ms from 0.5).
+    // PI-CV off: the annoyer preempts the producer 2.5-5.5; signal at 6,
+    // consumer 6-7 (7 ms), annoyer 3 ms, producer 5.5 ms.
+    let sc = example("cond-wait-textbook.json");
+    let (on, rec) = run(&sc, &pi_cv(true));
+    assert!(on.deadlock.is_none());
+    assert_eq!(
+        rec.merged_before(1, 10.0),
+        rows(&[("Producer", 2.0, 3.0), ("Annoyer", 3.0, 6.0)])
+    );
+    assert_eq!(stats(&on, "Consumer"), (10, 0, 4_000.0, 4_000.0, 4_000.0));
+    assert_eq!(stats(&on, "Producer"), (10, 0, 5_500.0, 5_500.0, 5_500.0));
+    assert_eq!(stats(&on, "Annoyer"), (10, 0, 3_500.0, 3_500.0, 3_500.0));
+    let (off, rec) = run(&sc, &pi_cv(false));
+    assert!(off.deadlock.is_none());
+    assert_eq!(
+        rec.merged_before(1, 10.0),
+        rows(&[
+            ("Producer", 2.0, 2.5),
+            ("Annoyer", 2.5, 5.5),
+            ("Producer", 5.5, 6.0)
+        ])
+    );
+    assert_eq!(stats(&off, "Consumer"), (10, 0, 7_000.0, 7_000.0, 7_000.0));
+    assert_eq!(stats(&off, "Producer"), (10, 0, 5_500.0, 5_500.0, 5_500.0));
+    assert_eq!(stats(&off, "Annoyer"), (10, 0, 3_000.0, 3_000.0, 3_000.0));
+}

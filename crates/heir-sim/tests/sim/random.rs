@@ -120,7 +120,7 @@ proptest! {
     #[test]
     fn random_scenarios_end_and_keep_invariants(seed in any::<u64>(), pi_cv in any::<bool>()) {
         let sc = gen(seed);
-        let cfg = SimConfig { pi_cv: Some(pi_cv), duration_us: Some(50_000), seed: Some(seed) };
+        let cfg = SimConfig { pi_cv: Some(pi_cv), duration_us: Some(50_000), seed: Some(seed), cpus: None };
         let mut obs = NullObserver;
         let mut sim = Simulator::new(&sc, &cfg, &mut obs).expect("valid scenario");
         match sim.run() {
@@ -136,7 +136,7 @@ proptest! {
             }
             // The generator balances lock/unlock, so this does not happen;
             // if it did, it must be a clear error at a task, not a panic.
-            Err(SimError::Invalid { path, message }) => {
+            Err(SimError::Invalid { path, message, .. }) => {
                 prop_assert!(path.starts_with("tasks."), "{}: {}", path, message);
             }
         }

@@ -325,3 +325,99 @@ fn rpc_without_pi_cv_the_server_is_preempted() {
     );
     assert_eq!(task_report(&r, "C").response_us.max, Some(7000.0));
 }
+
+/// The textbook condition-variable pattern (issue: a false deadlock): the
+/// consumer waits on `c` holding `m` while the producer, a helper of `c`, is
+/// blocked on `m` to signal. The wait gives `m` up as it starts waiting, so
+/// the producer gets `m` at once and runs at the consumer's priority until
+/// it signals; with PI-CV off the annoyer preempts it.
+///
+/// ```text
+/// CPU0  Consumer(30): lock m, run 2 ms, wait(c, m), unlock m, run 1 ms
+/// CPU1  Producer(10): at 0.5 ms lock m (blocks), run 1 ms, signal c, unlock m
+///       Annoyer(20):  at 2.5 ms run 3 ms
+/// ```
+#[test]
+fn wait_hands_its_mutex_to_a_helper_blocked_on_it() {
+    for pi_cv in [true, false] {
+        let mut b = B::new();
+        b.sc.global.pi_cv = pi_cv;
+        let m = b.mutex("m", MutexProtocol::Inherit);
+        let c = b.cond("c", &[1]);
+        b.task(fifo(
+            "Consumer",
+            30,
+            vec![
+                EventKind::Lock(m),
+                run_us(2000),
+                EventKind::Wait { cond: c, mutex: m },
+                EventKind::Unlock(m),
+                run_us(1000),
+            ],
+        ));
+        b.task(
+            fifo(
+                "Producer",
+                10,
+                vec![
+                    EventKind::Lock(m),
+                    run_us(1000),
+                    EventKind::Signal(c),
+                    EventKind::Unlock(m),
+                ],
+            )
+            .cpus(Some(vec![1]))
+            .delay(500),
+        );
+        b.task(
+            fifo("Annoyer", 20, vec![run_us(3000)])
+                .cpus(Some(vec![1]))
+                .delay(2500),
+        );
+        let (r, rec) = b.run();
+        assert!(r.deadlock.is_none(), "pi_cv {pi_cv}: {:?}", r.deadlock);
+        use InstantKind::*;
+        let at_2ms: Vec<_> = rec.instants().into_iter().filter(|i| i.0 == 2.0).collect();
+        assert_eq!(
+            at_2ms,
+            vec![
+                (2.0, s("Consumer"), Unlock, s("m")),
+                (2.0, s("Producer"), Lock, s("m")),
+                (2.0, s("Consumer"), Wait, s("c")),
+            ],
+            "pi_cv {pi_cv}"
+        );
+        if pi_cv {
+            assert_eq!(
+                rec.merged(1),
+                rows(&[("Producer", 2.0, 3.0), ("Annoyer", 3.0, 6.0)])
+            );
+            let producer: Vec<_> = rec
+                .slices()
+                .into_iter()
+                .filter(|sl| sl.0 == "Producer")
+                .collect();
+            assert_eq!(
+                producer,
+                vec![(
+                    s("Producer"),
+                    2.0,
+                    3.0,
+                    heir_core::Urgency::fixed(30),
+                    Some(s("Consumer"))
+                )]
+            );
+            assert_eq!(task_report(&r, "Consumer").response_us.max, Some(4000.0));
+        } else {
+            assert_eq!(
+                rec.merged(1),
+                rows(&[
+                    ("Producer", 2.0, 2.5),
+                    ("Annoyer", 2.5, 5.5),
+                    ("Producer", 5.5, 6.0)
+                ])
+            );
+            assert_eq!(task_report(&r, "Consumer").response_us.max, Some(7000.0));
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! heir's limits: the largest file, name, count and time a scenario may have.
+//!
+//! Every count that sizes an allocation somewhere in heir (threads, CPUs,
+//! queue slots, PI-CV helper links, the file itself and the names it
+//! repeats) has a bound here, and so does every time: the reader refuses a
+//! scenario beyond one, naming the limit, so that `heir sim`, `heir run` and
+//! `heir analyze` refuse it the same way. Counts that only grow with the
+//! size of the file (tasks, phases, events, resources) are bounded by
+//! [`MAX_FILE_BYTES`]. `docs/SCENARIO.md` lists them for users.
+
+/// The largest scenario file heir reads: 16 MiB (rt-app's files are a few
+/// KiB).
+pub const MAX_FILE_BYTES: usize = 16 << 20;
+
+/// The longest name of a task, phase or resource, in bytes. Names are
+/// repeated in every path, thread name and internal object name derived
+/// from them, so a long name multiplies.
+pub const MAX_NAME_BYTES: usize = 256;
+
+/// The most threads a scenario may create: `instance` of one task, and the
+/// sum over all tasks.
+pub const MAX_THREADS: u32 = 1024;
+
+/// The most CPUs: CPU numbers in `cpus` go from 0 to `MAX_CPUS - 1`, and
+/// `heir sim --cpus N` takes at most this many. It is Linux's
+/// `CPU_SETSIZE`, the CPUs a `cpu_set_t` can name.
+pub const MAX_CPUS: u32 = 1024;
+
+/// The largest `capacity` of a queue (`heir run` keeps up to that many
+/// items in memory).
+pub const MAX_QUEUE_CAPACITY: u32 = 65_536;
+
+/// The most PI-CV helper links a scenario may need, summed over its
+/// condition variables: each thread of each declared helper task of a cond;
+/// each pushing and each popping thread of a queue; each (calling thread,
+/// serving thread) pair of an endpoint. Each link is registered with the
+/// engine before the run starts.
+pub const MAX_HELPER_LINKS: u64 = 65_536;
+
+/// The longest time, in seconds: 100 days. Every time in a scenario (a µs
+/// value, `global.duration`) and every duration given on the command line
+/// must be at most this; in nanoseconds it is below 2⁵³, so every instant
+/// heir reports is exact in an `f64`, and adding two never overflows a
+/// `u64`.
+pub const MAX_TIME_S: u64 = 100 * 24 * 3600;
+
+/// [`MAX_TIME_S`] in µs, the unit of the scenario's times.
+pub const MAX_TIME_US: u64 = MAX_TIME_S * 1_000_000;
+
+/// [`MAX_TIME_S`] in ns, the simulator's unit.
+pub const MAX_TIME_NS: u64 = MAX_TIME_US * 1_000;
+
+/// A task whose program never takes time (no `run`, `runtime`, `sleep` or
+/// `timer` with a non-zero time, and no event that can block) is refused
+/// when it loops forever or executes more than this many events in all: it
+/// would spin without simulated time passing.
+pub const MAX_ZERO_TIME_EVENTS: u64 = 1 << 16;
+
+/// The message for a time beyond [`MAX_TIME_S`] given in seconds, e.g.
+/// `duration 1e308 s is beyond heir's time limit of 8640000 s (100 days)`:
+/// `global.duration` and `--duration` say the same.
+pub fn beyond_time_limit_s(what: &str, shown: &str) -> String {
+    format!("{what} {shown} s is beyond heir's time limit of {MAX_TIME_S} s (100 days)")
+}
+
+/// The message for a time beyond [`MAX_TIME_US`] given in µs, e.g.
+/// `delay 18446744073709551615 µs is beyond heir's time limit of
+/// 8640000000000 µs (100 days)`.
+pub fn beyond_time_limit_us(what: &str, shown: &str) -> String {
+    format!("{what} {shown} µs is beyond heir's time limit of {MAX_TIME_US} µs (100 days)")
+}
+
+/// A duration in seconds as whole µs (rounded), when it is within heir's
+/// time limit: finite, `≥ 0` and at most [`MAX_TIME_S`].
+pub fn seconds_to_us(secs: f64) -> Option<u64> {
+    if secs.is_finite() && (0.0..=MAX_TIME_S as f64).contains(&secs) {
+        // In range: at most 8.64e12, exact in a u64.
+        Some((secs * 1e6).round() as u64)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Exact in an f64 (below 2^53), and far from u64 overflow.
+    const _: () = assert!(MAX_TIME_NS < 1 << 53);
+    const _: () = assert!(MAX_TIME_NS < u64::MAX / 1000);
+
+    #[test]
+    fn the_time_limit_is_100_days() {
+        assert_eq!(MAX_TIME_NS, 8_640_000_000_000_000);
+    }
+
+    #[test]
+    fn seconds_within_the_limit() {
+        assert_eq!(seconds_to_us(0.0), Some(0));
+        assert_eq!(seconds_to_us(1.5), Some(1_500_000));
+        assert_eq!(seconds_to_us(8_640_000.0), Some(MAX_TIME_US));
+        for bad in [8_640_000.5, 1e11, 1e308, f64::INFINITY, f64::NAN, -1.0] {
+            assert_eq!(seconds_to_us(bad), None, "{bad}");
+        }
+    }
+}
