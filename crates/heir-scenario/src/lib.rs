@@ -38,6 +38,7 @@
 mod build;
 pub mod json;
 pub mod limits;
+pub mod messages;
 pub mod model;
 
 pub use model::*;

@@ -35,8 +35,8 @@ use heir_scenario::limits::{
     MAX_TIME_US,
 };
 use heir_scenario::{
-    Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, Task, TaskIdx,
-    TimerMode,
+    messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, Task,
+    TaskIdx, TimerMode,
 };
 
 use crate::queue::{level_of, EvKind, EventQueue, RunQueue};
@@ -1659,11 +1659,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             if self.zero_steps > ZERO_TIME_STEP_LIMIT {
                 return Err(stop(at_task(
                     &sc.tasks[th.task],
-                    format!(
-                        "no simulated time passes: thread {} keeps executing zero-time events at {} µs (a loop without run/runtime/sleep/timer?)",
-                        self.cold[t as usize].name,
-                        self.now as f64 / 1000.0
-                    ),
+                    messages::zero_time_loop(&self.cold[t as usize].name, self.now as f64 / 1000.0),
                 )));
             }
             let task = &sc.tasks[th.task];
@@ -1823,10 +1819,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             // The engine checks ownership and leaves its state unchanged.
             Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
                 ev,
-                format!(
-                    "thread {} releases mutex {} which it does not hold",
-                    self.cold[t as usize].name, self.info.resources[res]
-                ),
+                messages::mutex_not_held(&self.cold[t as usize].name, &self.info.resources[res]),
             ))),
             Err(e) => Err(self.internal(t, e)),
         }
@@ -1878,15 +1871,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.block(t);
                 Ok(())
             }
-            Err(EngineError::NotOwner { .. }) => Err(stop(invalid(
-                &ev.path,
-                format!(
-                    "{}:{}: thread {} waits on {} with mutex {}, which it does not hold",
-                    ev.line,
-                    ev.column,
-                    self.cold[t as usize].name,
-                    self.info.resources[cres],
-                    self.info.resources[mres]
+            Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
+                ev,
+                messages::wait_without_mutex(
+                    &self.cold[t as usize].name,
+                    &self.info.resources[cres],
+                    &self.info.resources[mres],
                 ),
             ))),
             Err(EngineError::Cycle { cycle }) => Err(self.deadlock(&cycle)),
