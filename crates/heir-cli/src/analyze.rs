@@ -122,7 +122,8 @@ pub fn main(args: Args) -> CliResult {
             let config = RunConfig {
                 duration_us: args.duration,
                 pi_cv: Some(pi_cv),
-                calibration_ns_per_loop: None,
+                on_note: Some(crate::output::print_run_note),
+                ..RunConfig::default()
             };
             let r = run_scenario(&scenario, &config)
                 .map_err(|e| run_error(e, format!("{file}: cannot run on real threads")))?;

@@ -192,7 +192,8 @@ fn run_real(
         let config = heir::run::RunConfig {
             duration_us: Some((seconds * 1e6) as u64),
             pi_cv: Some(pi_cv),
-            calibration_ns_per_loop: None,
+            on_note: Some(crate::output::print_run_note),
+            ..heir::run::RunConfig::default()
         };
         match heir::run::run_scenario(scenario, &config) {
             Ok(report) => runs.push(Run::new(scenario, label, pi_cv, report, Vec::new())),

@@ -146,6 +146,11 @@ pub fn run_error(e: RunError, context: String) -> CliError {
     }
 }
 
+/// Prints a note of `heir run` about its CPUs on stderr, as a warning.
+pub fn print_run_note(note: &str) {
+    eprintln!("heir: warning: {note}");
+}
+
 /// `on` or `off`.
 pub fn on_off(enabled: bool) -> &'static str {
     if enabled {

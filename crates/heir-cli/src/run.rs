@@ -3,20 +3,29 @@
 //! on CLOCK_MONOTONIC absolute), and print the same table and `--json`
 //! schema as `heir sim`, with `"mode":"real"`.
 //!
-//! Exit codes: 0 ok; 2 bad input — unreadable file, reader error, no finite
-//! duration (set `global.duration` or pass `--duration`), a feature the
-//! runner lacks, or no permission for real-time priorities — with nothing on
-//! stdout; 3 the run hit a deadlock (the report and its cycle are printed).
-//! RT throttling is never touched.
+//! CPUs: a CPU the file names that another program's real-time threads (or
+//! another `heir run`) use moves to a free CPU (`--placement free`, the
+//! default) or stays (`--placement as-written`); a file that names no CPU runs on the
+//! quietest one. Either way a warning on stderr says what else runs there,
+//! and another program's real-time thread that ran on the run's CPUs during
+//! the run is a warning too.
+//!
+//! Exit codes: 0 ok; 1 the runtime failed; 2 bad input — unreadable file,
+//! reader error, no finite duration (set `global.duration` or pass
+//! `--duration`), a feature the runner lacks, no permission for real-time
+//! priorities, or a program the simulator refuses as well (an unlock of a
+//! mutex not held, a zero-time loop: the same path and message as `heir
+//! sim`) — with nothing on stdout; 3 the run hit a deadlock (the report and
+//! its cycle are printed). RT throttling is never touched.
 
 use std::path::PathBuf;
 
-use heir::run::{run_scenario, RunConfig};
+use heir::run::{run_scenario, Placement, RunConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    deadlock_line, on_off, parse_seconds, print_json, read_scenario, report_table, run_error,
-    thread_scheds,
+    deadlock_line, on_off, parse_seconds, print_json, print_run_note, read_scenario, report_table,
+    run_error, thread_scheds,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -35,6 +44,20 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
+    /// Where the file's CPUs run: `free` moves a CPU that another
+    /// program's real-time threads (or another heir run) use to a free one,
+    /// `as-written` keeps the file's numbers; both say so on stderr.
+    #[arg(long, value_name = "free|as-written", default_value = "free")]
+    pub placement: PlacementArg,
+}
+
+/// `--placement`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlacementArg {
+    /// Move busy CPUs to free ones.
+    Free,
+    /// Keep the file's CPU numbers.
+    AsWritten,
 }
 
 /// Runs `heir run`.
@@ -44,6 +67,11 @@ pub fn main(args: Args) -> CliResult {
         duration_us: args.duration,
         pi_cv: args.pi_cv.map(OnOff::enabled),
         calibration_ns_per_loop: None,
+        placement: match args.placement {
+            PlacementArg::Free => Placement::Free,
+            PlacementArg::AsWritten => Placement::AsWritten,
+        },
+        on_note: Some(print_run_note),
     };
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
     let report = run_scenario(&scenario, &config)

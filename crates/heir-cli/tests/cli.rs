@@ -10,6 +10,8 @@ mod deadlock;
 mod demo;
 #[path = "cli/reliability.rs"]
 mod reliability;
+#[path = "cli/run_errors.rs"]
+mod run_errors;
 #[path = "cli/run_privilege.rs"]
 mod run_privilege;
 #[path = "cli/sim_json.rs"]
@@ -20,5 +22,7 @@ mod sim_table;
 mod support;
 #[path = "cli/trace_files.rs"]
 mod trace_files;
+#[path = "cli/two_runs.rs"]
+mod two_runs;
 #[path = "cli/warnings.rs"]
 mod warnings;

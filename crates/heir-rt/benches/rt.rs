@@ -164,8 +164,26 @@ fn uncontended(n: u64) {
         libc::pthread_mutexattr_destroy(&mut attr);
         r
     };
+    // SAFETY: as above.
+    let glibc_robust = unsafe {
+        let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
+        libc::pthread_mutexattr_init(&mut attr);
+        libc::pthread_mutexattr_setprotocol(&mut attr, libc::PTHREAD_PRIO_INHERIT);
+        libc::pthread_mutexattr_setrobust(&mut attr, libc::PTHREAD_MUTEX_ROBUST);
+        let mut pm: libc::pthread_mutex_t = std::mem::zeroed();
+        libc::pthread_mutex_init(&mut pm, &attr);
+        let mut x = 0u64;
+        let r = per_op(n, || {
+            libc::pthread_mutex_lock(&mut pm);
+            x = std::hint::black_box(x + 1);
+            libc::pthread_mutex_unlock(&mut pm);
+        });
+        libc::pthread_mutex_destroy(&mut pm);
+        libc::pthread_mutexattr_destroy(&mut attr);
+        r
+    };
     println!(
-        "lock+unlock   PiMutex {heir_lock:>8.1}   pthread_mutex PRIO_INHERIT {glibc_lock:>8.1}"
+        "lock+unlock   PiMutex (robust) {heir_lock:>8.1}   pthread_mutex PRIO_INHERIT {glibc_lock:>8.1}   PRIO_INHERIT+ROBUST {glibc_robust:>8.1}"
     );
     let c = PiCondvar::new();
     let heir_sig = per_op(n / 10, || {

@@ -15,6 +15,9 @@
  *   EPERM   the caller does not own the mutex
  *   EDEADLK the operation would close a wait-for cycle (state unchanged)
  *   ETIMEDOUT  the absolute CLOCK_MONOTONIC deadline passed
+ *   EBUSY   the mutex is held (trylock; destroy, which then changes nothing)
+ *   EOWNERDEAD  the caller now holds a mutex whose owner died (see below)
+ *   ENOTRECOVERABLE  the mutex was unlocked inconsistent: unusable
  * Thread ids are kernel tids (gettid()). Objects must not be moved or copied
  * after *_init. Link with -lheir (pkg-config --cflags --libs heir).
  * See docs/RUNTIME.md.
@@ -45,12 +48,23 @@ int heir_thread_leave(void);
 pid_t heir_gettid(void);
 int heir_check_invariants(void);
 
-/* PI mutexes. */
+/* PI mutexes. They are robust, as PTHREAD_MUTEX_ROBUST pthread mutexes:
+ * when a thread exits holding one, the kernel marks it (the thread's robust
+ * futex list, which heir shares with glibc's robust mutexes), and the next
+ * lock — heir_mutex_lock, _trylock, _timedlock, or a heir_cond_wait
+ * re-acquiring it — returns EOWNERDEAD with the mutex HELD by the caller.
+ * Repair what it protects, then heir_mutex_consistent(); unlocking it
+ * without that makes it unusable (ENOTRECOVERABLE for every later lock; it
+ * can still be destroyed). A blocked waiter is handed the mutex the same
+ * way. Robustness needs glibc on 64-bit Linux (the thread's robust list);
+ * elsewhere a dead owner leaves ESRCH to later lockers.
+ * heir_mutex_destroy: EBUSY while a thread holds it. */
 int heir_mutex_init(heir_mutex_t *m);
 int heir_mutex_lock(heir_mutex_t *m);
 int heir_mutex_trylock(heir_mutex_t *m);
 int heir_mutex_timedlock(heir_mutex_t *m, const struct timespec *abstime);
 int heir_mutex_unlock(heir_mutex_t *m);
+int heir_mutex_consistent(heir_mutex_t *m);
 int heir_mutex_destroy(heir_mutex_t *m);
 
 /* PI condition variables (abstime: CLOCK_MONOTONIC). */
@@ -63,7 +77,9 @@ int heir_cond_helpers_add(heir_cond_t *c, pid_t helper);
 int heir_cond_helpers_del(heir_cond_t *c, pid_t helper);
 int heir_cond_destroy(heir_cond_t *c);
 
-/* Immediate priority ceiling (prio: SCHED_FIFO 1..99). */
+/* Immediate priority ceiling (prio: SCHED_FIFO 1..99). Destroy returns
+ * EBUSY while a thread holds or waits for the mutex; the holder stays at
+ * the ceiling until it unlocks. */
 int heir_ceiling_mutex_init(heir_ceiling_mutex_t *m, int prio);
 int heir_ceiling_mutex_lock(heir_ceiling_mutex_t *m);
 int heir_ceiling_mutex_unlock(heir_ceiling_mutex_t *m);

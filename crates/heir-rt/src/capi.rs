@@ -157,18 +157,27 @@ pub unsafe extern "C" fn heir_mutex_lock(m: *mut heir_mutex_t) -> i32 {
     rc(unsafe { mutex_of(m) }.and_then(|m| m.lock()))
 }
 
-/// Locks a PI mutex if free (`EBUSY` otherwise).
+/// Locks a PI mutex if free (`EBUSY` otherwise; `EOWNERDEAD` as
+/// [`heir_mutex_lock`]).
 ///
 /// # Safety
 /// As [`heir_mutex_lock`].
 #[no_mangle]
 pub unsafe extern "C" fn heir_mutex_trylock(m: *mut heir_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    match unsafe { mutex_of(m) } {
-        Ok(m) if m.try_lock() => 0,
-        Ok(_) => libc::EBUSY,
-        Err(e) => e.errno(),
-    }
+    rc(unsafe { mutex_of(m) }.and_then(|m| m.try_lock()))
+}
+
+/// Marks a PI mutex whose owner died consistent again (after
+/// `EOWNERDEAD`, by its new owner): `EPERM` if the caller does not hold it,
+/// `EINVAL` if it is not inconsistent.
+///
+/// # Safety
+/// As [`heir_mutex_lock`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_mutex_consistent(m: *mut heir_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { mutex_of(m) }.and_then(|m| m.make_consistent()))
 }
 
 /// Locks a PI mutex, giving up at `abstime` (CLOCK_MONOTONIC).
@@ -207,10 +216,7 @@ pub unsafe extern "C" fn heir_mutex_destroy(m: *mut heir_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
     if let Err(e) = unsafe { mutex_of(m) }.and_then(|x| {
         if x.owner_tid().is_some() {
-            Err(Error::Os {
-                op: "destroy",
-                errno: libc::EBUSY,
-            })
+            Err(Error::Busy)
         } else {
             Ok(())
         }
@@ -383,15 +389,18 @@ pub unsafe extern "C" fn heir_ceiling_mutex_unlock(m: *mut heir_ceiling_mutex_t)
     rc(unsafe { ceil_of(m) }.and_then(|m| m.unlock()))
 }
 
-/// Destroys a ceiling mutex.
+/// Destroys a ceiling mutex (`EBUSY`, nothing changed, while a thread
+/// holds or waits for it).
 ///
 /// # Safety
 /// `m` an initialised handle (or null); not used concurrently.
 #[no_mangle]
 pub unsafe extern "C" fn heir_ceiling_mutex_destroy(m: *mut heir_ceiling_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    if let Err(e) = unsafe { ceil_of(m) } {
-        return e.errno();
+    match unsafe { ceil_of(m) } {
+        Ok(x) if x.is_busy() => return libc::EBUSY,
+        Ok(_) => {}
+        Err(e) => return e.errno(),
     }
     // SAFETY: validated above.
     let m = unsafe { &mut *m };

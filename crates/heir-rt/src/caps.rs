@@ -2,9 +2,63 @@
 //!
 //! Tests and `heir run` ask [`Capabilities::detect`] first. heir never changes
 //! RT throttling (`/proc/sys/kernel/sched_rt_runtime_us`); it only reports it.
+//!
+//! [`FileLock`] serialises real-time work among cooperating processes: heir's
+//! real-time tests — of every test binary, of every checkout on the machine —
+//! hold [`rt_tests_lock_path`] while they run, and `heir run` claims the CPUs
+//! it runs on ([`crate::cpus`]).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
 
 use crate::sched;
 use crate::sys;
+
+/// An exclusive advisory lock (`flock`) on a file, released when dropped or
+/// when the process ends, however it ends.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+impl FileLock {
+    fn open(path: &Path) -> std::io::Result<File> {
+        // Read access is enough for flock, so a lock file another user
+        // created (mode 0644) still works.
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .or_else(|_| File::open(path))
+    }
+
+    /// Takes the lock, waiting as long as another process holds it.
+    pub fn acquire(path: &Path) -> std::io::Result<FileLock> {
+        let file = Self::open(path)?;
+        sys::flock_exclusive(&file, true).map_err(std::io::Error::from_raw_os_error)?;
+        Ok(FileLock { _file: file })
+    }
+
+    /// Takes the lock if nobody holds it; `Ok(None)` if another open file
+    /// (another process, or another lock in this one) holds it.
+    pub fn try_acquire(path: &Path) -> std::io::Result<Option<FileLock>> {
+        let file = Self::open(path)?;
+        match sys::flock_exclusive(&file, false) {
+            Ok(()) => Ok(Some(FileLock { _file: file })),
+            Err(e) if e == libc::EWOULDBLOCK => Ok(None),
+            Err(e) => Err(std::io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+/// The lock every heir real-time test holds while it runs
+/// (`$TMPDIR/heir-rt-tests.lock`): real-time tests of different test
+/// binaries — and of different checkouts on one machine — never overlap.
+pub fn rt_tests_lock_path() -> PathBuf {
+    std::env::temp_dir().join("heir-rt-tests.lock")
+}
 
 /// What the machine and the process allow.
 #[derive(Clone, Debug, PartialEq, Eq)]

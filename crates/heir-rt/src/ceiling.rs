@@ -137,9 +137,37 @@ impl RawEngineMutex {
     }
 }
 
+impl RawEngineMutex {
+    /// True if a thread holds it or waits for it.
+    pub fn is_busy(&self) -> bool {
+        let st = rt::state();
+        st.engine.owner(self.id).ok().flatten().is_some() || st.mutex_waited(self.id)
+    }
+
+    /// Destroys the mutex; [`Error::Busy`] (and the mutex back, nothing
+    /// changed) while a thread holds or waits for it — a ceiling mutex's
+    /// holder keeps running at the ceiling until it unlocks.
+    pub fn destroy(self) -> Result<(), (Self, Error)> {
+        if self.is_busy() {
+            return Err((self, Error::Busy));
+        }
+        drop(self);
+        Ok(())
+    }
+}
+
 impl Drop for RawEngineMutex {
+    /// A mutex dropped while held (only possible once no thread borrows
+    /// it) is released in the engine first: its holder does not stay at
+    /// the ceiling for good.
     fn drop(&mut self) {
-        rt::state().free_mutex(self.id, self.protocol);
+        let mut st = rt::state();
+        if let Ok(Some(owner)) = st.engine.owner(self.id) {
+            if let Ok(ch) = st.engine.release(owner, self.id) {
+                st.apply(&ch);
+            }
+        }
+        st.free_mutex(self.id, self.protocol);
     }
 }
 

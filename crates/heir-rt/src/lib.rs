@@ -27,8 +27,10 @@ pub mod capi;
 pub mod caps;
 pub mod ceiling;
 pub mod condvar;
+pub mod cpus;
 pub mod mutex;
 pub mod queue;
+pub mod robust;
 pub mod rpc;
 pub mod rt;
 pub mod run;
@@ -70,6 +72,19 @@ pub enum Error {
     /// The caller does not own the mutex.
     #[error("the calling thread does not own the mutex")]
     NotOwner,
+    /// The mutex is held (or waited for): it cannot be destroyed, or (try
+    /// lock) taken now.
+    #[error("the mutex is busy")]
+    Busy,
+    /// The mutex's previous owner exited holding it. The caller holds it
+    /// now and must make it consistent before unlocking it
+    /// (`EOWNERDEAD`).
+    #[error("the owner of the mutex died holding it; the caller holds it now")]
+    OwnerDead,
+    /// The mutex was unlocked after its owner died without being made
+    /// consistent: it cannot be locked again (`ENOTRECOVERABLE`).
+    #[error("the mutex is not recoverable")]
+    NotRecoverable,
     /// The object was destroyed (or never initialised) — C API.
     #[error("invalid or destroyed object")]
     Invalid,
@@ -90,6 +105,9 @@ impl Error {
             Error::Deadlock { .. } => libc::EDEADLK,
             Error::TimedOut => libc::ETIMEDOUT,
             Error::NotOwner => libc::EPERM,
+            Error::Busy => libc::EBUSY,
+            Error::OwnerDead => libc::EOWNERDEAD,
+            Error::NotRecoverable => libc::ENOTRECOVERABLE,
             Error::Invalid => libc::EINVAL,
             Error::Engine(heir_core::EngineError::Cycle { .. }) => libc::EDEADLK,
             Error::Engine(heir_core::EngineError::HelperExists { .. }) => libc::EEXIST,

@@ -24,25 +24,35 @@
 //!   its kernel waiters until the futex changes hands) then `FUTEX_UNLOCK_PI`
 //!   (which does not sleep) — so a contender reading the word under the
 //!   engine lock never sees an owner the engine has already dropped.
+//! - **Robust** ([`crate::robust`]): a held mutex is linked on its owner's
+//!   robust list (the kernel's, shared with glibc), so when the owner exits
+//!   holding it the kernel sets `FUTEX_OWNER_DIED` and hands it to a waiter
+//!   or leaves it ownerless; the next owner gets [`Error::OwnerDead`]
+//!   (holding it), must [`RawPiMutex::make_consistent`] it, and an unlock
+//!   without that makes it not recoverable — `PTHREAD_MUTEX_ROBUST`'s
+//!   contract. A word with no owner is taken in user space only when no
+//!   waiter is queued (`FUTEX_WAITERS` clear); otherwise the kernel decides.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
 use heir_core::{LockResult, MutexId, Protocol, TaskId};
 
+use crate::robust::{self, List, RobustWord, CONSISTENT, INCONSISTENT, NOT_RECOVERABLE};
 use crate::rt::{self, State};
-use crate::sys::{self, FUTEX_TID_MASK, FUTEX_WAITERS};
+use crate::sys::{self, FUTEX_OWNER_DIED, FUTEX_TID_MASK, FUTEX_WAITERS};
 use crate::Error;
 
-/// A PI mutex without data (the C API's `heir_mutex_t`).
+/// A PI mutex without data (the C API's `heir_mutex_t`). Robust where the
+/// thread's robust list can be joined ([`crate::robust`]): when its owner
+/// exits holding it, the next locker gets [`Error::OwnerDead`].
 #[derive(Debug)]
 pub struct RawPiMutex {
-    word: AtomicU32,
-    /// The TID the engine records as owner (0: none). Written under the
-    /// engine lock; read by the owner's unlock to pick the slow path.
-    tracked: AtomicU32,
+    /// The futex word and its robust-list link: on the heap, so the
+    /// address the kernel and the owner's list know never moves.
+    w: Box<RobustWord>,
     id: MutexId,
 }
 
@@ -51,8 +61,7 @@ impl RawPiMutex {
     pub fn new() -> Self {
         let id = rt::state().new_mutex(Protocol::Inherit);
         RawPiMutex {
-            word: AtomicU32::new(0),
-            tracked: AtomicU32::new(0),
+            w: Box::default(),
             id,
         }
     }
@@ -64,23 +73,38 @@ impl RawPiMutex {
 
     /// True if the calling thread owns it.
     pub fn is_owned_by_current(&self) -> bool {
-        self.word.load(Ordering::Relaxed) & FUTEX_TID_MASK == rt::tid() as u32
+        self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK == rt::tid() as u32
     }
 
     /// The owner's TID, if locked.
     pub fn owner_tid(&self) -> Option<i32> {
-        match self.word.load(Ordering::Relaxed) & FUTEX_TID_MASK {
+        match self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK {
             0 => None,
             t => Some(t as i32),
         }
     }
 
-    /// Tries to lock without blocking.
-    pub fn try_lock(&self) -> bool {
+    /// Locks if nobody holds it: [`Error::Busy`] if somebody does. Like
+    /// [`RawPiMutex::lock`], `Err(Error::OwnerDead)` means the caller holds
+    /// it now.
+    pub fn try_lock(&self) -> Result<(), Error> {
+        self.recoverable()?;
         let me = rt::tid() as u32;
-        self.word
-            .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        let list = List::current();
+        if let Some(l) = list {
+            l.pending(&self.w);
+        }
+        let died = if self.take(0, me) {
+            false
+        } else if self.take(FUTEX_OWNER_DIED, me) {
+            true
+        } else {
+            if let Some(l) = list {
+                l.done();
+            }
+            return Err(Error::Busy);
+        };
+        self.acquired(list, died)
     }
 
     /// Locks, blocking as long as needed.
@@ -91,73 +115,164 @@ impl RawPiMutex {
     /// Locks, giving up at the absolute `CLOCK_MONOTONIC` deadline
     /// ([`Error::TimedOut`]). A cycle is refused with [`Error::Deadlock`],
     /// state unchanged.
+    ///
+    /// [`Error::OwnerDead`]: the previous owner exited holding it; the
+    /// caller **holds** it now, and must call
+    /// [`make_consistent`](Self::make_consistent) before it unlocks, or the
+    /// mutex becomes unusable ([`Error::NotRecoverable`] for every later
+    /// lock) — as `pthread_mutex_lock` on a robust mutex.
     pub fn lock_until(&self, deadline_ns: Option<u64>) -> Result<(), Error> {
-        if self.try_lock() {
-            return Ok(());
+        self.recoverable()?;
+        let me = rt::tid() as u32;
+        let list = List::current();
+        if let Some(l) = list {
+            l.pending(&self.w);
         }
-        self.lock_slow(deadline_ns)
+        let r = if self.take(0, me) {
+            Ok(false)
+        } else {
+            self.lock_slow(deadline_ns)
+        };
+        match r {
+            Ok(died) => self.acquired(list, died),
+            Err(e) => {
+                if let Some(l) = list {
+                    l.done();
+                }
+                Err(e)
+            }
+        }
     }
 
-    fn lock_slow(&self, deadline_ns: Option<u64>) -> Result<(), Error> {
+    fn recoverable(&self) -> Result<(), Error> {
+        if self.w.state.load(Ordering::Acquire) == NOT_RECOVERABLE {
+            Err(Error::NotRecoverable)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// CAS `from → me`.
+    fn take(&self, from: u32, me: u32) -> bool {
+        self.w
+            .word
+            .compare_exchange(from, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// After the caller got the futex (`died`: it carried
+    /// `FUTEX_OWNER_DIED`): links it on the caller's robust list, ends the
+    /// pending operation, and reports the mutex's state.
+    fn acquired(&self, list: Option<List>, died: bool) -> Result<(), Error> {
+        if let Some(l) = list {
+            l.link(&self.w);
+            l.done();
+        }
+        if died {
+            self.w.state.store(INCONSISTENT, Ordering::Release);
+            return Err(Error::OwnerDead);
+        }
+        if self.w.state.load(Ordering::Acquire) == NOT_RECOVERABLE {
+            // Made unusable while this thread waited for it.
+            let _ = self.unlock();
+            return Err(Error::NotRecoverable);
+        }
+        Ok(())
+    }
+
+    /// Marks a mutex whose owner died consistent again: the caller (its
+    /// owner, after [`Error::OwnerDead`]) has repaired what it protects
+    /// (`pthread_mutex_consistent`). [`Error::NotOwner`] if the caller does
+    /// not hold it, [`Error::Invalid`] if it is not inconsistent.
+    pub fn make_consistent(&self) -> Result<(), Error> {
+        if !self.is_owned_by_current() {
+            return Err(Error::NotOwner);
+        }
+        self.w
+            .state
+            .compare_exchange(
+                INCONSISTENT,
+                CONSISTENT,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .map(|_| ())
+            .map_err(|_| Error::Invalid)
+    }
+
+    /// True if it is unusable: unlocked while inconsistent.
+    pub fn is_not_recoverable(&self) -> bool {
+        self.w.state.load(Ordering::Acquire) == NOT_RECOVERABLE
+    }
+
+    /// The contended lock; `Ok(true)` if the futex came with
+    /// `FUTEX_OWNER_DIED` (its owner exited holding it).
+    fn lock_slow(&self, deadline_ns: Option<u64>) -> Result<bool, Error> {
         let me = rt::tid() as u32;
         loop {
-            let v = self.word.load(Ordering::Relaxed);
-            if v & FUTEX_TID_MASK == 0 {
-                if self
-                    .word
-                    .compare_exchange(
-                        v,
-                        me | (v & FUTEX_WAITERS),
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-                {
-                    return Ok(());
+            let v = self.w.word.load(Ordering::Relaxed);
+            if v == 0 || v == FUTEX_OWNER_DIED {
+                // Free, or left by a dead owner with nobody waiting in the
+                // kernel: taken in user space (no kernel PI state exists
+                // without FUTEX_WAITERS).
+                if self.take(v, me) {
+                    return Ok(v == FUTEX_OWNER_DIED);
                 }
                 continue;
             }
-            if v & FUTEX_TID_MASK == me {
+            let owner = v & FUTEX_TID_MASK;
+            if owner == me {
                 return Err(Error::Deadlock { cycle: Vec::new() });
             }
-            // Step 1: force the owner onto the slow unlock path.
-            if v & FUTEX_WAITERS == 0
-                && self
-                    .word
-                    .compare_exchange(v, v | FUTEX_WAITERS, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_err()
-            {
-                continue;
-            }
-            // Step 2: tell the engine who owns it and that we wait.
-            let tracked = {
-                let mut st = rt::state();
-                let owner_tid = self.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
-                if owner_tid == 0 {
+            // No owner but waiters: the owner died and the kernel is handing
+            // the futex to its top waiter. Only the kernel may decide.
+            let tracked = if owner == 0 {
+                false
+            } else {
+                // Step 1: force the owner onto the slow unlock path.
+                if v & FUTEX_WAITERS == 0
+                    && self
+                        .w
+                        .word
+                        .compare_exchange(
+                            v,
+                            v | FUTEX_WAITERS,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        )
+                        .is_err()
+                {
                     continue;
                 }
-                let me_t = st.current()?;
-                match st.task_of_tid(owner_tid as i32) {
-                    Ok(owner_t) => {
-                        self.record_owner(&mut st, owner_t, owner_tid)?;
-                        let o = st.engine.lock(me_t, self.id)?;
-                        st.apply(&o.changes);
-                        if o.value == LockResult::Acquired {
-                            // Cannot happen (the owner was just recorded);
-                            // undo and let the kernel decide.
-                            let ch = st.engine.release(me_t, self.id)?;
-                            st.apply(&ch);
-                            false
-                        } else {
-                            true
+                // Step 2: tell the engine who owns it and that we wait.
+                let mut st = rt::state();
+                let owner_tid = self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
+                if owner_tid == 0 {
+                    false
+                } else {
+                    let me_t = st.current()?;
+                    match st.task_of_tid(owner_tid as i32) {
+                        Ok(owner_t) => {
+                            self.record_owner(&mut st, owner_t, owner_tid)?;
+                            let o = st.engine.lock(me_t, self.id)?;
+                            st.apply(&o.changes);
+                            if o.value == LockResult::Acquired {
+                                // Cannot happen (the owner was just
+                                // recorded); undo and let the kernel decide.
+                                let ch = st.engine.release(me_t, self.id)?;
+                                st.apply(&ch);
+                                false
+                            } else {
+                                true
+                            }
                         }
+                        // The owner is not a live thread of ours: kernel-only PI.
+                        Err(_) => false,
                     }
-                    // The owner is not a live thread of ours: kernel-only PI.
-                    Err(_) => false,
                 }
             };
             // Step 3: sleep in the kernel.
-            let r = sys::futex_lock_pi(&self.word, deadline_ns);
+            let r = sys::futex_lock_pi(&self.w.word, deadline_ns);
             // Step 4: report the outcome.
             let mut st = rt::state();
             let me_t = st.current()?;
@@ -172,8 +287,13 @@ impl RawPiMutex {
                     let ch = st.engine.acquire(me_t, self.id)?;
                     st.apply(&ch);
                 }
-                self.tracked.store(me, Ordering::Relaxed);
-                return Ok(());
+                self.w.tracked.store(me, Ordering::Relaxed);
+                // The kernel keeps FUTEX_OWNER_DIED when it hands over the
+                // futex of a dead owner (or lets us take it over).
+                let died = self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel)
+                    & FUTEX_OWNER_DIED
+                    != 0;
+                return Ok(died);
             }
             if tracked && st.engine.blocked_on(me_t)? == Some(self.id.into()) {
                 let ch = st.engine.cancel_wait(me_t)?;
@@ -209,52 +329,95 @@ impl RawPiMutex {
                 st.apply(&ch);
             }
         }
-        self.tracked.store(owner_tid, Ordering::Relaxed);
+        self.w.tracked.store(owner_tid, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Unlocks. [`Error::NotOwner`] if the caller does not own it.
+    /// Unlocks. [`Error::NotOwner`] if the caller does not own it. Unlocking
+    /// a mutex left inconsistent (after [`Error::OwnerDead`], without
+    /// [`make_consistent`](Self::make_consistent)) makes it unusable.
     pub fn unlock(&self) -> Result<(), Error> {
         let me = rt::tid() as u32;
-        if self.tracked.load(Ordering::Relaxed) != me
-            && self
-                .word
-                .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
-                .is_ok()
-        {
+        if self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK != me {
+            return Err(Error::NotOwner);
+        }
+        let list = self.release_prepare();
+        if self.w.tracked.load(Ordering::Relaxed) != me && self.take_back(me) {
+            if let Some(l) = list {
+                l.done();
+            }
             return Ok(());
         }
         let mut st = rt::state();
         self.unlock_locked(&mut st)
     }
 
+    /// CAS `me → 0`.
+    fn take_back(&self, me: u32) -> bool {
+        self.w
+            .word
+            .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Before the owner releases it: an inconsistent mutex becomes not
+    /// recoverable, and it leaves the owner's robust list (announced as
+    /// pending until the futex is released: [`List::done`] on the list
+    /// returned). Idempotent.
+    fn release_prepare(&self) -> Option<List> {
+        if self.w.state.load(Ordering::Relaxed) == INCONSISTENT {
+            self.w.state.store(NOT_RECOVERABLE, Ordering::Release);
+        }
+        let list = List::current();
+        if let Some(l) = list {
+            if robust::linked(&self.w) {
+                l.pending(&self.w);
+                l.unlink(&self.w);
+            }
+        }
+        list
+    }
+
     /// The slow unlock, under the engine lock (see the module docs).
     pub(crate) fn unlock_locked(&self, st: &mut State) -> Result<(), Error> {
         let me = rt::tid() as u32;
-        let v = self.word.load(Ordering::Relaxed);
+        let v = self.w.word.load(Ordering::Relaxed);
         if v & FUTEX_TID_MASK != me {
             return Err(Error::NotOwner);
         }
-        if self.tracked.load(Ordering::Relaxed) == me {
+        let list = self.release_prepare();
+        if self.w.tracked.load(Ordering::Relaxed) == me {
             if let Some(t) = st.lookup_tid(me as i32) {
                 if st.engine.owner(self.id)? == Some(t) {
                     let ch = st.engine.release(t, self.id)?;
                     st.apply(&ch);
                 }
             }
-            self.tracked.store(0, Ordering::Relaxed);
+            self.w.tracked.store(0, Ordering::Relaxed);
         }
-        if self
-            .word
-            .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
-            .is_ok()
-        {
-            return Ok(());
+        let r = if self.take_back(me) {
+            Ok(())
+        } else {
+            sys::futex_unlock_pi(&self.w.word).map_err(|errno| Error::Os {
+                op: "FUTEX_UNLOCK_PI",
+                errno,
+            })
+        };
+        if let Some(l) = list {
+            l.done();
         }
-        sys::futex_unlock_pi(&self.word).map_err(|errno| Error::Os {
-            op: "FUTEX_UNLOCK_PI",
-            errno,
-        })
+        r
+    }
+
+    /// Destroys the mutex; [`Error::Busy`] (and the mutex back) while a
+    /// thread holds it (`pthread_mutex_destroy`). A mutex whose owner died
+    /// holding it has no owner and may be destroyed.
+    pub fn destroy(self) -> Result<(), (Self, Error)> {
+        if self.owner_tid().is_some() {
+            return Err((self, Error::Busy));
+        }
+        drop(self);
+        Ok(())
     }
 }
 
@@ -267,6 +430,21 @@ impl Default for RawPiMutex {
 impl Drop for RawPiMutex {
     fn drop(&mut self) {
         rt::state().free_mutex(self.id, Protocol::Inherit);
+        let owner = self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
+        if owner == rt::tid() as u32 {
+            // Dropped by its owner while held: off the owner's list first.
+            if let Some(l) = List::current() {
+                l.pending(&self.w);
+                l.unlink(&self.w);
+                l.done();
+            }
+        } else if owner != 0 && sys::is_own_thread(owner as i32) {
+            // Held by another live thread: its robust list still links the
+            // word, and the kernel would write it when that thread exits.
+            // Leak it (a few bytes) rather than leave a dangling link.
+            let w = std::mem::take(&mut self.w);
+            std::mem::forget(w);
+        }
     }
 }
 
@@ -293,20 +471,50 @@ impl<T> PiMutex<T> {
 
 impl<T: ?Sized> PiMutex<T> {
     /// Locks, blocking as long as needed.
+    ///
+    /// If the previous owner exited holding it, the data may be half
+    /// updated: `lock` does not hand it out — the mutex becomes unusable and
+    /// this returns [`Error::OwnerDead`] ([`Error::NotRecoverable`] to every
+    /// later locker). [`PiMutex::lock_recover`] hands it out for repair.
     pub fn lock(&self) -> Result<PiMutexGuard<'_, T>, Error> {
-        self.raw.lock()?;
-        Ok(PiMutexGuard::new(self))
+        self.guard(self.raw.lock())
     }
 
-    /// Locks, giving up at the absolute deadline.
+    /// Locks, giving up at the absolute deadline (as [`PiMutex::lock`]).
     pub fn lock_until(&self, deadline_ns: u64) -> Result<PiMutexGuard<'_, T>, Error> {
-        self.raw.lock_until(Some(deadline_ns))?;
-        Ok(PiMutexGuard::new(self))
+        self.guard(self.raw.lock_until(Some(deadline_ns)))
     }
 
-    /// Locks if free.
-    pub fn try_lock(&self) -> Option<PiMutexGuard<'_, T>> {
-        self.raw.try_lock().then(|| PiMutexGuard::new(self))
+    /// Locks if free: `Ok(None)` if another thread holds it (owner death as
+    /// [`PiMutex::lock`]).
+    pub fn try_lock(&self) -> Result<Option<PiMutexGuard<'_, T>>, Error> {
+        match self.raw.try_lock() {
+            Err(Error::Busy) => Ok(None),
+            r => self.guard(r).map(Some),
+        }
+    }
+
+    /// Locks; `true` with the guard if the previous owner exited holding
+    /// it: repair the data, then [`PiMutexGuard::make_consistent`] — a guard
+    /// dropped without it leaves the mutex unusable.
+    pub fn lock_recover(&self) -> Result<(PiMutexGuard<'_, T>, bool), Error> {
+        match self.raw.lock() {
+            Ok(()) => Ok((PiMutexGuard::new(self), false)),
+            Err(Error::OwnerDead) => Ok((PiMutexGuard::new(self), true)),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn guard(&self, r: Result<(), Error>) -> Result<PiMutexGuard<'_, T>, Error> {
+        match r {
+            Ok(()) => Ok(PiMutexGuard::new(self)),
+            Err(Error::OwnerDead) => {
+                // Held, inconsistent: unlocking makes it not recoverable.
+                let _ = self.raw.unlock();
+                Err(Error::OwnerDead)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The raw mutex.
@@ -332,6 +540,12 @@ impl<'a, T: ?Sized> PiMutexGuard<'a, T> {
     /// The raw mutex (for [`crate::PiCondvar`]).
     pub fn raw(&self) -> &RawPiMutex {
         &self.mutex.raw
+    }
+
+    /// After [`PiMutex::lock_recover`] said the previous owner died: the
+    /// data is repaired, the mutex usable again.
+    pub fn make_consistent(&self) -> Result<(), Error> {
+        self.mutex.raw.make_consistent()
     }
 }
 

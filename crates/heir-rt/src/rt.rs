@@ -514,6 +514,11 @@ impl State {
         })
     }
 
+    /// True if some registered thread waits for mutex `m`.
+    pub(crate) fn mutex_waited(&self, m: MutexId) -> bool {
+        self.waited(m.into())
+    }
+
     /// True if some registered thread waits on `c`.
     pub(crate) fn cond_waited(&self, c: CondId) -> bool {
         self.waited(c.into())

@@ -3,10 +3,24 @@
 //! The same semantics as the simulator, on the kernel's scheduler:
 //!
 //! - one thread per task instance, `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER` as
-//!   the file says, pinned to the task's `cpus` (all CPUs when absent);
-//! - `run` is a calibrated busy loop (ns per loop measured at start on a
-//!   pinned thread, like rt-app's calibration, or `global.calibration` when it
-//!   is an integer); `runtime` a wall-clock busy loop; `sleep` a relative
+//!   the file says, pinned to the task's `cpus`; a task without `cpus` runs
+//!   on every CPU of the simulator's model (`0..=` the largest CPU the file
+//!   names, or one CPU when it names none);
+//! - CPUs ([`Placement`]): the scenario's CPUs are placed on this machine's
+//!   after a short survey of other programs' real-time threads and of other
+//!   heir runs ([`crate::cpus`]): a named CPU runs on itself when it is free
+//!   and moves to a free one when it is not ([`Placement::Free`], the
+//!   default; [`Placement::AsWritten`] keeps the file's numbers); a file that
+//!   names no CPU runs on the quietest CPU. Each choice that concerns other
+//!   work is a note ([`RunConfig::on_note`]), and so is another program's
+//!   real-time thread that ran on the run's CPUs during the run
+//!   ([`RealRun::interference`]);
+//! - `run` is a busy loop until the thread has used that much CPU time
+//!   (its `CLOCK_THREAD_CPUTIME_ID`): the simulator's meaning, whatever
+//!   preempts the thread and whatever the CPU's speed; loops come in chunks
+//!   sized by a per-thread estimate of ns per loop, seeded by a calibration
+//!   at start on a pinned thread (like rt-app's, or `global.calibration` when
+//!   it is an integer); `runtime` a wall-clock busy loop; `sleep` a relative
 //!   sleep; every busy loop also stops at the end of the run;
 //! - timers as rt-app: `t_next` starts at the thread's start and advances by
 //!   the period at each use; the thread sleeps with `clock_nanosleep`
@@ -24,6 +38,13 @@
 //!
 //! Every blocking operation has the end of the run as its deadline, so a run
 //! always ends. RT throttling is never touched.
+//!
+//! A program that goes wrong while it runs gets the simulator's verdict and
+//! words ([`heir_scenario::messages`], [`RunError::Invalid`]): an unlock or a
+//! wait on a mutex the thread does not hold, and a zero-time loop
+//! ([`ZERO_TIME_EVENT_LIMIT`] events in a row without waiting), which is
+//! refused rather than spun at real-time priority until the run ends. A
+//! deadlock's time is counted from the run's start, as the simulator's clock.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,12 +53,14 @@ use std::sync::{Arc, Barrier, Mutex};
 use heir_core::{Node, ObjId, Protocol, Urgency};
 use heir_report::{DeadlockReport, Report, ResponseStats, TaskReport};
 use heir_scenario::{
-    EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Task, TimerMode,
+    messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Task,
+    TimerMode,
 };
 
 use crate::caps::Capabilities;
 use crate::ceiling::RawEngineMutex;
 use crate::condvar::{PiCondvar, WaitResult};
+use crate::cpus::{self, Survey};
 use crate::mutex::{PiMutex, RawPiMutex};
 use crate::queue::PrioQueue;
 use crate::rpc::{Caller, Endpoint};
@@ -53,7 +76,35 @@ pub struct RunConfig {
     pub pi_cv: Option<bool>,
     /// Replaces `global.calibration` (ns per loop).
     pub calibration_ns_per_loop: Option<u64>,
+    /// Where the scenario's CPUs run.
+    pub placement: Placement,
+    /// Receives each note about where the run's CPUs are (a CPU moved off
+    /// other real-time work, or shared with it), before the run starts.
+    pub on_note: Option<fn(&str)>,
 }
+
+/// Where the scenario's CPUs run on this machine.
+///
+/// The simulator models CPUs `0..=N` (N the largest CPU the file names; one
+/// CPU when it names none); which physical CPU plays which changes nothing
+/// in the model, but another program's real-time threads on it change the
+/// run (see [`crate::cpus`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// Each CPU the file names runs on itself when that CPU is free; one
+    /// that another program's real-time work (or another heir run) uses
+    /// moves to a free CPU, with a note. A file that names no CPU runs on
+    /// the quietest CPU.
+    #[default]
+    Free,
+    /// The file's CPU numbers as written (a note for each one that is busy);
+    /// a file that names no CPU still runs on the quietest CPU.
+    AsWritten,
+}
+
+/// How long [`run_scenario`] watches the other programs' real-time threads
+/// before choosing its CPUs.
+pub const CPU_SURVEY_NS: u64 = 50_000_000;
 
 /// Why a scenario could not be run.
 #[derive(Debug, thiserror::Error)]
@@ -72,17 +123,26 @@ pub enum RunError {
         /// What.
         what: String,
     },
-    /// The scenario cannot be run as written here.
-    #[error("{path}: {message}")]
+    /// The scenario cannot be run as written here, or its program went
+    /// wrong while it ran (an unlock of a mutex the thread does not hold, a
+    /// zero-time loop): the simulator refuses the same file with the same
+    /// path, position and message ([`heir_scenario::messages`]). Displays
+    /// as the simulator's errors: `LINE:COLUMN: at PATH: MESSAGE`, or
+    /// `PATH: MESSAGE` without a position.
+    #[error("{}{path}: {message}", if *line > 0 { format!("{line}:{column}: at ") } else { String::new() })]
     Invalid {
         /// JSON path.
         path: String,
+        /// 1-based line in the file; 0 when unknown.
+        line: u32,
+        /// 1-based column; 0 with `line`.
+        column: u32,
         /// What is wrong.
         message: String,
     },
-    /// The runtime failed.
+    /// The runtime failed (not the scenario's fault).
     #[error("runtime: {0}")]
-    Runtime(#[from] Error),
+    Runtime(Error),
     /// A thread could not be started.
     #[error("cannot start thread {name}: {source}")]
     Spawn {
@@ -91,6 +151,12 @@ pub enum RunError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+impl From<Error> for RunError {
+    fn from(e: Error) -> Self {
+        RunError::Runtime(e)
+    }
 }
 
 /// A scenario resource, instantiated.
@@ -116,6 +182,21 @@ enum Res {
     Endpoint(Endpoint<u64, ()>),
 }
 
+/// Zero-time events (lock, unlock, signal, … — anything but a `run`,
+/// `runtime`, `sleep` or `timer` of a positive length) a thread may execute
+/// in a row without ever waiting before the run refuses its program as a
+/// zero-time loop, as the simulator does (at most a few tenths of a second
+/// of spinning at the thread's priority).
+pub const ZERO_TIME_EVENT_LIMIT: u64 = 1 << 20;
+
+/// The most CPU time [`Ctx::run_us`] spends between two reads of the
+/// thread's CPU clock (1 ms).
+const RUN_CHUNK_NS: u64 = 1_000_000;
+
+/// A `run` ends when less than this CPU time is left (1 µs: about the cost
+/// of reading the thread's CPU clock).
+const RUN_SLACK_NS: u64 = 1_000;
+
 /// Busy-loop work unit: a few dependent integer operations.
 #[inline(never)]
 fn waste(loops: u64) {
@@ -133,8 +214,13 @@ const CALIBRATION_LOOPS: u64 = 2_000_000;
 
 /// Measures ns per `waste` loop on `cpu` (a pinned, short-lived
 /// `SCHED_FIFO` thread when allowed): the median of 41 samples of
-/// `CALIBRATION_LOOPS` loops after a warm-up (robust to a preempted
-/// sample and to a lucky one).
+/// `CALIBRATION_LOOPS` loops after a warm-up (robust to a lucky sample).
+///
+/// A sample is measured in the thread's own CPU time
+/// (`CLOCK_THREAD_CPUTIME_ID`), not in wall-clock time: a more urgent
+/// thread of another program that preempts the calibration does not
+/// inflate it (a wall-clock calibration under such load made every `run`
+/// too short — the cause of a missed deadlock, issue 7).
 pub fn calibrate(cpu: u32) -> f64 {
     let h = std::thread::spawn(move || {
         let _ = sys::set_affinity(0, &[cpu]);
@@ -144,9 +230,9 @@ pub fn calibrate(cpu: u32) -> f64 {
         waste(2_000_000);
         let mut samples = Vec::with_capacity(41);
         for _ in 0..41 {
-            let t0 = sys::now_ns();
+            let c0 = sys::thread_cpu_ns();
             waste(CALIBRATION_LOOPS);
-            samples.push((sys::now_ns() - t0) as f64 / CALIBRATION_LOOPS as f64);
+            samples.push((sys::thread_cpu_ns() - c0) as f64 / CALIBRATION_LOOPS as f64);
             sys::sleep_until(sys::now_ns() + 100_000);
         }
         if let Some(s) = saved {
@@ -208,11 +294,14 @@ fn attr_of(task: &Task) -> Result<SchedAttr, RunError> {
 }
 
 /// What each thread hands back.
+#[derive(Default)]
 struct ThreadOut {
     stats: ResponseStats,
     jobs: u64,
     misses: u64,
     events: u64,
+    /// How late the thread woke for its start (ns).
+    late_ns: u64,
 }
 
 /// Run-wide shared state.
@@ -220,20 +309,69 @@ struct Shared {
     res: Vec<Res>,
     /// Scenario resource names, parallel to `res` (for deadlock cycles).
     res_names: Vec<String>,
-    end_ns: AtomicU64,
-    failure: Mutex<Option<Error>>,
+    /// The run's length, ns.
+    duration_ns: u64,
+    /// The run's start (the scenario's time 0), ns: 0 until the first
+    /// thread released sets it ([`Shared::begin`]); [`ABORTED`] when the
+    /// run is called off before it starts.
+    t0_ns: AtomicU64,
+    failure: Mutex<Option<RunError>>,
     ns_per_loop: f64,
+    /// The scenario's CPU → this machine's.
+    cpu_map: Vec<(u32, u32)>,
     deadlock: Mutex<Option<DeadlockReport>>,
     stopped: AtomicBool,
     names: Mutex<HashMap<i32, String>>,
     seed: u64,
 }
 
+/// [`Shared::t0_ns`] of a run called off before it started.
+const ABORTED: u64 = u64::MAX;
+
+/// How long after the threads are released the scenario's time 0 is: every
+/// thread is asleep, waiting for its start, by then.
+const START_MARGIN_NS: u64 = 20_000_000;
+
+/// A thread that starts (or, at its first event, is) this late behind its
+/// start in the file was kept off its CPU by something outside the run:
+/// the run notes it ([`RealRun::late_starts`]).
+pub const LATE_START_NS: u64 = 500_000;
+
+impl Shared {
+    /// The run's start: set by the first thread to ask, once the threads are
+    /// released ([`START_MARGIN_NS`] from then), so that the start is taken
+    /// by a real-time thread that just woke — not by the launching thread,
+    /// which a busy CPU may preempt for longer than the margin (every thread
+    /// would then start late, together, in priority order instead of in the
+    /// file's). `None` if the run was called off.
+    fn begin(&self) -> Option<u64> {
+        let mine = sys::now_ns() + START_MARGIN_NS;
+        let t0 = match self
+            .t0_ns
+            .compare_exchange(0, mine, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => mine,
+            Err(v) => v,
+        };
+        (t0 != ABORTED).then_some(t0)
+    }
+
+    /// The end of the run (0 if it was called off, `u64::MAX` before it
+    /// starts).
+    fn end(&self) -> u64 {
+        match self.t0_ns.load(Ordering::Acquire) {
+            0 => u64::MAX,
+            ABORTED => 0,
+            t0 => t0.saturating_add(self.duration_ns),
+        }
+    }
+}
+
 /// Stop reasons inside a thread.
 enum Stop {
     End,
     Deadlock,
-    Failed(Error),
+    Failed(RunError),
 }
 
 impl From<Error> for Stop {
@@ -241,14 +379,42 @@ impl From<Error> for Stop {
         match e {
             Error::TimedOut => Stop::End,
             Error::Deadlock { .. } => Stop::Deadlock,
-            e => Stop::Failed(e),
+            e => Stop::Failed(RunError::Runtime(e)),
         }
     }
 }
 
+/// A run on real threads: its report, and where it ran.
+#[derive(Clone, Debug)]
+pub struct RealRun {
+    /// The report, in the simulator's schema (`mode: "real"`).
+    pub report: Report,
+    /// The scenario's CPUs and the CPUs of this machine they ran on.
+    pub cpus: Vec<(u32, u32)>,
+    /// ns per busy loop that `run` used (calibrated, or the file's).
+    pub ns_per_loop: f64,
+    /// Real-time threads of other programs that ran on those CPUs during
+    /// the run (each also given to [`RunConfig::on_note`]): when not empty,
+    /// the run's timing includes their work.
+    pub interference: Vec<cpus::RtThread>,
+    /// Threads the file has run first on their CPU that woke more than
+    /// [`LATE_START_NS`] after their start, and by how much (µs): something
+    /// outside the run held the CPU then — another program, or a hypervisor
+    /// that did not run this virtual CPU (steal time) — and the run's first
+    /// events may be out of the file's order (a later period repeats them,
+    /// timers permitting).
+    pub late_starts: Vec<(String, f64)>,
+}
+
 /// Runs `scenario` on real threads and reports like the simulator
-/// (`mode: "real"`).
+/// (`mode: "real"`). See [`run`] for where it ran.
 pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, RunError> {
+    run(scenario, config).map(|r| r.report)
+}
+
+/// Runs `scenario` on real threads: the report, the CPUs it ran on, and
+/// what else ran there.
+pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError> {
     let duration_us = config
         .duration_us
         .or_else(|| {
@@ -280,6 +446,8 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
             if !caps.cpus.contains(c) {
                 return Err(RunError::Invalid {
                     path: format!("{}.cpus", t.path),
+                    line: t.line,
+                    column: t.column,
                     message: format!("CPU {c} is not available (allowed: {:?})", caps.cpus),
                 });
             }
@@ -295,10 +463,97 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
             }
         }
     }
+    // CPUs: the simulator's (0..=the largest named; one when none is
+    // named), placed on free CPUs of this machine.
+    let mut named: Vec<u32> = Vec::new();
+    for t in &scenario.tasks {
+        for p in &t.phases {
+            for c in p.cpus.iter().flatten() {
+                if !caps.cpus.contains(c) {
+                    return Err(RunError::Invalid {
+                        path: format!("{}.cpus", p.path),
+                        line: p.line,
+                        column: p.column,
+                        message: format!("CPU {c} is not available (allowed: {:?})", caps.cpus),
+                    });
+                }
+            }
+        }
+        named.extend(t.cpus.iter().flatten());
+        named.extend(t.phases.iter().filter_map(|p| p.cpus.as_ref()).flatten());
+    }
+    let survey = Survey::take(&caps.cpus, CPU_SURVEY_NS);
+    let note = |msg: String| {
+        if let Some(f) = config.on_note {
+            f(&msg);
+        }
+    };
+    let cpu_map: Vec<(u32, u32)> = match named.iter().max() {
+        None => {
+            let p = cpus::quietest(&caps.cpus, &survey).unwrap_or_else(|| caps.test_cpu());
+            if survey.busy(p) {
+                note(format!(
+                    "every CPU has other real-time work; the run shares CPU {p} with: {}",
+                    survey.why_busy(p)
+                ));
+            }
+            vec![(0, p)]
+        }
+        Some(_) => {
+            // The simulator's CPUs, counted as it counts them.
+            let n = heir_scenario::messages::cpu_count(scenario, None).map_err(|e| {
+                RunError::Invalid {
+                    path: e.path,
+                    line: e.line,
+                    column: e.column,
+                    message: e.message,
+                }
+            })?;
+            let logical: Vec<u32> = (0..n).collect();
+            let map = match config.placement {
+                Placement::Free => cpus::assign(&logical, &caps.cpus, &survey),
+                Placement::AsWritten => logical.iter().map(|&c| (c, c)).collect(),
+            };
+            let unnamed = scenario.tasks.iter().any(|t| t.cpus.is_none());
+            for &(l, p) in &map {
+                // A CPU nothing runs on needs no note.
+                let used = named.contains(&l) || (unnamed && caps.cpus.contains(&p));
+                if !used {
+                    continue;
+                }
+                if l != p {
+                    note(format!(
+                        "CPU {l} has other real-time work ({}): the file's CPU {l} runs on CPU {p}",
+                        survey.why_busy(l)
+                    ));
+                } else if survey.busy(p) {
+                    let why = match config.placement {
+                        Placement::Free => "no free CPU to move it to",
+                        Placement::AsWritten => "kept as written",
+                    };
+                    note(format!(
+                        "CPU {p} has other real-time work ({}); {why}: the run's timing includes that work",
+                        survey.why_busy(p)
+                    ));
+                }
+            }
+            map
+        }
+    };
+    let physical: Vec<u32> = cpu_map
+        .iter()
+        .map(|&(_, p)| p)
+        .filter(|p| caps.cpus.contains(p))
+        .collect();
+    let _claims = survey.keep(&physical);
     let calib_cpu = scenario
         .tasks
         .iter()
         .find_map(|t| t.cpus.as_ref().and_then(|c| c.first().copied()))
+        .map(|c| place(&cpu_map, &[c]))
+        .unwrap_or_else(|| physical.clone())
+        .first()
+        .copied()
         .unwrap_or_else(|| caps.test_cpu());
     let ns_per_loop = match config
         .calibration_ns_per_loop
@@ -342,9 +597,11 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
     let shared = Arc::new(Shared {
         res,
         res_names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
-        end_ns: AtomicU64::new(u64::MAX),
+        duration_ns: duration_us * 1000,
+        t0_ns: AtomicU64::new(0),
         failure: Mutex::new(None),
         ns_per_loop,
+        cpu_map: cpu_map.clone(),
         deadlock: Mutex::new(None),
         stopped: AtomicBool::new(false),
         names: Mutex::new(HashMap::new()),
@@ -353,7 +610,6 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
     // Start: every thread registers, reports its tid, then waits for t0.
     let ready = Arc::new(Barrier::new(nthreads + 1));
     let go = Arc::new(Barrier::new(nthreads + 1));
-    let t0_cell = Arc::new(AtomicU64::new(0));
     let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, i32)>();
     let mut handles = Vec::new();
     let mut names = Vec::new();
@@ -361,14 +617,17 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
     for (ti, task) in scenario.tasks.iter().enumerate() {
         for name in task.thread_names() {
             let sh = shared.clone();
+            let thread_name = name.clone();
             let task = task.clone();
             let attr = attrs[ti];
             let ready = ready.clone();
             let go = go.clone();
-            let t0_cell = t0_cell.clone();
             let tx = tid_tx.clone();
             let my_idx = idx;
-            let cpus = task.cpus.clone().unwrap_or_else(|| caps.cpus.clone());
+            let cpus = match &task.cpus {
+                Some(c) => place(&cpu_map, c),
+                None => physical.clone(),
+            };
             let h = std::thread::Builder::new()
                 .name(name.chars().take(15).collect())
                 .spawn(move || {
@@ -379,15 +638,11 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
                     let _ = tx.send((my_idx, if ok { sys::gettid() } else { -1 }));
                     ready.wait();
                     go.wait();
-                    let t0 = t0_cell.load(Ordering::Acquire);
-                    let out = match callers {
-                        Ok(c) if ok => run_thread(&sh, &task, my_idx, t0, c),
-                        _ => ThreadOut {
-                            stats: ResponseStats::new(),
-                            jobs: 0,
-                            misses: 0,
-                            events: 0,
-                        },
+                    let out = match (callers, sh.begin()) {
+                        (Ok(c), Some(t0)) if ok => {
+                            run_thread(&sh, &task, &thread_name, my_idx, t0, c)
+                        }
+                        _ => ThreadOut::default(),
                     };
                     thread::leave();
                     out
@@ -458,19 +713,20 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
         }
         Ok(())
     })();
-    let t0 = sys::now_ns() + 20_000_000;
-    let end = t0 + duration_us * 1000;
-    shared.end_ns.store(end, Ordering::Release);
-    t0_cell.store(t0, Ordering::Release);
+    let watch = cpus::Watch::start();
     if failed.is_some() || setup.is_err() {
         // Tell every thread to stop at once.
-        shared.end_ns.store(0, Ordering::Release);
+        shared.t0_ns.store(ABORTED, Ordering::Release);
     }
+    // The threads set the start themselves when released (this thread may
+    // be preempted between the release and anything it would do after).
     go.wait();
     let mut outs = Vec::new();
     for h in handles {
         outs.push(h.join().ok());
     }
+    let t0 = shared.begin().unwrap_or_else(sys::now_ns);
+    let end = t0 + shared.duration_ns;
     if let Some(i) = failed {
         return Err(RunError::NoPrivilege(format!(
             "thread {} could not set its scheduling attributes or CPU affinity",
@@ -479,15 +735,22 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
     }
     setup?;
     let actual_end = sys::now_ns().min(end);
+    let interference = watch.finish(&physical);
+    for t in &interference {
+        note(format!(
+            "during the run, another program's real-time thread ran on its CPUs {:?}: {t}; the run's timing includes that work",
+            physical
+        ));
+    }
     let mut tasks = Vec::new();
     let mut events = 0;
-    for (name, out) in names.into_iter().zip(outs) {
-        let out = out.unwrap_or(ThreadOut {
-            stats: ResponseStats::new(),
-            jobs: 0,
-            misses: 0,
-            events: 0,
-        });
+    let mut late_starts = Vec::new();
+    let leaders = first_on_their_cpu(scenario, &cpu_map);
+    for (i, (name, out)) in names.into_iter().zip(outs).enumerate() {
+        let out = out.unwrap_or_default();
+        if leaders.contains(&i) && out.late_ns > LATE_START_NS {
+            late_starts.push((name.clone(), out.late_ns as f64 / 1000.0));
+        }
         events += out.events;
         tasks.push(TaskReport {
             name,
@@ -496,16 +759,27 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
             response_us: out.stats.summary(),
         });
     }
+    for (name, us) in &late_starts {
+        note(format!(
+            "thread {name} started {us:.0} µs late: something outside the run (another program, the hypervisor) held its CPU; the run's first events are out of the file's order"
+        ));
+    }
     let deadlock = shared.deadlock.lock().ok().and_then(|d| d.clone());
     if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
-        return Err(RunError::Runtime(e));
+        return Err(e);
     }
-    Ok(Report {
-        mode: "real",
-        duration_us: actual_end.saturating_sub(t0) as f64 / 1000.0,
-        tasks,
-        deadlock,
-        events,
+    Ok(RealRun {
+        report: Report {
+            mode: "real",
+            duration_us: actual_end.saturating_sub(t0) as f64 / 1000.0,
+            tasks,
+            deadlock,
+            events,
+        },
+        cpus: cpu_map,
+        ns_per_loop,
+        interference,
+        late_starts,
     })
 }
 
@@ -528,6 +802,9 @@ fn make_callers(sh: &Shared, task: &Task) -> Result<HashMap<usize, Caller>, Erro
 /// Per-thread execution state.
 struct Ctx<'a> {
     sh: &'a Shared,
+    task: &'a Task,
+    /// This thread's name (the task's, `-i` appended for instances).
+    name: &'a str,
     rng: Rng,
     callers: HashMap<usize, Caller>,
     /// Unique timers' `t_next`.
@@ -540,11 +817,19 @@ struct Ctx<'a> {
     events: u64,
     held: Vec<usize>,
     has_timer: bool,
+    /// This thread's estimate of ns per busy loop ([`Ctx::run_us`]).
+    ns_per_loop: std::cell::Cell<f64>,
+    /// Zero-time events executed in a row (see [`ZERO_TIME_EVENT_LIMIT`]).
+    zero_streak: u64,
+    /// When the streak started (ns).
+    zero_since: u64,
+    /// The thread's voluntary context switches when last checked.
+    zero_nvcsw: u64,
 }
 
 impl Ctx<'_> {
     fn end(&self) -> u64 {
-        self.sh.end_ns.load(Ordering::Acquire)
+        self.sh.end()
     }
 
     fn over(&self) -> bool {
@@ -578,8 +863,31 @@ impl Ctx<'_> {
         }
     }
 
+    /// `run`: busy until this thread has used `us` of CPU time
+    /// (`CLOCK_THREAD_CPUTIME_ID`) — the simulator's meaning of `run`. Time
+    /// other threads hold the CPU does not count, and neither does the CPU's
+    /// speed: the loops come in chunks of at most [`RUN_CHUNK_NS`] sized
+    /// with this thread's current estimate of ns per loop (the calibration
+    /// at first, then what each chunk measured), and the thread's CPU clock
+    /// decides when the work is done. (Loops sized once by a calibration
+    /// made `run` 2× too short or too long when a loaded host changed the
+    /// virtual CPU's speed between the calibration and the run.)
     fn run_us(&self, us: u64) -> Result<(), Stop> {
-        self.busy_loops((us as f64 * 1000.0 / self.sh.ns_per_loop) as u64)
+        let target = sys::thread_cpu_ns() + us * 1000;
+        let mut now = sys::thread_cpu_ns();
+        while now + RUN_SLACK_NS < target {
+            let chunk = (target - now).min(RUN_CHUNK_NS);
+            let est = self.ns_per_loop.get();
+            let loops = ((chunk as f64 / est) as u64).max(1);
+            self.busy_loops(loops)?;
+            let after = sys::thread_cpu_ns();
+            if loops >= 10_000 {
+                let measured = after.saturating_sub(now) as f64 / loops as f64;
+                self.ns_per_loop.set((0.5 * est + 0.5 * measured).max(0.01));
+            }
+            now = after;
+        }
+        Ok(())
     }
 
     fn lock(&mut self, r: usize) -> Result<(), Stop> {
@@ -649,8 +957,12 @@ impl Ctx<'_> {
         }
         if let Ok(mut d) = self.sh.deadlock.lock() {
             if d.is_none() {
+                // From the run's start, as the simulator's clock: not from
+                // this thread's start (a thread with a delay would report
+                // the cycle that much early).
+                let t0 = self.sh.t0_ns.load(Ordering::Acquire);
                 *d = Some(DeadlockReport {
-                    at_us: sys::now_ns().saturating_sub(self.t_first) as f64 / 1000.0,
+                    at_us: sys::now_ns().saturating_sub(t0) as f64 / 1000.0,
                     cycle: out,
                 });
             }
@@ -708,10 +1020,68 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn event(&mut self, kind: &EventKind) -> Result<(), Stop> {
+    /// Counts a zero-time event; refuses a zero-time loop (the simulator's
+    /// verdict and message for the same program): [`ZERO_TIME_EVENT_LIMIT`]
+    /// zero-time events in a row during which the thread never slept (its
+    /// voluntary context switches, checked every 4096 events, did not move).
+    fn zero_time_event(&mut self) -> Result<(), Stop> {
+        if self.zero_streak == 0 {
+            self.zero_since = sys::now_ns();
+            self.zero_nvcsw = sys::voluntary_switches();
+        }
+        self.zero_streak += 1;
+        if self.zero_streak & 4095 != 0 {
+            return Ok(());
+        }
+        let v = sys::voluntary_switches();
+        if v != self.zero_nvcsw {
+            // It waited (for a mutex, a condition, …): time passed for it.
+            self.zero_streak = 1;
+            self.zero_since = sys::now_ns();
+            self.zero_nvcsw = v;
+            return Ok(());
+        }
+        if self.zero_streak < ZERO_TIME_EVENT_LIMIT {
+            return Ok(());
+        }
+        let t0 = self.sh.t0_ns.load(Ordering::Acquire);
+        let at_us = (self.zero_since.saturating_sub(t0) / 1000) as f64;
+        Err(Stop::Failed(RunError::Invalid {
+            path: self.task.path.clone(),
+            line: self.task.line,
+            column: self.task.column,
+            message: messages::zero_time_loop(self.name, at_us),
+        }))
+    }
+
+    /// Turns "the caller does not own the mutex" from an unlock or a wait
+    /// into the simulator's error for the same event: `message`.
+    fn not_held(&self, stop: Stop, ev: &Event, message: impl FnOnce() -> String) -> Stop {
+        match stop {
+            Stop::Failed(RunError::Runtime(Error::NotOwner)) => Stop::Failed(RunError::Invalid {
+                path: ev.path.clone(),
+                line: ev.line,
+                column: ev.column,
+                message: message(),
+            }),
+            s => s,
+        }
+    }
+
+    fn event(&mut self, ev: &Event) -> Result<(), Stop> {
         self.events += 1;
         let end = Some(self.end());
-        match kind {
+        let timed = match ev.kind {
+            EventKind::Run(m) | EventKind::Runtime(m) | EventKind::Sleep(m) => m.max() > 0,
+            EventKind::Timer { period, .. } => period.max() > 0,
+            _ => false,
+        };
+        if timed {
+            self.zero_streak = 0;
+        } else {
+            self.zero_time_event()?;
+        }
+        match &ev.kind {
             EventKind::Run(m) => {
                 let us = self.rng.draw(*m);
                 self.run_us(us)?;
@@ -733,7 +1103,11 @@ impl Ctx<'_> {
                 self.timer(timer.0, p)?;
             }
             EventKind::Lock(r) => self.lock(r.0)?,
-            EventKind::Unlock(r) => self.unlock(r.0)?,
+            EventKind::Unlock(r) => self.unlock(r.0).map_err(|s| {
+                self.not_held(s, ev, || {
+                    messages::mutex_not_held(self.name, &self.sh.res_names[r.0])
+                })
+            })?,
             EventKind::Wait { cond, mutex } => {
                 let c = match &self.sh.res[cond.0] {
                     Res::Cond(c) => c,
@@ -744,7 +1118,16 @@ impl Ctx<'_> {
                     Res::Engine(m) => c.wait_engine(m, end),
                     _ => Ok(WaitResult::Woken),
                 };
-                if r.map_err(|e| self.on_error(e))? == WaitResult::TimedOut && self.over() {
+                let r = r.map_err(|e| self.on_error(e)).map_err(|s| {
+                    self.not_held(s, ev, || {
+                        messages::wait_without_mutex(
+                            self.name,
+                            &self.sh.res_names[cond.0],
+                            &self.sh.res_names[mutex.0],
+                        )
+                    })
+                })?;
+                if r == WaitResult::TimedOut && self.over() {
                     return Err(Stop::End);
                 }
             }
@@ -846,6 +1229,54 @@ impl Ctx<'_> {
     }
 }
 
+/// The threads (indices in start order) that the file has run first on
+/// their CPU: pinned to one CPU, the earliest start there, and alone with
+/// the highest priority among those. Nothing of the run can hold the CPU at
+/// such a thread's start, so how late it wakes is what something outside
+/// the run took (the others may legitimately wait for a more urgent thread
+/// of the run).
+fn first_on_their_cpu(scenario: &Scenario, cpu_map: &[(u32, u32)]) -> Vec<usize> {
+    let rank = |t: &Task| {
+        if t.sched.policy.is_realtime() {
+            100 + i64::from(t.sched.priority)
+        } else {
+            0
+        }
+    };
+    // CPU → (delay, rank, thread index), and whether that key is shared.
+    let mut first: HashMap<u32, ((u64, i64), usize, bool)> = HashMap::new();
+    let mut idx = 0;
+    for t in &scenario.tasks {
+        for _ in 0..t.instance {
+            if let Some([c]) = t.cpus.as_deref() {
+                let cpu = place(cpu_map, &[*c])[0];
+                let key = (t.delay_us, -rank(t));
+                match first.get_mut(&cpu) {
+                    None => {
+                        first.insert(cpu, (key, idx, false));
+                    }
+                    Some(f) if key < f.0 => *f = (key, idx, false),
+                    Some(f) if key == f.0 => f.2 = true,
+                    Some(_) => {}
+                }
+            }
+            idx += 1;
+        }
+    }
+    first
+        .values()
+        .filter(|(_, _, shared)| !shared)
+        .map(|&(_, i, _)| i)
+        .collect()
+}
+
+/// The machine's CPUs for the scenario's `cpus`.
+fn place(map: &[(u32, u32)], cpus: &[u32]) -> Vec<u32> {
+    cpus.iter()
+        .map(|c| map.iter().find(|(l, _)| l == c).map_or(*c, |&(_, p)| p))
+        .collect()
+}
+
 fn uses_timer(task: &Task) -> bool {
     task.phases.iter().any(|p| {
         p.events
@@ -857,6 +1288,7 @@ fn uses_timer(task: &Task) -> bool {
 fn run_thread(
     sh: &Shared,
     task: &Task,
+    name: &str,
     idx: usize,
     t0: u64,
     callers: HashMap<usize, Caller>,
@@ -864,6 +1296,8 @@ fn run_thread(
     let start = t0 + task.delay_us * 1000;
     let mut cx = Ctx {
         sh,
+        task,
+        name,
         rng: Rng(sh.seed ^ (idx as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
         callers,
         timers: HashMap::new(),
@@ -875,10 +1309,16 @@ fn run_thread(
         events: 0,
         held: Vec::new(),
         has_timer: uses_timer(task),
+        ns_per_loop: std::cell::Cell::new(sh.ns_per_loop),
+        zero_streak: 0,
+        zero_since: 0,
+        zero_nvcsw: 0,
     };
     let end = cx.end();
+    let mut late_ns = 0;
     if start < end {
         sys::sleep_until(start);
+        late_ns = sys::now_ns().saturating_sub(start);
         if let Err(Stop::Failed(e)) = run_phases(&mut cx, task) {
             if let Ok(mut f) = sh.failure.lock() {
                 f.get_or_insert(e);
@@ -903,6 +1343,7 @@ fn run_thread(
         jobs: cx.jobs,
         misses: cx.misses,
         events: cx.events,
+        late_ns,
     }
 }
 
@@ -915,7 +1356,7 @@ fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
         pass += 1;
         for p in &task.phases {
             if let Some(cpus) = &p.cpus {
-                let _ = sys::set_affinity(0, cpus);
+                let _ = sys::set_affinity(0, &place(&cx.sh.cpu_map, cpus));
             }
             if let Some(s) = p.sched {
                 let t = Task {
@@ -934,7 +1375,7 @@ fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
                     if cx.over() {
                         return Err(Stop::End);
                     }
-                    cx.event(&e.kind)?;
+                    cx.event(e)?;
                 }
                 if !cx.has_timer {
                     let now = sys::now_ns();

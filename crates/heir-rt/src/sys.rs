@@ -302,12 +302,23 @@ pub fn set_affinity(tid: i32, cpus: &[u32]) -> Result<(), Errno> {
     }
 }
 
-/// The CPUs this process may run on.
+/// The CPUs this process may run on: its main thread's affinity (`taskset`
+/// on the process), whatever the calling thread is pinned to.
 pub fn allowed_cpus() -> Vec<u32> {
+    affinity_of(std::process::id() as libc::pid_t)
+}
+
+/// The CPUs the calling thread may run on.
+pub fn thread_cpus() -> Vec<u32> {
+    affinity_of(0)
+}
+
+fn affinity_of(tid: libc::pid_t) -> Vec<u32> {
     // SAFETY: an all-zero cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a live cpu_set_t of the size passed.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let r =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if r != 0 {
         return vec![0];
     }
@@ -316,4 +327,82 @@ pub fn allowed_cpus() -> Vec<u32> {
         .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
         .map(|i| i as u32)
         .collect()
+}
+
+/// The calling thread's voluntary context switches so far
+/// (`getrusage(RUSAGE_THREAD)`): it moves whenever the thread sleeps — a
+/// futex wait, a `clock_nanosleep` — and not when it is preempted.
+pub fn voluntary_switches() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live, writable rusage.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    if r == 0 {
+        ru.ru_nvcsw as u64
+    } else {
+        0
+    }
+}
+
+/// `flock(fd, LOCK_EX)`, or with `LOCK_NB` when `wait` is false
+/// (`EWOULDBLOCK` if another open file description holds it).
+pub fn flock_exclusive(file: &std::fs::File, wait: bool) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let op = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    loop {
+        // SAFETY: the descriptor is open for the borrow of `file`; flock
+        // takes no pointers.
+        let r = unsafe { libc::flock(file.as_raw_fd(), op) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), in ns: what
+/// it ran, whatever preempted it.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// Clock ticks per second of `/proc` times (`sysconf(_SC_CLK_TCK)`; 100
+/// when unknown).
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf takes an integer and reads no memory of ours.
+    let r = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if r > 0 {
+        r as u64
+    } else {
+        100
+    }
+}
+
+/// `FUTEX_OWNER_DIED`: set in a PI futex word by the kernel when its owner
+/// exits holding it (robust futexes).
+pub const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
+
+/// `get_robust_list(0)`: the calling thread's registered robust-list head
+/// and the size the kernel was given for it (`None` if the call failed).
+pub fn get_robust_list() -> Option<(usize, usize)> {
+    let mut head: usize = 0;
+    let mut len: usize = 0;
+    // SAFETY: both out-pointers are live, writable usizes (the kernel writes
+    // a pointer and a size_t).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_get_robust_list,
+            0 as libc::c_int,
+            &mut head as *mut usize,
+            &mut len as *mut usize,
+        )
+    };
+    (r == 0).then_some((head, len))
 }

@@ -39,6 +39,7 @@ mod build;
 pub mod engine;
 pub mod json;
 pub mod limits;
+pub mod messages;
 pub mod model;
 
 pub use model::*;

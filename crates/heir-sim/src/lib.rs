@@ -250,6 +250,17 @@ impl SimError {
     }
 }
 
+impl From<heir_scenario::messages::Refusal> for SimError {
+    fn from(r: heir_scenario::messages::Refusal) -> SimError {
+        SimError::Invalid {
+            path: r.path,
+            line: r.line,
+            column: r.column,
+            message: r.message,
+        }
+    }
+}
+
 /// Simulates `scenario`, streaming trace events to `obs`.
 pub fn simulate(
     scenario: &Scenario,

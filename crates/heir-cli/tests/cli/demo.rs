@@ -126,6 +126,7 @@ fn json_holds_both_reports() {
 /// `CI=true`, where the machines can run real-time threads and must.
 #[test]
 fn adds_the_real_threads_run_when_it_can() {
+    let _rt = rt_serial("demo::real");
     let dir = TempDir::new("demo-real");
     let o = heir([
         "demo".as_ref(),

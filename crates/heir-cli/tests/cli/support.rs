@@ -112,3 +112,41 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Holds what a test that runs real-time threads (`heir run`, `heir demo`)
+/// needs: this binary's real-time tests one at a time, and — through the
+/// lock file every heir real-time test takes — no other heir test binary's
+/// either.
+pub struct Rt {
+    _serial: std::sync::MutexGuard<'static, ()>,
+    _across: heir::caps::FileLock,
+}
+
+/// Takes the real-time tests' locks (whether or not real-time priorities
+/// are allowed: for a test that checks both cases itself).
+pub fn rt_serial(test: &str) -> Rt {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let across = heir::caps::FileLock::acquire(&heir::caps::rt_tests_lock_path())
+        .unwrap_or_else(|e| panic!("{test}: cannot take the real-time tests' lock: {e}"));
+    Rt {
+        _serial: serial,
+        _across: across,
+    }
+}
+
+/// Returns the real-time environment, or `None` (after printing why) when
+/// this process may not use real-time priorities; under `CI=true` that
+/// panics instead.
+pub fn rt_or_skip(test: &str) -> Option<Rt> {
+    let rt = rt_serial(test);
+    if let Some(why) = heir::caps::Capabilities::detect().realtime_missing() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test}: real-time capability missing under CI=true: {why}"
+        );
+        eprintln!("{test}: SKIPPED: {why}");
+        return None;
+    }
+    Some(rt)
+}

@@ -55,10 +55,18 @@ fn mutex_owner_waiting_on_a_condvar_passes_the_boost_to_its_helper() {
         yc.signal().expect("signal");
     });
     c.helpers_add(y_tid).expect("helper");
-    // H (prio 30): blocks on M at t0 + 1 ms.
+    // H (prio 30): blocks on M at t0 + 1 ms — once X holds M and waits on
+    // C (Y then runs at X's priority, 10). The file-like timing alone is
+    // not enough: if something outside the test holds the CPU across t0 and
+    // t0 + 1 ms (a host stealing the virtual CPU), H would run before X and
+    // take M first.
     let (hm, hl) = (m.clone(), h_locked.clone());
     let h = spawn_fifo(cpu, 30, move || {
         heir::sys::sleep_until(t0 + MS);
+        while heir::thread::info(y_tid).map(|i| i.applied) != Some(heir::Urgency::fixed(10)) {
+            assert!(now_ns() < limit, "X never waited on C holding M");
+            heir::sys::sleep_until(now_ns() + 100_000);
+        }
         let _g = hm.lock().expect("H locks M");
         hl.store(now_ns(), Ordering::SeqCst);
     });

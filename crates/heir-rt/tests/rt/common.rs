@@ -1,25 +1,73 @@
-//! Shared test scaffolding: capability gate, serialisation, watchdog,
+//! Shared test scaffolding: capability gate, serialisation (in this process
+//! and across test binaries), a CPU free of other real-time work, watchdog,
 //! pinned SCHED_FIFO threads, bounded busy loops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use heir::caps::Capabilities;
+use heir::caps::{Capabilities, FileLock};
+use heir::cpus::{CpuClaim, Survey};
 use heir::sys;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// A real-time test's environment; holds the serialisation lock and the
-/// watchdog for the test's duration.
+/// A real-time test's environment; holds the serialisation locks, the
+/// claim on its CPU and the watchdog for the test's duration.
 pub struct Rt {
+    /// The CPU the test pins its threads to: the allowed CPU with the least
+    /// real-time work of other programs (the last one among equals).
     pub cpu: u32,
     _serial: MutexGuard<'static, ()>,
+    _across: FileLock,
+    _claim: Vec<CpuClaim>,
     _dog: Watchdog,
+    _main: MainThread,
+}
+
+/// The test's own thread, made `SCHED_FIFO` 1 on the test's CPU while the
+/// test runs, and restored after: it computes each scenario's start and
+/// must finish its setup (spawning, naming helpers) before that start. As a
+/// `SCHED_OTHER` thread it could be kept off the CPU for tens of ms by
+/// `SCHED_OTHER` load (`stress-ng --cpu N`); at FIFO 1 it runs at once, yet
+/// below every test thread (its threads also start at FIFO 1: they inherit
+/// it). It only blocks (joins, channels, sleeps) once the scenario runs.
+struct MainThread {
+    tid: i32,
+    attr: Option<sys::SchedAttr>,
+    cpus: Vec<u32>,
+}
+
+impl MainThread {
+    fn enter(cpu: u32) -> MainThread {
+        let tid = sys::gettid();
+        let m = MainThread {
+            tid,
+            attr: sys::sched_getattr(tid).ok(),
+            cpus: sys::thread_cpus(),
+        };
+        sys::set_affinity(0, &[cpu]).expect("pin the test thread");
+        sys::sched_setattr(tid, &heir::sched::fifo(1)).expect("test thread at FIFO 1");
+        m
+    }
+}
+
+impl Drop for MainThread {
+    fn drop(&mut self) {
+        if let Some(a) = &self.attr {
+            let _ = sys::sched_setattr(self.tid, a);
+        }
+        let _ = sys::set_affinity(0, &self.cpus);
+    }
 }
 
 /// Returns the environment, or `None` (after printing why) when real-time
 /// scheduling is unavailable; under `CI=true` that panics instead.
+///
+/// Real-time tests run one at a time: in this binary (a mutex) and across
+/// every test binary and checkout on the machine (`heir::caps::FileLock` on
+/// `heir::caps::rt_tests_lock_path()`, held until the test ends — the
+/// watchdog's bound starts once it is taken).
 pub fn rt_or_skip(test: &str, limit_s: u64) -> Option<Rt> {
     let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let caps = Capabilities::detect();
@@ -30,10 +78,23 @@ pub fn rt_or_skip(test: &str, limit_s: u64) -> Option<Rt> {
         eprintln!("{test}: SKIPPED: {why}");
         return None;
     }
+    let across = FileLock::acquire(&heir::caps::rt_tests_lock_path())
+        .unwrap_or_else(|e| panic!("{test}: cannot take the real-time tests' lock: {e}"));
+    let survey = Survey::take(&caps.cpus, 50_000_000);
+    let cpu = heir::cpus::quietest(&caps.cpus, &survey).unwrap_or_else(|| caps.test_cpu());
+    if survey.busy(cpu) {
+        eprintln!(
+            "{test}: note: every CPU has other real-time work; CPU {cpu} has: {}",
+            survey.why_busy(cpu)
+        );
+    }
     Some(Rt {
-        cpu: caps.test_cpu(),
+        cpu,
         _serial: serial,
+        _across: across,
+        _claim: survey.keep(&[cpu]),
         _dog: Watchdog::start(test, limit_s),
+        _main: MainThread::enter(cpu),
     })
 }
 

@@ -2,7 +2,7 @@
 //! a PI mutex the producer (a helper) blocks on: consumer → PI-CV → producer →
 //! PI mutex → "Mutex" thread. Pinned to one CPU; thread-recorded timestamps.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use heir::sys::now_ns;
@@ -32,10 +32,12 @@ fn boost_reaches_the_mutex_owner_through_the_producer() {
     let limit = t0 + 500 * MS;
 
     // "Mutex" (prio 5) locks M first and works 15 ms inside.
-    let (mm, tmm) = (m.clone(), tm.clone());
+    let m_held = Arc::new(AtomicBool::new(false));
+    let (mm, tmm, mh) = (m.clone(), tm.clone(), m_held.clone());
     let mutex_thread = spawn_fifo(cpu, 5, move || {
         heir::sys::sleep_until(t0);
         let mut g = mm.lock().expect("lock M");
+        mh.store(true, Ordering::SeqCst);
         let start = thread_cpu_ns();
         let mut maxp = 0;
         while thread_cpu_ns() - start < 15 * MS && now_ns() < limit {
@@ -46,10 +48,17 @@ fn boost_reaches_the_mutex_owner_through_the_producer() {
         tmm.mutex_unlock.store(now_ns(), Ordering::SeqCst);
         drop(g);
     });
-    // Producer (prio 10): works 5 ms, then needs M, then pushes.
-    let (qp, mp, tp) = (q.clone(), m.clone(), tm.clone());
+    // Producer (prio 10): works 5 ms, then needs M, then pushes. It starts
+    // once "Mutex" holds M: the 2 ms between their starts are not enough if
+    // something outside the test holds the CPU across them (a host stealing
+    // the virtual CPU) — the producer would then take M first.
+    let (qp, mp, tp, ph) = (q.clone(), m.clone(), tm.clone(), m_held.clone());
     let (prod, prod_tid) = spawn_fifo_tid(cpu, 10, move || {
         heir::sys::sleep_until(t0 + 2 * MS);
+        while !ph.load(Ordering::SeqCst) {
+            assert!(now_ns() < limit, "\"Mutex\" never locked M");
+            heir::sys::sleep_until(now_ns() + 100_000);
+        }
         assert!(busy_cpu(5 * MS, limit));
         {
             let mut g = mp.lock().expect("producer locks M");

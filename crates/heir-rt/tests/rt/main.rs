@@ -15,6 +15,8 @@ mod fig6;
 mod fig7;
 mod queue_rpc;
 mod revoke;
+mod robust;
+mod run_errors;
 mod run_scenario;
 mod stress;
 mod textbook;

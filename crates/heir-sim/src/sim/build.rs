@@ -410,54 +410,9 @@ impl ResBuilder<'_> {
 
 /// The number of CPUs a simulation of `scenario` with `config` has:
 /// [`SimConfig::cpus`] when given, else 1 + the largest CPU number the
-/// scenario names (at least 1).
-///
-/// Refused: a `config.cpus` of 0 or over
-/// [`heir_scenario::limits::MAX_CPUS`], and a task or phase that names a CPU
-/// beyond the count given.
+/// scenario names (at least 1); see [`heir_scenario::messages::cpu_count`].
 pub fn cpu_count(scenario: &Scenario, config: &SimConfig) -> Result<u32, SimError> {
-    // The largest CPU each task names (in its own `cpus` or a phase's).
-    let named = scenario.tasks.iter().filter_map(|t| {
-        t.cpus
-            .iter()
-            .chain(t.phases.iter().filter_map(|p| p.cpus.as_ref()))
-            .flatten()
-            .copied()
-            .max()
-            .map(|c| (t, c))
-    });
-    let (limit, given) = match config.cpus {
-        None => (MAX_CPUS, None),
-        Some(n) if n == 0 || n > MAX_CPUS => {
-            return Err(invalid(
-                "--cpus",
-                format!("expected a number of CPUs from 1 to {MAX_CPUS}, found {n}"),
-            ))
-        }
-        Some(n) => (n, Some(n)),
-    };
-    let mut max = 0;
-    for (t, c) in named {
-        if c >= limit {
-            let why = match given {
-                Some(n) => format!(
-                    "the simulation has {n} CPU{} (--cpus {n}): CPU numbers go from 0 to {}",
-                    if n == 1 { "" } else { "s" },
-                    n - 1
-                ),
-                None => format!(
-                    "heir's limit is {MAX_CPUS} CPUs: CPU numbers go from 0 to {}",
-                    MAX_CPUS - 1
-                ),
-            };
-            return Err(at_task(
-                t,
-                format!("task {} runs on CPU {c}, but {why}", t.name),
-            ));
-        }
-        max = max.max(c);
-    }
-    Ok(given.unwrap_or(max + 1))
+    heir_scenario::messages::cpu_count(scenario, config.cpus).map_err(SimError::from)
 }
 
 /// Creates the engine objects behind scenario resources and names them for

@@ -3,7 +3,7 @@
 
 use super::sched::home_for;
 use super::*;
-use heir_scenario::engine;
+use heir_scenario::{engine, messages};
 
 impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn start_thread(&mut self, t: u32) -> R<()> {
@@ -154,11 +154,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             if self.zero_steps > ZERO_TIME_STEP_LIMIT {
                 return Err(stop(at_task(
                     &sc.tasks[th.task],
-                    format!(
-                        "no simulated time passes: thread {} keeps executing zero-time events at {} µs (a loop without run/runtime/sleep/timer?)",
-                        self.cold[t as usize].name,
-                        self.now as f64 / 1000.0
-                    ),
+                    messages::zero_time_loop(&self.cold[t as usize].name, self.now as f64 / 1000.0),
                 )));
             }
             let task = &sc.tasks[th.task];

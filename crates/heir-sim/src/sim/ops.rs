@@ -1,6 +1,7 @@
 //! Engine operations, one per micro-step, with their trace instants.
 
 use super::*;
+use heir_scenario::messages;
 
 impl<'s, 'o> Simulator<'s, 'o> {
     /// Locks `m` for `t`: true if acquired, false if `t` blocked (and left
@@ -41,10 +42,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             // The engine checks ownership and leaves its state unchanged.
             Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
                 ev,
-                format!(
-                    "thread {} releases mutex {} which it does not hold",
-                    self.cold[t as usize].name, self.info.resources[m.res]
-                ),
+                messages::mutex_not_held(&self.cold[t as usize].name, &self.info.resources[m.res]),
             ))),
             Err(e) => Err(self.internal(t, e)),
         }
@@ -89,11 +87,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
                 ev,
-                format!(
-                    "thread {} waits on {} with mutex {}, which it does not hold",
-                    self.cold[t as usize].name,
-                    self.info.resources[c.res],
-                    self.info.resources[m.res]
+                messages::wait_without_mutex(
+                    &self.cold[t as usize].name,
+                    &self.info.resources[c.res],
+                    &self.info.resources[m.res],
                 ),
             ))),
             Err(EngineError::Cycle { cycle }) => Err(self.deadlock(&cycle)),
