@@ -428,10 +428,7 @@ impl TaskSet {
             return Err(AnalysisError::new(
                 ErrorKind::LockCycle,
                 None,
-                format!(
-                    "cycle of critical sections {}: nested locks are taken in opposite orders, which can deadlock; take them in one global order",
-                    cycle.join(" -> ")
-                ),
+                lock_cycle_message(&cycle),
             ));
         }
         Ok(())
@@ -488,6 +485,14 @@ impl TaskSet {
         }
         None
     }
+}
+
+/// The refusal of a cycle in the nested-lock order, named by mutex.
+pub(crate) fn lock_cycle_message(cycle: &[String]) -> String {
+    format!(
+        "cycle of critical sections {}: nested locks are taken in opposite orders, which can deadlock; take them in one global order",
+        cycle.join(" -> ")
+    )
 }
 
 fn protocol_word(p: LockProtocol) -> &'static str {
