@@ -413,11 +413,7 @@ fn object_fields<'v>(
                 format!(
                     "unknown key {} in a {what}: expected {}",
                     quote_short(&f.key),
-                    allowed
-                        .iter()
-                        .map(|a| format!("\"{a}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    quoted_list(allowed)
                 ),
             );
         }

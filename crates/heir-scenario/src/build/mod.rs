@@ -130,6 +130,14 @@ fn check_name(name: &str, at: usize, path: &str) -> R<()> {
     )
 }
 
+/// Keys for a message: `"a", "b", "c"`.
+fn quoted_list(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The value as an integer, if it is a number written as one.
 fn int_of(v: Option<&Value>) -> Option<i128> {
     match v.map(|v| &v.kind) {
