@@ -47,8 +47,10 @@ impl Builder<'_> {
             Ev::Run => emit(EventKind::Run(micros(v, at, &path, "run")?)),
             Ev::Runtime => emit(EventKind::Runtime(micros(v, at, &path, "runtime")?)),
             Ev::Sleep => emit(EventKind::Sleep(micros(v, at, &path, "sleep")?)),
-            Ev::Lock | Ev::Unlock => emit(self.mutex_event(m, ev, &path)?),
-            Ev::Signal | Ev::Broad => emit(self.cond_event(m, ev, &path)?),
+            Ev::Lock => emit(EventKind::Lock(self.operand(m, Ns::Mutex, &path)?)),
+            Ev::Unlock => emit(EventKind::Unlock(self.operand(m, Ns::Mutex, &path)?)),
+            Ev::Signal => emit(EventKind::Signal(self.operand(m, Ns::Cond, &path)?)),
+            Ev::Broad => emit(EventKind::Broadcast(self.operand(m, Ns::Cond, &path)?)),
             Ev::Wait | Ev::Sync => {
                 let (cond, mutex) = self.wait_operands(m, ev, &path)?;
                 if ev == Ev::Sync {
@@ -72,26 +74,11 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// `lock` or `unlock` (`ev`) of the mutex `m` names.
-    fn mutex_event(&mut self, m: &Member, ev: Ev, path: &str) -> R<EventKind> {
-        let name = Self::name_operand(m, "mutex", path)?;
-        let r = self.res(name, Ns::Mutex, path, value_at(m));
-        Ok(if ev == Ev::Lock {
-            EventKind::Lock(r)
-        } else {
-            EventKind::Unlock(r)
-        })
-    }
-
-    /// `signal` or `broad` (`ev`) of the cond `m` names.
-    fn cond_event(&mut self, m: &Member, ev: Ev, path: &str) -> R<EventKind> {
-        let name = Self::name_operand(m, "cond", path)?;
-        let r = self.res(name, Ns::Cond, path, value_at(m));
-        Ok(if ev == Ev::Signal {
-            EventKind::Signal(r)
-        } else {
-            EventKind::Broadcast(r)
-        })
+    /// The resource of kind `ns` that the string operand of event `m` (at
+    /// `path`) names (`"lock": "m"`).
+    fn operand(&mut self, m: &Member, ns: Ns, path: &str) -> R<ResIdx> {
+        let name = Self::name_operand(m, ns.word(), path)?;
+        Ok(self.res(name, ns, path, value_at(m)))
     }
 
     /// The cond and the mutex of a `wait` or `sync` (`ev`):
@@ -213,16 +200,14 @@ impl Builder<'_> {
 
     /// A `barrier` of task `task` on the barrier `m` names.
     fn barrier(&mut self, task: TaskIdx, m: &Member, path: &str) -> R<EventKind> {
-        let name = Self::name_operand(m, "barrier", path)?;
-        let r = self.res(name, Ns::Barrier, path, value_at(m));
+        let r = self.operand(m, Ns::Barrier, path)?;
         push_unique(&mut self.usage[r.0].barrier_tasks, task);
         Ok(EventKind::Barrier(r))
     }
 
     /// A `push` or `pop` (`ev`) of task `task` on the queue `m` names.
     fn queue_event(&mut self, task: TaskIdx, m: &Member, ev: Ev, path: &str) -> R<EventKind> {
-        let name = Self::name_operand(m, "queue", path)?;
-        let r = self.res(name, Ns::Queue, path, value_at(m));
+        let r = self.operand(m, Ns::Queue, path)?;
         let u = &mut self.usage[r.0];
         if ev == Ev::Push {
             push_unique(&mut u.pushers, task);
@@ -235,12 +220,11 @@ impl Builder<'_> {
 
     /// A `serve` by task `task` of the endpoint `m` names.
     fn serve(&mut self, task: TaskIdx, m: &Member, path: &str) -> R<EventKind> {
-        let at = value_at(m);
-        let name = Self::name_operand(m, "endpoint", path)?;
-        let r = self.res(name, Ns::Endpoint, path, at);
+        let r = self.operand(m, Ns::Endpoint, path)?;
         let u = &mut self.usage[r.0];
         push_unique(&mut u.servers, task);
-        u.first_serve.get_or_insert_with(|| (path.to_string(), at));
+        u.first_serve
+            .get_or_insert_with(|| (path.to_string(), value_at(m)));
         Ok(EventKind::Serve(r))
     }
 

@@ -130,6 +130,27 @@ fn check_name(name: &str, at: usize, path: &str) -> R<()> {
     )
 }
 
+/// The value of `m` (at `path`) as a number of `unit` from `min` to `max`;
+/// `what` says what is expected when it is not an integer ≥ `min`.
+fn count_within(m: &Member, path: String, min: u64, max: u32, what: &str, unit: &str) -> R<u32> {
+    let v = m.value.as_ref();
+    let Some(n) = count_of(v).filter(|&n| n >= min) else {
+        return Err(expected(m, path, what));
+    };
+    match u32::try_from(n) {
+        Ok(n) if n <= max => Ok(n),
+        _ => fail(
+            value_at(m),
+            &path,
+            format!(
+                "{} {} is over heir's limit of {max} {unit}",
+                m.key,
+                found(v)
+            ),
+        ),
+    }
+}
+
 /// Keys for a message: `"a", "b", "c"`.
 fn quoted_list(keys: &[&str]) -> String {
     keys.iter()
@@ -185,6 +206,18 @@ enum Ns {
 }
 
 impl Ns {
+    /// The word: "mutex", "endpoint".
+    fn word(self) -> &'static str {
+        match self {
+            Ns::Mutex => "mutex",
+            Ns::Cond => "cond",
+            Ns::Queue => "queue",
+            Ns::Barrier => "barrier",
+            Ns::Timer => "timer",
+            Ns::Endpoint => "endpoint",
+        }
+    }
+
     /// The word with its article: "a mutex", "an endpoint".
     fn a_word(self) -> &'static str {
         match self {

@@ -64,7 +64,14 @@ impl Builder<'_> {
             },
             Decl::Queue => ResourceKind::Queue {
                 capacity: match field("capacity") {
-                    Some(c) => queue_capacity(c, &path)?,
+                    Some(c) => count_within(
+                        c,
+                        key_path(&path, "capacity"),
+                        1,
+                        MAX_QUEUE_CAPACITY,
+                        "a capacity (an integer ≥ 1)",
+                        "items",
+                    )?,
                     None => 16,
                 },
                 pushers: Vec::new(),
@@ -258,27 +265,6 @@ fn declared_type(m: &Member, fields: &[Member], path: &str) -> R<(Decl, Ns)> {
             format!(
                 "unknown resource type {}: expected \"mutex\", \"cond\" (or rt-app's \"wait\"), \"queue\" or \"barrier\"",
                 found(ty.value.as_ref())
-            ),
-        ),
-    }
-}
-
-/// A queue's `capacity` member `c`: an integer from 1 to
-/// [`MAX_QUEUE_CAPACITY`]; `path` is the queue's.
-fn queue_capacity(c: &Member, path: &str) -> R<u32> {
-    let c_path = key_path(path, "capacity");
-    let v = c.value.as_ref();
-    let Some(n) = count_of(v).filter(|&i| i >= 1) else {
-        return Err(expected(c, c_path, "a capacity (an integer ≥ 1)"));
-    };
-    match u32::try_from(n) {
-        Ok(n) if n <= MAX_QUEUE_CAPACITY => Ok(n),
-        _ => fail(
-            value_at(c),
-            &c_path,
-            format!(
-                "capacity {} is over heir's limit of {MAX_QUEUE_CAPACITY} items",
-                found(v)
             ),
         ),
     }

@@ -181,7 +181,14 @@ impl Builder<'_> {
         let prop = |k: &str| props.get(k).copied();
 
         let instance = match prop("instance") {
-            Some(f) => instance(f, &path)?,
+            Some(f) => count_within(
+                f,
+                key_path(&path, "instance"),
+                0,
+                MAX_THREADS,
+                "a number of threads (an integer ≥ 0)",
+                "threads",
+            )?,
             None => 1,
         };
         self.add_threads(instance, m, prop("instance"), &path)?;
@@ -610,27 +617,6 @@ impl Builder<'_> {
             sched,
             events: evs,
         })
-    }
-}
-
-/// A task's `instance` member `f`: its number of threads, within
-/// [`MAX_THREADS`]; `path` is the task's.
-fn instance(f: &Member, path: &str) -> R<u32> {
-    let i_path = key_path(path, "instance");
-    let v = f.value.as_ref();
-    let Some(n) = count_of(v) else {
-        return Err(expected(f, i_path, "a number of threads (an integer ≥ 0)"));
-    };
-    match u32::try_from(n) {
-        Ok(n) if n <= MAX_THREADS => Ok(n),
-        _ => fail(
-            value_at(f),
-            &i_path,
-            format!(
-                "instance {} is over heir's limit of {MAX_THREADS} threads",
-                found(v)
-            ),
-        ),
     }
 }
 
