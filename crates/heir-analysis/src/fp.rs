@@ -561,7 +561,7 @@ impl Analyzer {
                     .any(|&j| dl_params(&set.tasks[j]).1 <= di && self.uses[j * m + r])
             })
             .collect();
-        // Transitive blocking through nested sections (see `prepare`).
+        // Transitive blocking through nested sections (see `transitive_ceilings`).
         for _ in 0..m {
             let mut changed = false;
             for &(o, inner) in &self.edges {
