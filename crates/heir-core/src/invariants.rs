@@ -10,6 +10,8 @@
 //! maintained values — effective urgencies, waiter entries, inputs — are
 //! then compared with it.
 
+use smallvec::SmallVec;
+
 use crate::state::Waiter;
 use crate::{Effective, Engine, InvariantError, ObjId, Source, TaskId, MAX_CHAIN_DEPTH};
 
@@ -199,23 +201,39 @@ fn check_contexts(e: &Engine) -> Result<(), InvariantError> {
     Ok(())
 }
 
-fn check_effective(e: &Engine) -> Result<(), InvariantError> {
+/// The primary relations, indexed: waiters per object (from the tasks'
+/// side, in task order), objects targeting each task (from the objects'
+/// side).
+struct Relations {
+    waiters: Vec<Vec<TaskId>>,
+    targeting: Vec<Vec<usize>>,
+}
+
+impl Relations {
+    fn of(e: &Engine) -> Relations {
+        let mut r = Relations {
+            waiters: vec![Vec::new(); e.objs.len()],
+            targeting: vec![Vec::new(); e.tasks.len()],
+        };
+        for (i, ts) in e.tasks.iter().enumerate() {
+            if let (true, Some(o)) = (ts.alive, ts.blocked) {
+                r.waiters[o.0 as usize].push(TaskId(i as u32));
+            }
+        }
+        for (oi, os) in e.objs.iter().enumerate() {
+            for t in &os.targets {
+                r.targeting[t.0 as usize].push(oi);
+            }
+        }
+        r
+    }
+}
+
+/// The live tasks in topological order of the wait-for graph (Kahn: a task
+/// after every task upstream of it); refused if the graph has a cycle or a
+/// chain longer than [`MAX_CHAIN_DEPTH`].
+fn topological_order(e: &Engine) -> Result<Vec<TaskId>, InvariantError> {
     let n = e.tasks.len();
-    // The primary relations, indexed: waiters per object (from the tasks'
-    // side, in task order), objects targeting each task (from the objects'
-    // side).
-    let mut waiters: Vec<Vec<TaskId>> = vec![Vec::new(); e.objs.len()];
-    let mut targeting: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, ts) in e.tasks.iter().enumerate() {
-        if let (true, Some(o)) = (ts.alive, ts.blocked) {
-            waiters[o.0 as usize].push(TaskId(i as u32));
-        }
-    }
-    for (oi, os) in e.objs.iter().enumerate() {
-        for t in &os.targets {
-            targeting[t.0 as usize].push(oi);
-        }
-    }
     // Task-level edges w → u (u a target of w's object) and in-degrees.
     let mut indeg = vec![0usize; n];
     let mut out: Vec<Vec<TaskId>> = vec![Vec::new(); n];
@@ -227,7 +245,6 @@ fn check_effective(e: &Engine) -> Result<(), InvariantError> {
             }
         }
     }
-    // Kahn: a task is evaluated after every task upstream of it.
     let mut order: Vec<TaskId> = Vec::with_capacity(n);
     let mut ready: Vec<TaskId> = (0..n)
         .filter(|&i| e.tasks[i].alive && indeg[i] == 0)
@@ -265,12 +282,69 @@ fn check_effective(e: &Engine) -> Result<(), InvariantError> {
             "a chain of {longest} blocked tasks exceeds {MAX_CHAIN_DEPTH}"
         ));
     }
+    Ok(order)
+}
 
-    // Evaluate in topological order. A candidate wins over the best so far
-    // if more urgent, or equally urgent and earlier in (class, sequence):
-    // the base (class 0), floors (1, when set), top waiters (2, enqueued).
-    let mut eff: Vec<Option<Effective>> = vec![None; n];
-    for &u in &order {
+/// What object `oi` contributes to its target `u`, from scratch, with the
+/// rank that breaks ties: its floor (class 1, by how long it has applied to
+/// `u`) and, if it donates, its top waiter (class 2, by enqueue order; the
+/// waiters' values are already in `eff`).
+fn contributions(
+    e: &Engine,
+    rel: &Relations,
+    eff: &[Option<Effective>],
+    oi: usize,
+    u: TaskId,
+) -> Result<SmallVec<[(Effective, (u8, u64)); 2]>, InvariantError> {
+    let os = &e.objs[oi];
+    let mut out = SmallVec::new();
+    if let Some(f) = os.spec.floor {
+        let floor = Effective {
+            urgency: f,
+            source: Source::Floor {
+                object: ObjId(oi as u32),
+                task: u,
+            },
+        };
+        // Applying since the later of its set and the target's join.
+        let k = os
+            .targets
+            .iter()
+            .position(|x| *x == u)
+            .map_or(0, |i| os.joined[i]);
+        out.push((floor, (1, k.max(os.floor_seq))));
+    }
+    if os.spec.donates {
+        // Top waiter: greatest effective urgency, earliest enqueued.
+        let mut top: Option<(Effective, u64)> = None;
+        for w in &rel.waiters[oi] {
+            let Some(we) = eff[w.0 as usize] else {
+                return fail(format!("{w:?} evaluated after {u:?}"));
+            };
+            let seq = e.tasks[w.0 as usize].seq;
+            let wins = match top {
+                None => true,
+                Some((te, ts)) => we.urgency > te.urgency || (we.urgency == te.urgency && seq < ts),
+            };
+            if wins {
+                top = Some((we, seq));
+            }
+        }
+        if let Some((te, seq)) = top {
+            out.push((te, (2, seq)));
+        }
+    }
+    Ok(out)
+}
+
+/// Evaluates every effective urgency in topological order and compares it
+/// with the incrementally maintained one. A candidate wins over the best so
+/// far if more urgent, or equally urgent and earlier in (class, sequence):
+/// the base (class 0) first.
+fn check_effective(e: &Engine) -> Result<(), InvariantError> {
+    let rel = Relations::of(e);
+    let mut eff: Vec<Option<Effective>> = vec![None; e.tasks.len()];
+    for u in topological_order(e)? {
         let ui = u.0 as usize;
         let ts = &e.tasks[ui];
         let mut best = Effective {
@@ -278,48 +352,8 @@ fn check_effective(e: &Engine) -> Result<(), InvariantError> {
             source: Source::Task(u),
         };
         let mut key = (0u8, 0u64);
-        for &oi in &targeting[ui] {
-            let os = &e.objs[oi];
-            let mut candidates: Vec<(Effective, (u8, u64))> = Vec::new();
-            if let Some(f) = os.spec.floor {
-                let floor = Effective {
-                    urgency: f,
-                    source: Source::Floor {
-                        object: ObjId(oi as u32),
-                        task: u,
-                    },
-                };
-                // Applying since the later of its set and the target's join.
-                let k = os
-                    .targets
-                    .iter()
-                    .position(|x| *x == u)
-                    .map_or(0, |i| os.joined[i]);
-                candidates.push((floor, (1, k.max(os.floor_seq))));
-            }
-            if os.spec.donates {
-                // Top waiter: greatest effective urgency, earliest enqueued.
-                let mut top: Option<(Effective, u64)> = None;
-                for w in &waiters[oi] {
-                    let Some(we) = eff[w.0 as usize] else {
-                        return fail(format!("{w:?} evaluated after {u:?}"));
-                    };
-                    let seq = e.tasks[w.0 as usize].seq;
-                    let wins = match top {
-                        None => true,
-                        Some((te, ts)) => {
-                            we.urgency > te.urgency || (we.urgency == te.urgency && seq < ts)
-                        }
-                    };
-                    if wins {
-                        top = Some((we, seq));
-                    }
-                }
-                if let Some((te, seq)) = top {
-                    candidates.push((te, (2, seq)));
-                }
-            }
-            for (c, k) in candidates {
+        for &oi in &rel.targeting[ui] {
+            for (c, k) in contributions(e, &rel, &eff, oi, u)? {
                 if c.urgency > best.urgency || (c.urgency == best.urgency && k < key) {
                     best = c;
                     key = k;
