@@ -285,6 +285,9 @@ fn topological_order(e: &Engine) -> Result<Vec<TaskId>, InvariantError> {
     Ok(order)
 }
 
+/// A candidate for `eff` with its tie-break rank: (class, sequence).
+type Ranked = (Effective, (u8, u64));
+
 /// What object `oi` contributes to its target `u`, from scratch, with the
 /// rank that breaks ties: its floor (class 1, by how long it has applied to
 /// `u`) and, if it donates, its top waiter (class 2, by enqueue order; the
@@ -295,7 +298,7 @@ fn contributions(
     eff: &[Option<Effective>],
     oi: usize,
     u: TaskId,
-) -> Result<SmallVec<[(Effective, (u8, u64)); 2]>, InvariantError> {
+) -> Result<SmallVec<[Ranked; 2]>, InvariantError> {
     let os = &e.objs[oi];
     let mut out = SmallVec::new();
     if let Some(f) = os.spec.floor {
