@@ -65,6 +65,25 @@ struct ThreadRec {
     applied: Urgency,
 }
 
+/// What the registry knows about a thread (the public face is the
+/// `thread` module's `info`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// The attributes saved at join.
+    pub base: SchedAttr,
+    /// The base, as an urgency.
+    pub base_urgency: Urgency,
+    /// The engine's effective urgency now.
+    pub effective: Urgency,
+    /// What heir-rt last applied with `sched_setattr`.
+    pub applied: Urgency,
+    /// What the engine records the thread as blocked on (a contended
+    /// [`crate::PiMutex`], an engine mutex or a [`crate::PiCondvar`]).
+    pub blocked_on: Option<heir_core::ObjId>,
+}
+
 /// Counters of what heir-rt did to the kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ApplyStats {
@@ -375,7 +394,7 @@ impl State {
     /// Drops `t` from the engine and the registry: releases what it owns in
     /// the engine, cancels its wait, removes it from every helper set, and
     /// applies what that changes for others. Its own attributes are left
-    /// alone (see [`crate::thread::leave`] for a restoring exit).
+    /// alone (`thread::leave` restores them first: [`State::restore_base`]).
     pub(crate) fn purge(&mut self, t: TaskId) {
         let owned: Vec<MutexId> = self
             .engine
@@ -502,9 +521,9 @@ impl State {
     }
 
     /// What the registry knows about `t`.
-    pub(crate) fn info(&self, t: TaskId) -> Option<crate::thread::ThreadInfo> {
+    pub(crate) fn info(&self, t: TaskId) -> Option<ThreadInfo> {
         let rec = self.threads.get(&t)?;
-        Some(crate::thread::ThreadInfo {
+        Some(ThreadInfo {
             tid: rec.shared.tid,
             base: rec.base,
             base_urgency: rec.base_urgency,
