@@ -28,7 +28,6 @@
 //! runqueue lock); the deferred step re-reads the engine under the lock, so
 //! it is exact too.
 
-use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -36,6 +35,7 @@ use std::sync::Arc;
 
 use heir_core::{Changes, CondId, Engine, MutexId, ObjId, Protocol, TaskId, Urgency};
 
+use crate::lock::{Acquired, Mutex, MutexGuard, RawLock};
 use crate::sched;
 use crate::sys::{self, SchedAttr};
 use crate::Error;
@@ -111,16 +111,6 @@ pub(crate) struct State {
     pub stats: ApplyStats,
 }
 
-/// A kernel PI futex lock around `T` (used for the engine lock).
-pub(crate) struct PiLock<T> {
-    word: AtomicU32,
-    data: UnsafeCell<T>,
-}
-
-// SAFETY: the data is only reached through a guard, and a guard exists only
-// while the calling thread owns the futex (mutual exclusion by the kernel).
-unsafe impl<T: Send> Sync for PiLock<T> {}
-
 thread_local! {
     static TID: i32 = sys::gettid();
 }
@@ -130,78 +120,68 @@ pub fn tid() -> i32 {
     TID.try_with(|t| *t).unwrap_or_else(|_| sys::gettid())
 }
 
-impl<T> PiLock<T> {
-    pub(crate) const fn new(v: T) -> Self {
-        PiLock {
+/// The engine lock's raw lock: a kernel PI futex word (0, or the holder's
+/// TID and `FUTEX_WAITERS`), taken with a CAS or `FUTEX_LOCK_PI2`. A futex
+/// error other than an interruption or a timeout aborts the process: it
+/// means this thread already holds the lock (a bug in heir-rt), and going
+/// on would corrupt the engine state.
+pub(crate) struct PiFutex {
+    word: AtomicU32,
+}
+
+impl PiFutex {
+    pub(crate) const fn new() -> Self {
+        PiFutex {
             word: AtomicU32::new(0),
-            data: UnsafeCell::new(v),
         }
     }
+}
 
-    pub(crate) fn lock(&self) -> PiLockGuard<'_, T> {
+// SAFETY: the futex word holds at most one TID. `acquire` returns `Ok` only
+// once the caller's TID is in it: its own CAS from 0, or the kernel's
+// `FUTEX_LOCK_PI2`, which returns 0 only to the thread it made the owner.
+// `release` clears it only if it holds the caller's TID (CAS), else asks
+// the kernel, which refuses a caller that is not the owner (`EPERM`).
+unsafe impl RawLock for PiFutex {
+    fn acquire(&self, deadline_ns: Option<u64>) -> Result<Acquired, Error> {
         let me = tid() as u32;
         if self
             .word
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
+            .is_ok()
         {
-            loop {
-                match sys::futex_lock_pi(&self.word, None) {
-                    0 => break,
-                    e if e == libc::EINTR || e == libc::EAGAIN => continue,
-                    e => {
-                        // EDEADLK: this thread already holds the engine lock,
-                        // a bug in heir-rt. Continuing would corrupt state.
-                        eprintln!("heir: engine lock: futex error {e}; aborting");
-                        std::process::abort();
-                    }
+            return Ok(Acquired::Clean);
+        }
+        loop {
+            match sys::futex_lock_pi(&self.word, deadline_ns) {
+                0 => return Ok(Acquired::Clean),
+                e if e == libc::EINTR || e == libc::EAGAIN => continue,
+                e if e == libc::ETIMEDOUT => return Err(Error::TimedOut),
+                e => {
+                    eprintln!("heir: engine lock: futex error {e}; aborting");
+                    std::process::abort();
                 }
             }
         }
-        PiLockGuard { lock: self, me }
     }
-}
 
-/// Holds a [`PiLock`].
-pub(crate) struct PiLockGuard<'a, T> {
-    lock: &'a PiLock<T>,
-    me: u32,
-}
-
-impl<T> Deref for PiLockGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves this thread owns the futex.
-        unsafe { &*self.lock.data.get() }
-    }
-}
-
-impl<T> DerefMut for PiLockGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard proves this thread owns the futex, and `&mut self`
-        // that no other reference from this guard is live.
-        unsafe { &mut *self.lock.data.get() }
-    }
-}
-
-impl<T> Drop for PiLockGuard<'_, T> {
-    fn drop(&mut self) {
+    fn release(&self) {
+        let me = tid() as u32;
         if self
-            .lock
             .word
-            .compare_exchange(self.me, 0, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
             // Waiters are queued in the kernel: it hands the lock over.
-            let _ = sys::futex_unlock_pi(&self.lock.word);
+            let _ = sys::futex_unlock_pi(&self.word);
         }
     }
 }
 
-static STATE: PiLock<Option<State>> = PiLock::new(None);
+static STATE: Mutex<PiFutex, Option<State>> = Mutex::from_raw(PiFutex::new(), None);
 
 /// The engine lock, held.
-pub(crate) struct StateGuard(PiLockGuard<'static, Option<State>>);
+pub(crate) struct StateGuard(MutexGuard<'static, PiFutex, Option<State>>);
 
 impl Deref for StateGuard {
     type Target = State;
@@ -230,7 +210,15 @@ fn unreachable_state() -> ! {
 
 /// Takes the engine lock.
 pub(crate) fn state() -> StateGuard {
-    let mut g = STATE.lock();
+    let mut g = match STATE.lock() {
+        Ok(g) => g,
+        // Without a deadline `acquire` returns only once it holds the lock
+        // (or aborts): not reached.
+        Err(e) => {
+            eprintln!("heir: engine lock: {e}; aborting");
+            std::process::abort()
+        }
+    };
     if g.is_none() {
         *g = Some(State {
             engine: Engine::new(),
