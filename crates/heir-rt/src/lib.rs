@@ -25,6 +25,12 @@
 //! The locking rule and what is saved and restored are in [`rt`]'s docs and
 //! `docs/RUNTIME.md`.
 
+#![deny(
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc,
+    unsafe_op_in_unsafe_fn
+)]
+
 pub mod capi;
 pub mod caps;
 pub mod ceiling;

@@ -1180,10 +1180,7 @@ impl Ctx<'_> {
                     b?;
                 }
             }
-            EventKind::Yield => {
-                // SAFETY: sched_yield takes no arguments.
-                unsafe { libc::sched_yield() };
-            }
+            EventKind::Yield => sys::sched_yield(),
             EventKind::Push(q) => {
                 if let Res::Queue(q) = &self.sh.res[q.0] {
                     let prio = thread::current_urgency()?;
