@@ -204,7 +204,8 @@ impl RawPiMutex {
     }
 
     /// The contended lock; `Ok(true)` if the futex came with
-    /// `FUTEX_OWNER_DIED` (its owner exited holding it).
+    /// `FUTEX_OWNER_DIED` (its owner exited holding it). The steps are the
+    /// module docs'.
     fn lock_slow(&self, deadline_ns: Option<u64>) -> Result<bool, Error> {
         let me = rt::tid() as u32;
         loop {
@@ -227,88 +228,101 @@ impl RawPiMutex {
             let tracked = if owner == 0 {
                 false
             } else {
-                // Step 1: force the owner onto the slow unlock path.
-                if v & FUTEX_WAITERS == 0
-                    && self
-                        .w
-                        .word
-                        .compare_exchange(
-                            v,
-                            v | FUTEX_WAITERS,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        )
-                        .is_err()
-                {
+                if !self.force_slow_unlock(v) {
                     continue;
                 }
-                // Step 2: tell the engine who owns it and that we wait.
-                let mut st = rt::state();
-                let owner_tid = self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
-                if owner_tid == 0 {
-                    false
-                } else {
-                    let me_t = st.current()?;
-                    match st.task_of_tid(owner_tid as i32) {
-                        Ok(owner_t) => {
-                            self.record_owner(&mut st, owner_t, owner_tid)?;
-                            let o = st.engine.lock(me_t, self.id)?;
-                            st.apply(&o.changes);
-                            if o.value == LockResult::Acquired {
-                                // Cannot happen (the owner was just
-                                // recorded); undo and let the kernel decide.
-                                let ch = st.engine.release(me_t, self.id)?;
-                                st.apply(&ch);
-                                false
-                            } else {
-                                true
-                            }
-                        }
-                        // The owner is not a live thread of ours: kernel-only PI.
-                        Err(_) => false,
-                    }
-                }
+                self.wait_in_engine()?
             };
             // Step 3: sleep in the kernel.
             let r = sys::futex_lock_pi(&self.w.word, deadline_ns);
-            // Step 4: report the outcome.
-            let mut st = rt::state();
-            let me_t = st.current()?;
-            if r == 0 {
-                if let Some(x) = st.engine.owner(self.id)? {
-                    if x != me_t {
-                        let ch = st.engine.release(x, self.id)?;
-                        st.apply(&ch);
-                    }
-                }
-                if st.engine.owner(self.id)? != Some(me_t) {
-                    let ch = st.engine.acquire(me_t, self.id)?;
-                    st.apply(&ch);
-                }
-                self.w.tracked.store(me, Ordering::Relaxed);
-                // The kernel keeps FUTEX_OWNER_DIED when it hands over the
-                // futex of a dead owner (or lets us take it over).
-                let died = self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel)
-                    & FUTEX_OWNER_DIED
-                    != 0;
+            if let Some(died) = self.after_kernel_lock(r, tracked)? {
                 return Ok(died);
             }
-            if tracked && st.engine.blocked_on(me_t)? == Some(self.id.into()) {
-                let ch = st.engine.cancel_wait(me_t)?;
+        }
+    }
+
+    /// Step 1: sets `FUTEX_WAITERS` in the word last read as `v`, which
+    /// forces the owner onto the slow unlock path; false if the word
+    /// changed meanwhile (read it again).
+    fn force_slow_unlock(&self, v: u32) -> bool {
+        v & FUTEX_WAITERS != 0
+            || self
+                .w
+                .word
+                .compare_exchange(v, v | FUTEX_WAITERS, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Step 2, under the engine lock: tells the engine who owns the mutex
+    /// and that the caller waits for it. True if the engine now records the
+    /// wait; false if the owner is gone or not a live thread of this
+    /// process (kernel-only PI then).
+    fn wait_in_engine(&self) -> Result<bool, Error> {
+        let mut st = rt::state();
+        let owner_tid = self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
+        if owner_tid == 0 {
+            return Ok(false);
+        }
+        let me_t = st.current()?;
+        let Ok(owner_t) = st.task_of_tid(owner_tid as i32) else {
+            return Ok(false);
+        };
+        self.record_owner(&mut st, owner_t, owner_tid)?;
+        let o = st.engine.lock(me_t, self.id)?;
+        st.apply(&o.changes);
+        if o.value == LockResult::Acquired {
+            // Cannot happen (the owner was just recorded); undo and let the
+            // kernel decide.
+            let ch = st.engine.release(me_t, self.id)?;
+            st.apply(&ch);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Step 4, under the engine lock: reports the outcome `r` of
+    /// `FUTEX_LOCK_PI2` to the engine. `Some(died)` once the caller owns the
+    /// futex, `None` to try again (interrupted), or the error (the wait,
+    /// if `tracked`, cancelled in the engine).
+    fn after_kernel_lock(&self, r: sys::Errno, tracked: bool) -> Result<Option<bool>, Error> {
+        let mut st = rt::state();
+        let me_t = st.current()?;
+        if r == 0 {
+            return self.owned_after_kernel(&mut st, me_t).map(Some);
+        }
+        if tracked && st.engine.blocked_on(me_t)? == Some(self.id.into()) {
+            let ch = st.engine.cancel_wait(me_t)?;
+            st.apply(&ch);
+        }
+        match r {
+            e if e == libc::ETIMEDOUT => Err(Error::TimedOut),
+            e if e == libc::EDEADLK => Err(Error::Deadlock { cycle: Vec::new() }),
+            e if e == libc::EINTR || e == libc::EAGAIN => Ok(None),
+            e => Err(Error::Os {
+                op: "FUTEX_LOCK_PI2",
+                errno: e,
+            }),
+        }
+    }
+
+    /// The kernel made the caller (`me_t`) the owner: the engine's owner
+    /// becomes the caller too (a stale one dropped). True if the futex came
+    /// with `FUTEX_OWNER_DIED`.
+    fn owned_after_kernel(&self, st: &mut State, me_t: TaskId) -> Result<bool, Error> {
+        if let Some(x) = st.engine.owner(self.id)? {
+            if x != me_t {
+                let ch = st.engine.release(x, self.id)?;
                 st.apply(&ch);
             }
-            match r {
-                e if e == libc::ETIMEDOUT => return Err(Error::TimedOut),
-                e if e == libc::EDEADLK => return Err(Error::Deadlock { cycle: Vec::new() }),
-                e if e == libc::EINTR || e == libc::EAGAIN => {}
-                e => {
-                    return Err(Error::Os {
-                        op: "FUTEX_LOCK_PI2",
-                        errno: e,
-                    })
-                }
-            }
         }
+        if st.engine.owner(self.id)? != Some(me_t) {
+            let ch = st.engine.acquire(me_t, self.id)?;
+            st.apply(&ch);
+        }
+        self.w.tracked.store(rt::tid() as u32, Ordering::Relaxed);
+        // The kernel keeps FUTEX_OWNER_DIED when it hands over the futex of
+        // a dead owner (or lets us take it over).
+        Ok(self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel) & FUTEX_OWNER_DIED != 0)
     }
 
     /// Makes the engine's owner of this mutex `owner_t` (dropping a stale
