@@ -161,8 +161,9 @@ impl Drop for RawEngineMutex {
     fn drop(&mut self) {
         let mut st = rt::state();
         if let Ok(Some(owner)) = st.engine.owner(self.id) {
-            if let Ok(ch) = st.engine.release(owner, self.id) {
-                st.apply(&ch);
+            match st.engine.release(owner, self.id) {
+                Ok(ch) => st.apply(&ch),
+                Err(e) => st.engine_failed(e),
             }
         }
         st.free_mutex(self.id, self.protocol);

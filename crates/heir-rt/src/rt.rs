@@ -33,7 +33,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use heir_core::{Changes, CondId, Engine, MutexId, ObjId, Protocol, TaskId, Urgency};
+use heir_core::{Changes, CondId, Engine, EngineError, MutexId, ObjId, Protocol, TaskId, Urgency};
 
 use crate::lock::{Acquired, Mutex, MutexGuard, RawLock};
 use crate::sched;
@@ -84,20 +84,141 @@ pub struct ThreadInfo {
     pub blocked_on: Option<heir_core::ObjId>,
 }
 
-/// Counters of what heir-rt did to the kernel.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Counters of what heir-rt did to the kernel, and of what it could not do
+/// — errors no caller could be given, because they happen while applying
+/// a change on another thread's behalf or while cleaning up after a thread
+/// that left. Read with `thread::apply_stats` (C: `heir_apply_stats`);
+/// `heir run` reports a run's ([`ApplyStats::since`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApplyStats {
     /// `sched_setattr` calls made.
     pub setattr_calls: u64,
-    /// Calls that failed (other than a vanished thread).
+    /// Calls that failed (other than a vanished thread): the thread kept
+    /// the attributes it had.
     pub setattr_errors: u64,
     /// The last failure's errno (0 if none).
     pub last_errno: i32,
-    /// Urgencies that could not be expressed for the target (deadline lent to
-    /// a non-deadline thread) and were not applied.
+    /// The thread whose `sched_setattr` failed last (0 if none).
+    pub last_error_tid: i32,
+    /// Urgencies that could not be expressed for the target (a deadline lent
+    /// to a thread: bandwidth inheritance, seed 001, is future work) and
+    /// were not applied.
     pub unexpressible: u64,
+    /// The thread of the last one (0 if none).
+    pub last_unexpressible_tid: i32,
     /// Threads found gone (`ESRCH`) and dropped from the registry.
     pub vanished: u64,
+    /// Engine operations that failed while heir-rt released, cancelled or
+    /// removed what a departing thread or a dropped condition variable left
+    /// behind (the rest of the clean-up went on).
+    pub engine_errors: u64,
+    /// The last of those (`None` if none).
+    pub last_engine_error: Option<EngineError>,
+}
+
+impl ApplyStats {
+    /// What happened after `before` (an earlier reading): the counts' growth,
+    /// and each "last" field where its count grew (else empty).
+    pub fn since(&self, before: &ApplyStats) -> ApplyStats {
+        let setattr_errors = self.setattr_errors.saturating_sub(before.setattr_errors);
+        let unexpressible = self.unexpressible.saturating_sub(before.unexpressible);
+        let engine_errors = self.engine_errors.saturating_sub(before.engine_errors);
+        ApplyStats {
+            setattr_calls: self.setattr_calls.saturating_sub(before.setattr_calls),
+            setattr_errors,
+            last_errno: if setattr_errors > 0 {
+                self.last_errno
+            } else {
+                0
+            },
+            last_error_tid: if setattr_errors > 0 {
+                self.last_error_tid
+            } else {
+                0
+            },
+            unexpressible,
+            last_unexpressible_tid: if unexpressible > 0 {
+                self.last_unexpressible_tid
+            } else {
+                0
+            },
+            vanished: self.vanished.saturating_sub(before.vanished),
+            engine_errors,
+            last_engine_error: if engine_errors > 0 {
+                self.last_engine_error.clone()
+            } else {
+                None
+            },
+        }
+    }
+
+    fn setattr_failed(&mut self, tid: i32, errno: i32) {
+        self.setattr_errors += 1;
+        self.last_errno = errno;
+        self.last_error_tid = tid;
+    }
+
+    fn engine_failed(&mut self, e: EngineError) {
+        self.engine_errors += 1;
+        self.last_engine_error = Some(e);
+    }
+
+    /// One sentence per kind of trouble counted (none when nothing went
+    /// wrong): failed `sched_setattr` calls, boosts that could not be
+    /// expressed, threads that vanished, engine errors during clean-up. A
+    /// tid is followed by its thread's name when `thread_name` knows it.
+    pub fn problems(&self, thread_name: impl Fn(i32) -> Option<String>) -> Vec<String> {
+        let who = |tid: i32| match thread_name(tid) {
+            Some(name) => format!("{name}, tid {tid}"),
+            None => format!("tid {tid}"),
+        };
+        let mut out = Vec::new();
+        let n = self.setattr_errors;
+        if n > 0 {
+            out.push(format!(
+                "{n} sched_setattr call{} failed (last: {} on {})",
+                plural(n),
+                sys::errno_name(self.last_errno),
+                who(self.last_error_tid)
+            ));
+        }
+        let n = self.unexpressible;
+        if n > 0 {
+            out.push(format!(
+                "{n} boost{} could not be expressed (a deadline lent to a thread, last {}: bandwidth inheritance is not implemented)",
+                plural(n),
+                who(self.last_unexpressible_tid)
+            ));
+        }
+        let n = self.vanished;
+        if n > 0 {
+            out.push(format!(
+                "{n} thread{} vanished before a change reached {} (dropped from the registry)",
+                plural(n),
+                if n == 1 { "it" } else { "them" }
+            ));
+        }
+        let n = self.engine_errors;
+        if n > 0 {
+            let last = self
+                .last_engine_error
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string);
+            out.push(format!(
+                "{n} engine error{} while cleaning up after a thread or a condition variable (last: {last})",
+                plural(n)
+            ));
+        }
+        out
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// The state behind the engine lock.
@@ -320,23 +441,24 @@ impl State {
         if rec.applied == eff.urgency {
             return true;
         }
+        let tid = rec.shared.tid;
         match sched::attr_for(&rec.base, rec.base_urgency, eff.urgency) {
             None => {
                 self.stats.unexpressible += 1;
+                self.stats.last_unexpressible_tid = tid;
                 rec.applied = eff.urgency;
                 true
             }
             Some(attr) => {
                 self.stats.setattr_calls += 1;
-                match sys::sched_setattr(rec.shared.tid, &attr) {
+                match sys::sched_setattr(tid, &attr) {
                     Ok(()) => {
                         rec.applied = eff.urgency;
                         true
                     }
                     Err(e) if e == libc::ESRCH => false,
                     Err(e) => {
-                        self.stats.setattr_errors += 1;
-                        self.stats.last_errno = e;
+                        self.stats.setattr_failed(tid, e);
                         true
                     }
                 }
@@ -391,23 +513,35 @@ impl State {
             .unwrap_or_default();
         let mut all = Changes::new();
         for m in owned {
-            if let Ok(c) = self.engine.release(t, m) {
-                all.extend(c);
-            }
+            let r = self.engine.release(t, m);
+            self.collect(r, &mut all);
         }
         if matches!(self.engine.blocked_on(t), Ok(Some(_))) {
-            if let Ok(c) = self.engine.cancel_wait(t) {
-                all.extend(c);
-            }
+            let r = self.engine.cancel_wait(t);
+            self.collect(r, &mut all);
         }
-        if let Ok(c) = self.engine.remove_task(t) {
-            all.extend(c);
-        }
+        let r = self.engine.remove_task(t);
+        self.collect(r, &mut all);
         if let Some(rec) = self.threads.remove(&t) {
             self.by_tid.remove(&rec.shared.tid);
         }
         all.retain(|c| c.task != t);
         self.apply(&all);
+    }
+
+    /// Adds the changes of a clean-up step to `all`, or counts its error
+    /// (the clean-up goes on: nobody waits for its outcome).
+    fn collect(&mut self, r: Result<Changes, EngineError>, all: &mut Changes) {
+        match r {
+            Ok(c) => all.extend(c),
+            Err(e) => self.stats.engine_failed(e),
+        }
+    }
+
+    /// Counts an engine error of a clean-up (a dropped object's release,
+    /// helpers removed) that has nobody to report to.
+    pub(crate) fn engine_failed(&mut self, e: EngineError) {
+        self.stats.engine_failed(e);
     }
 
     /// Restores `t`'s base attributes in the kernel (if heir-rt changed
@@ -416,8 +550,9 @@ impl State {
         if let Some(rec) = self.threads.get_mut(&t) {
             if rec.applied != rec.base_urgency {
                 self.stats.setattr_calls += 1;
-                if sys::sched_setattr(rec.shared.tid, &rec.base).is_ok() {
-                    rec.applied = rec.base_urgency;
+                match sys::sched_setattr(rec.shared.tid, &rec.base) {
+                    Ok(()) => rec.applied = rec.base_urgency,
+                    Err(e) => self.stats.setattr_failed(rec.shared.tid, e),
                 }
             }
         }
@@ -458,8 +593,9 @@ impl State {
             .map(|h| h.to_vec())
             .unwrap_or_default();
         for h in helpers {
-            if let Ok(ch) = self.engine.helper_del(c, h) {
-                self.apply(&ch);
+            match self.engine.helper_del(c, h) {
+                Ok(ch) => self.apply(&ch),
+                Err(e) => self.stats.engine_failed(e),
             }
         }
         if !self.waited(c.into()) {

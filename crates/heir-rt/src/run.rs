@@ -404,6 +404,23 @@ pub struct RealRun {
     /// events may be out of the file's order (a later period repeats them,
     /// timers permitting).
     pub late_starts: Vec<(String, f64)>,
+    /// What heir-rt could not apply to the kernel during the run (failed
+    /// `sched_setattr` calls, boosts it cannot express, …) and how many
+    /// calls it made: the process's [`thread::apply_stats`] over the run
+    /// (another user of heir-rt in the same process counts too).
+    pub apply: thread::ApplyStats,
+    /// Each thread's name and kernel tid, in start order.
+    pub tids: Vec<(String, i32)>,
+}
+
+impl RealRun {
+    /// The name of the run's thread `tid`, if it is one.
+    pub fn thread_name(&self, tid: i32) -> Option<String> {
+        self.tids
+            .iter()
+            .find(|(_, t)| *t == tid)
+            .map(|(n, _)| n.clone())
+    }
 }
 
 /// Runs `scenario` on real threads and reports like the simulator
@@ -444,6 +461,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         names: Mutex::new(HashMap::new()),
         seed: scenario.global.seed,
     });
+    let applied_before = thread::apply_stats();
     let threads = Threads::start(scenario, &shared, &attrs, &physical)?;
     let failed = threads.tids.iter().position(|&t| t < 0);
     let setup = setup_helpers(scenario, &shared, &threads, pi_cv);
@@ -452,7 +470,14 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         // Tell every thread to stop at once.
         shared.t0_ns.store(ABORTED, Ordering::Release);
     }
+    let tids = threads
+        .names
+        .iter()
+        .cloned()
+        .zip(threads.tids.clone())
+        .collect();
     let (names, outs) = threads.release_and_join();
+    let apply = thread::apply_stats().since(&applied_before);
     let t0 = shared.begin().unwrap_or_else(sys::now_ns);
     let end = t0 + shared.duration_ns;
     if let Some(i) = failed {
@@ -492,6 +517,8 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         ns_per_loop,
         interference,
         late_starts,
+        apply,
+        tids,
     })
 }
 

@@ -83,6 +83,34 @@ pub struct SchedAttr {
 
 const SCHED_ATTR_SIZE: u32 = std::mem::size_of::<SchedAttr>() as u32;
 
+/// The symbolic name of an errno (`EPERM`), or `errno N` for one this
+/// table lacks.
+pub fn errno_name(e: Errno) -> std::borrow::Cow<'static, str> {
+    let name = match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::ESRCH => "ESRCH",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::E2BIG => "E2BIG",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSYS => "ENOSYS",
+        libc::EDEADLK => "EDEADLK",
+        libc::ELOOP => "ELOOP",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EOWNERDEAD => "EOWNERDEAD",
+        libc::ENOTRECOVERABLE => "ENOTRECOVERABLE",
+        _ => return format!("errno {e}").into(),
+    };
+    name.into()
+}
+
 fn errno() -> Errno {
     std::io::Error::last_os_error()
         .raw_os_error()

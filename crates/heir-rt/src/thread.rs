@@ -89,9 +89,12 @@ pub fn check_invariants() -> Result<(), Error> {
     rt::state().check()
 }
 
-/// Counters of `sched_setattr` calls and failures.
+/// Counters of what heir-rt applied to the kernel and of what it could
+/// not (failed `sched_setattr` calls, boosts it cannot express, vanished
+/// threads, engine errors during clean-up), with the last error of each
+/// kind: since the process started.
 pub fn apply_stats() -> ApplyStats {
-    rt::state().stats
+    rt::state().stats.clone()
 }
 
 /// Pins the calling thread to `cpus`.

@@ -192,3 +192,50 @@ fn c_producer_consumer_example_runs_with_helpers() {
         "{stdout}"
     );
 }
+
+#[test]
+fn c_reads_a_refused_boost_with_heir_apply_stats() {
+    let Some(cc) = need_cc("capi::apply_stats") else {
+        return;
+    };
+    let exe = std::env::temp_dir().join(format!("heir-apply-stats-{}", std::process::id()));
+    let lib = lib_dir();
+    let build = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .arg(crate_dir().join("tests/rt/apply_stats.c"))
+        .arg(format!("-I{}", crate_dir().join("include").display()))
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lheir")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lpthread")
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("cc");
+    assert!(
+        build.status.success(),
+        "building apply_stats.c failed: {}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let out = Command::new(&exe).output().expect("run apply_stats");
+    let _ = std::fs::remove_file(&exe);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "apply_stats failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The C struct is the Rust one.
+    type S = heir::capi::heir_apply_stats_t;
+    let layout = format!(
+        "layout {} {} {}",
+        std::mem::size_of::<S>(),
+        std::mem::offset_of!(S, last_engine_errno),
+        std::mem::offset_of!(S, engine_errors)
+    );
+    assert!(stdout.contains(&layout), "{layout}: {stdout}");
+    assert!(stdout.contains("null 1"), "{stdout}");
+    assert!(stdout.contains("timedwait ETIMEDOUT"), "{stdout}");
+    assert!(stdout.contains(" errno 1 on-helper 1"), "{stdout}");
+    assert!(!stdout.contains("failed 0 "), "{stdout}");
+}
