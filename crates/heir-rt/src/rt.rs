@@ -172,44 +172,44 @@ impl ApplyStats {
             Some(name) => format!("{name}, tid {tid}"),
             None => format!("tid {tid}"),
         };
-        let mut out = Vec::new();
-        let n = self.setattr_errors;
-        if n > 0 {
-            out.push(format!(
-                "{n} sched_setattr call{} failed (last: {} on {})",
-                plural(n),
-                sys::errno_name(self.last_errno),
-                who(self.last_error_tid)
-            ));
-        }
-        let n = self.unexpressible;
-        if n > 0 {
-            out.push(format!(
-                "{n} boost{} could not be expressed (a deadline lent to a thread, last {}: bandwidth inheritance is not implemented)",
-                plural(n),
-                who(self.last_unexpressible_tid)
-            ));
-        }
-        let n = self.vanished;
-        if n > 0 {
-            out.push(format!(
-                "{n} thread{} vanished before a change reached {} (dropped from the registry)",
-                plural(n),
-                if n == 1 { "it" } else { "them" }
-            ));
-        }
-        let n = self.engine_errors;
-        if n > 0 {
-            let last = self
-                .last_engine_error
-                .as_ref()
-                .map_or_else(String::new, ToString::to_string);
-            out.push(format!(
-                "{n} engine error{} while cleaning up after a thread or a condition variable (last: {last})",
-                plural(n)
-            ));
-        }
-        out
+        let last_engine_error = self
+            .last_engine_error
+            .as_ref()
+            .map_or_else(String::new, ToString::to_string);
+        let them = if self.vanished == 1 { "it" } else { "them" };
+        [
+            (
+                self.setattr_errors,
+                "sched_setattr call",
+                format!(
+                    "failed (last: {} on {})",
+                    sys::errno_name(self.last_errno),
+                    who(self.last_error_tid)
+                ),
+            ),
+            (
+                self.unexpressible,
+                "boost",
+                format!(
+                    "could not be expressed (a deadline lent to a thread, last {}: bandwidth inheritance is not implemented)",
+                    who(self.last_unexpressible_tid)
+                ),
+            ),
+            (
+                self.vanished,
+                "thread",
+                format!("vanished before a change reached {them} (dropped from the registry)"),
+            ),
+            (
+                self.engine_errors,
+                "engine error",
+                format!("while cleaning up after a thread or a condition variable (last: {last_engine_error})"),
+            ),
+        ]
+        .into_iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, what, rest)| format!("{n} {what}{} {rest}", plural(n)))
+        .collect()
     }
 }
 
