@@ -338,6 +338,30 @@ const START_MARGIN_NS: u64 = 20_000_000;
 pub const LATE_START_NS: u64 = 500_000;
 
 impl Shared {
+    /// The run's shared state before any thread starts: the resources
+    /// instantiated, no start yet.
+    fn new(
+        scenario: &Scenario,
+        pi_cv: bool,
+        duration_us: u64,
+        ns_per_loop: f64,
+        cpu_map: Vec<(u32, u32)>,
+    ) -> Shared {
+        Shared {
+            res: make_resources(scenario, pi_cv),
+            res_names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
+            duration_ns: duration_us * 1000,
+            t0_ns: AtomicU64::new(0),
+            failure: Mutex::new(None),
+            ns_per_loop,
+            cpu_map,
+            deadlock: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+            names: Mutex::new(HashMap::new()),
+            seed: scenario.global.seed,
+        }
+    }
+
     /// The run's start: set by the first thread to ask, once the threads are
     /// released ([`START_MARGIN_NS`] from then), so that the start is taken
     /// by a real-time thread that just woke — not by the launching thread,
@@ -448,19 +472,13 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         .collect();
     let _claims = survey.keep(&physical);
     let ns_per_loop = ns_per_loop(scenario, config, &cpu_map, &physical, &caps);
-    let shared = Arc::new(Shared {
-        res: make_resources(scenario, pi_cv),
-        res_names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
-        duration_ns: duration_us * 1000,
-        t0_ns: AtomicU64::new(0),
-        failure: Mutex::new(None),
+    let shared = Arc::new(Shared::new(
+        scenario,
+        pi_cv,
+        duration_us,
         ns_per_loop,
-        cpu_map: cpu_map.clone(),
-        deadlock: Mutex::new(None),
-        stopped: AtomicBool::new(false),
-        names: Mutex::new(HashMap::new()),
-        seed: scenario.global.seed,
-    });
+        cpu_map.clone(),
+    ));
     let applied_before = thread::apply_stats();
     let threads = Threads::start(scenario, &shared, &attrs, &physical)?;
     let failed = threads.tids.iter().position(|&t| t < 0);
@@ -489,18 +507,8 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     setup?;
     let actual_end = sys::now_ns().min(end);
     let interference = watch.finish(&physical);
-    for t in &interference {
-        config.note(format!(
-            "during the run, another program's real-time thread ran on its CPUs {:?}: {t}; the run's timing includes that work",
-            physical
-        ));
-    }
     let (tasks, events, late_starts) = task_reports(scenario, &cpu_map, names, outs);
-    for (name, us) in &late_starts {
-        config.note(format!(
-            "thread {name} started {us:.0} µs late: something outside the run (another program, the hypervisor) held its CPU; the run's first events are out of the file's order"
-        ));
-    }
+    note_disturbances(config, &physical, &interference, &late_starts);
     let deadlock = shared.deadlock.lock().ok().and_then(|d| d.clone());
     if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
         return Err(e);
@@ -520,6 +528,26 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         apply,
         tids,
     })
+}
+
+/// Notes what disturbed the run: other programs' real-time threads on its
+/// CPUs, threads that started late.
+fn note_disturbances(
+    config: &RunConfig,
+    physical: &[u32],
+    interference: &[cpus::RtThread],
+    late_starts: &[(String, f64)],
+) {
+    for t in interference {
+        config.note(format!(
+            "during the run, another program's real-time thread ran on its CPUs {physical:?}: {t}; the run's timing includes that work"
+        ));
+    }
+    for (name, us) in late_starts {
+        config.note(format!(
+            "thread {name} started {us:.0} µs late: something outside the run (another program, the hypervisor) held its CPU; the run's first events are out of the file's order"
+        ));
+    }
 }
 
 impl RunConfig {
