@@ -14,16 +14,30 @@ use crate::sys::{self, SchedAttr};
 /// - `SCHED_FIFO`/`SCHED_RR` → [`Urgency::Fixed`] with the rt priority;
 /// - `SCHED_OTHER`/`SCHED_BATCH` → [`Urgency::Other`] with the nice value;
 /// - `SCHED_IDLE` → [`Urgency::LOWEST`];
-/// - `SCHED_DEADLINE` → [`Urgency::Deadline`] keyed by the *relative*
-///   deadline (deadline-monotonic order); absolute-deadline tracking is
-///   bandwidth inheritance's job (seed 001).
+/// - `SCHED_DEADLINE` → [`deadline_monotonic`] of its *relative* deadline.
 pub fn urgency_of(attr: &SchedAttr) -> Urgency {
     match attr.sched_policy {
         sys::SCHED_FIFO | sys::SCHED_RR => Urgency::fixed(attr.sched_priority.clamp(1, 99) as u8),
-        sys::SCHED_DEADLINE => Urgency::deadline(attr.sched_deadline),
+        sys::SCHED_DEADLINE => deadline_monotonic(attr.sched_deadline),
         sys::SCHED_IDLE => Urgency::LOWEST,
         _ => Urgency::other(attr.sched_nice.clamp(-20, 19) as i8),
     }
+}
+
+/// The urgency of a `SCHED_DEADLINE` thread whose *relative* deadline
+/// (`sched_attr.sched_deadline`) is `relative_deadline_ns`:
+/// deadline-monotonic order, the shorter relative deadline first.
+///
+/// The engine's [`Urgency::Deadline`] field is named `abs_ns` because the
+/// engine means an *absolute* deadline (earliest deadline first). heir-rt
+/// does not track a deadline thread's absolute deadline — the kernel moves
+/// it at every replenishment — so it stores the relative deadline there:
+/// between deadline threads that is deadline-monotonic priority, a fixed
+/// order, until bandwidth inheritance (seed 001, the next step) tracks the
+/// absolute deadline and the donor's server. Never compare a value made
+/// here with an absolute deadline.
+pub fn deadline_monotonic(relative_deadline_ns: u64) -> Urgency {
+    Urgency::deadline(relative_deadline_ns)
 }
 
 /// The attributes that make a thread whose base is `base` run at `eff`, or
@@ -134,5 +148,24 @@ mod tests {
         assert_eq!(iu, Urgency::LOWEST);
         let o = attr_for(&idle, iu, Urgency::other(0)).unwrap();
         assert_eq!((o.sched_policy, o.sched_nice), (sys::SCHED_OTHER, 0));
+    }
+
+    #[test]
+    fn deadline_threads_are_ordered_by_relative_deadline() {
+        let dl = |d: u64| SchedAttr {
+            sched_policy: sys::SCHED_DEADLINE,
+            sched_runtime: 1_000_000,
+            sched_deadline: d,
+            sched_period: 20_000_000,
+            ..SchedAttr::default()
+        };
+        let short = urgency_of(&dl(5_000_000));
+        let long = urgency_of(&dl(10_000_000));
+        assert_eq!(short, deadline_monotonic(5_000_000));
+        assert!(short > long, "the shorter relative deadline is more urgent");
+        assert!(
+            long > Urgency::fixed(99),
+            "deadline above every fixed priority"
+        );
     }
 }
