@@ -50,11 +50,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use heir_core::{Node, ObjId, Protocol, Urgency};
+use heir_core::{Node, ObjId};
 use heir_report::{DeadlockReport, Report, ResponseStats, TaskReport};
 use heir_scenario::{
-    messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Task,
-    TimerMode,
+    engine, messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario,
+    Task, TimerMode,
 };
 
 use crate::caps::Capabilities;
@@ -739,12 +739,11 @@ fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
         .resources
         .iter()
         .map(|r| match &r.kind {
+            // Inheritance is the kernel's own (a PI futex); the other
+            // protocols are the engine's, mapped as every face maps them.
             ResourceKind::Mutex { protocol } => match protocol {
                 MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
-                MutexProtocol::None => Res::Engine(RawEngineMutex::new(Protocol::None)),
-                MutexProtocol::Ceiling { ceiling } => Res::Engine(RawEngineMutex::new(
-                    Protocol::Ceiling(Urgency::fixed((*ceiling).clamp(1, 99) as u8)),
-                )),
+                p => Res::Engine(RawEngineMutex::new(engine::protocol(p))),
             },
             ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),
             ResourceKind::Queue { capacity, .. } => Res::Queue(PrioQueue::new(*capacity as usize)),
@@ -835,12 +834,13 @@ impl Threads {
     }
 
     /// The tids of the instances of the tasks `tis`.
-    fn of_tasks(&self, scenario: &Scenario, tis: &[heir_scenario::TaskIdx]) -> Vec<i32> {
+    fn of_tasks(&self, scenario: &Scenario, tis: impl Iterator<Item = usize>) -> Vec<i32> {
+        let tis: Vec<usize> = tis.collect();
         let mut v = Vec::new();
         let mut k = 0;
         for (ti, t) in scenario.tasks.iter().enumerate() {
             for _ in 0..t.instance {
-                if tis.iter().any(|x| x.0 == ti) {
+                if tis.contains(&ti) {
                     v.push(self.tids[k]);
                 }
                 k += 1;
@@ -912,28 +912,25 @@ fn setup_helpers(
             n.insert(tid, threads.names[i].clone());
         }
     }
+    // Who pushes, pops and serves: declared or used, as in the simulator.
+    let roles = engine::Roles::of(scenario);
     for (ri, r) in scenario.resources.iter().enumerate() {
         match (&r.kind, &shared.res[ri]) {
             (ResourceKind::Cond { helpers }, Res::Cond(c)) if pi_cv => {
-                for tid in threads.of_tasks(scenario, helpers) {
+                for tid in threads.of_tasks(scenario, helpers.iter().map(|t| t.0)) {
                     c.helpers_add(tid)?;
                 }
             }
-            (
-                ResourceKind::Queue {
-                    pushers, poppers, ..
-                },
-                Res::Queue(q),
-            ) if pi_cv => {
-                for tid in threads.of_tasks(scenario, pushers) {
+            (ResourceKind::Queue { .. }, Res::Queue(q)) if pi_cv => {
+                for tid in threads.of_tasks(scenario, roles.pushers[ri].iter().copied()) {
                     q.add_producer(tid)?;
                 }
-                for tid in threads.of_tasks(scenario, poppers) {
+                for tid in threads.of_tasks(scenario, roles.poppers[ri].iter().copied()) {
                     q.add_consumer(tid)?;
                 }
             }
-            (ResourceKind::Endpoint { servers, .. }, Res::Endpoint(e)) => {
-                for tid in threads.of_tasks(scenario, servers) {
+            (ResourceKind::Endpoint { .. }, Res::Endpoint(e)) => {
+                for tid in threads.of_tasks(scenario, roles.servers[ri].iter().copied()) {
                     e.add_server(tid)?;
                 }
             }
