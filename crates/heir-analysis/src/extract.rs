@@ -30,7 +30,8 @@ use heir_scenario::{
 
 use crate::error::{AnalysisError, ErrorKind, Location};
 use crate::model::{
-    fmt_us, Call, Class, LockProtocol, Mutex, Nanos, Section, Server, Task, TaskSet,
+    fmt_us, lock_cycle_message, Call, Class, LockProtocol, Mutex, Nanos, Section, Server, Task,
+    TaskSet,
 };
 
 /// Events a job may have after unrolling `loop`s; beyond, the file is refused.
@@ -88,8 +89,13 @@ fn all_events(t: &ScTask) -> impl Iterator<Item = &Event> {
     t.phases.iter().flat_map(|p| p.events.iter())
 }
 
+/// The name of resource `r` for messages (`?` if there is none).
+fn resource_name(sc: &Scenario, r: usize) -> &str {
+    sc.resources.get(r).map_or("?", |x| x.name.as_str())
+}
+
 /// One job's shape.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Job {
     local: Nanos,
     calls: Vec<Call>,
@@ -98,314 +104,448 @@ struct Job {
 
 /// Extracts the analysis model. See the module docs for what is accepted.
 pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
-    // Servers first: endpoint -> server index.
-    let mut servers: Vec<Server> = Vec::new();
-    let mut endpoint_server: HashMap<usize, usize> = HashMap::new();
-    let mut is_server = vec![false; sc.tasks.len()];
+    let mut ex = Extractor {
+        sc,
+        servers: Servers::of(sc)?,
+        mutexes: Mutexes::of(sc),
+        mutex_cpu: HashMap::new(),
+        lock_edges: HashMap::new(),
+        tasks: Vec::new(),
+        paths: Vec::new(),
+    };
+    let mut non_rt: Vec<&ScTask> = Vec::new();
     for (ti, t) in sc.tasks.iter().enumerate() {
-        let mut serves: Vec<ResIdx> = Vec::new();
-        let mut others = 0usize;
-        for e in all_events(t) {
-            match e.kind {
-                EventKind::Serve(r) => {
-                    if !serves.contains(&r) {
-                        serves.push(r)
-                    }
-                }
-                _ => others += 1,
+        if ex.servers.is_server[ti] || t.instance == 0 {
+            continue;
+        }
+        match class_of(t)? {
+            Some(class) => ex.periodic_task(t, class)?,
+            None => non_rt.push(t),
+        }
+    }
+    let skipped = ex.skip_non_rt(&non_rt)?;
+    let set = TaskSet {
+        tasks: ex.tasks,
+        servers: ex.servers.list,
+        mutexes: ex.mutexes.list,
+        pi_cv: sc.global.pi_cv,
+    };
+    refuse_lock_cycle(&set, &ex.lock_edges)?;
+    set.validate()?;
+    Ok(Extracted {
+        set,
+        paths: ex.paths,
+        skipped,
+    })
+}
+
+/// The RPC servers of a scenario: the tasks whose events are all `serve` of
+/// one endpoint.
+struct Servers {
+    list: Vec<Server>,
+    /// Endpoint (resource index) → index into `list`.
+    of_endpoint: HashMap<usize, usize>,
+    /// Per scenario task: whether it is a server (with threads or not).
+    is_server: Vec<bool>,
+}
+
+impl Servers {
+    /// Finds the servers, in file order, each checked against seed 000's
+    /// model: one thread, fixed priority, one CPU, one server per endpoint.
+    fn of(sc: &Scenario) -> Result<Servers, AnalysisError> {
+        let mut servers = Servers {
+            list: Vec::new(),
+            of_endpoint: HashMap::new(),
+            is_server: vec![false; sc.tasks.len()],
+        };
+        for (ti, t) in sc.tasks.iter().enumerate() {
+            let Some(endpoint) = served_endpoint(t)? else {
+                continue;
+            };
+            servers.is_server[ti] = true;
+            if t.instance == 0 {
+                continue;
             }
-        }
-        if serves.is_empty() {
-            continue;
-        }
-        if others > 0 {
-            let e = all_events(t).find(|e| !matches!(e.kind, EventKind::Serve(_)));
-            return Err(unsupported(
-                e.and_then(at_event).or_else(|| at_task(t)),
-                format!(
-                    "task {} mixes \"serve\" with other events; the RPC analysis (seed 000 §5) models servers that only serve",
-                    t.name
-                ),
-            ));
-        }
-        if serves.len() > 1 {
-            return Err(unsupported(
-                at_task(t),
-                format!(
-                    "server {} serves several endpoints in turn: a request can wait for another endpoint's caller, which is not analysed; use one server thread per endpoint",
-                    t.name
-                ),
-            ));
-        }
-        is_server[ti] = true;
-        if t.instance == 0 {
-            continue;
-        }
-        if t.instance > 1 {
-            return Err(unsupported(
-                at_task(t),
-                format!(
-                    "server {} has {} instances: a pool of servers per endpoint is not analysed (seed 000 §5 has one server per endpoint)",
-                    t.name, t.instance
-                ),
-            ));
-        }
-        let priority = match t.sched.policy {
-            Policy::Fifo | Policy::Rr => t.sched.priority,
-            p => {
+            let server = server_thread(t)?;
+            if servers.of_endpoint.contains_key(&endpoint) {
+                let name = resource_name(sc, endpoint);
                 return Err(unsupported(
                     at_task(t),
+                    format!("endpoint {name} has several servers: a pool of servers per endpoint is not analysed"),
+                ));
+            }
+            servers.of_endpoint.insert(endpoint, servers.list.len());
+            servers.list.push(server);
+        }
+        Ok(servers)
+    }
+}
+
+/// The endpoint `t` serves, when `t` is a server: some events `serve`, all
+/// of them one endpoint, and no other event.
+fn served_endpoint(t: &ScTask) -> Result<Option<usize>, AnalysisError> {
+    let mut serves: Vec<ResIdx> = Vec::new();
+    for e in all_events(t) {
+        if let EventKind::Serve(r) = e.kind {
+            if !serves.contains(&r) {
+                serves.push(r)
+            }
+        }
+    }
+    if serves.is_empty() {
+        return Ok(None);
+    }
+    if let Some(e) = all_events(t).find(|e| !matches!(e.kind, EventKind::Serve(_))) {
+        return Err(unsupported(
+            at_event(e),
+            format!(
+                "task {} mixes \"serve\" with other events; the RPC analysis (seed 000 §5) models servers that only serve",
+                t.name
+            ),
+        ));
+    }
+    if serves.len() > 1 {
+        return Err(unsupported(
+            at_task(t),
+            format!(
+                "server {} serves several endpoints in turn: a request can wait for another endpoint's caller, which is not analysed; use one server thread per endpoint",
+                t.name
+            ),
+        ));
+    }
+    Ok(Some(serves[0].0))
+}
+
+/// The server a server task with threads is: one `SCHED_FIFO`/`SCHED_RR`
+/// thread pinned to one CPU.
+fn server_thread(t: &ScTask) -> Result<Server, AnalysisError> {
+    if t.instance > 1 {
+        return Err(unsupported(
+            at_task(t),
+            format!(
+                "server {} has {} instances: a pool of servers per endpoint is not analysed (seed 000 §5 has one server per endpoint)",
+                t.name, t.instance
+            ),
+        ));
+    }
+    let priority = match t.sched.policy {
+        Policy::Fifo | Policy::Rr => t.sched.priority,
+        p => {
+            return Err(unsupported(
+                at_task(t),
+                format!(
+                    "server {} is {}: the analysis needs SCHED_FIFO or SCHED_RR servers",
+                    t.name,
+                    p.name()
+                ),
+            ))
+        }
+    };
+    Ok(Server {
+        name: t.name.clone(),
+        cpu: one_cpu(t)?,
+        priority,
+    })
+}
+
+/// The mutexes of a scenario, in resource order.
+struct Mutexes {
+    list: Vec<Mutex>,
+    /// Resource index → index into `list`.
+    index: HashMap<usize, usize>,
+}
+
+impl Mutexes {
+    fn of(sc: &Scenario) -> Mutexes {
+        let mut mutexes = Mutexes {
+            list: Vec::new(),
+            index: HashMap::new(),
+        };
+        for (ri, r) in sc.resources.iter().enumerate() {
+            if let ResourceKind::Mutex { protocol } = r.kind {
+                mutexes.index.insert(ri, mutexes.list.len());
+                mutexes.list.push(Mutex {
+                    name: r.name.clone(),
+                    protocol: match protocol {
+                        MutexProtocol::None => LockProtocol::None,
+                        MutexProtocol::Inherit => LockProtocol::Inherit,
+                        MutexProtocol::Ceiling { ceiling } => LockProtocol::Ceiling(ceiling),
+                    },
+                });
+            }
+        }
+        mutexes
+    }
+}
+
+/// The class a task is analysed in; `None` for a non-real-time task
+/// (`SCHED_OTHER`/`BATCH`/`IDLE`).
+fn class_of(t: &ScTask) -> Result<Option<Class>, AnalysisError> {
+    Ok(Some(match t.sched.policy {
+        Policy::Fifo | Policy::Rr => Class::Fixed {
+            priority: t.sched.priority,
+        },
+        Policy::Deadline => match t.sched.dl {
+            Some(dl) => Class::Deadline {
+                runtime: us(dl.runtime_us),
+                deadline: us(dl.deadline_us),
+                period: us(dl.period_us),
+            },
+            None => {
+                return Err(AnalysisError::new(
+                    ErrorKind::Invalid,
+                    at_task(t),
                     format!(
-                        "server {} is {}: the analysis needs SCHED_FIFO or SCHED_RR servers",
-                        t.name,
-                        p.name()
+                        "task {} is SCHED_DEADLINE without runtime/deadline/period",
+                        t.name
                     ),
                 ))
             }
-        };
-        let cpu = one_cpu(t)?;
-        let r = serves[0].0;
-        if endpoint_server.contains_key(&r) {
-            let name = sc.resources.get(r).map(|x| x.name.as_str()).unwrap_or("?");
-            return Err(unsupported(
-                at_task(t),
-                format!("endpoint {name} has several servers: a pool of servers per endpoint is not analysed"),
-            ));
-        }
-        endpoint_server.insert(r, servers.len());
-        servers.push(Server {
-            name: t.name.clone(),
-            cpu,
-            priority,
-        });
-    }
+        },
+        Policy::Other | Policy::Batch | Policy::Idle => return Ok(None),
+    }))
+}
 
-    // Mutexes.
-    let mut mutex_index: HashMap<usize, usize> = HashMap::new();
-    let mut mutexes: Vec<Mutex> = Vec::new();
-    for (ri, r) in sc.resources.iter().enumerate() {
-        if let ResourceKind::Mutex { protocol } = r.kind {
-            mutex_index.insert(ri, mutexes.len());
-            mutexes.push(Mutex {
-                name: r.name.clone(),
-                protocol: match protocol {
-                    MutexProtocol::None => LockProtocol::None,
-                    MutexProtocol::Inherit => LockProtocol::Inherit,
-                    MutexProtocol::Ceiling { ceiling } => LockProtocol::Ceiling(ceiling),
-                },
-            });
+/// Refuses a task whose phases change its scheduling parameters.
+fn single_mode(t: &ScTask) -> Result<(), AnalysisError> {
+    for p in &t.phases {
+        if let Some(s) = p.sched {
+            if s != t.sched {
+                return Err(unsupported(
+                    at_phase(p),
+                    format!(
+                        "phase {} of task {} changes the scheduling parameters: a task with several modes is not analysed",
+                        p.name, t.name
+                    ),
+                ));
+            }
         }
     }
+    Ok(())
+}
 
-    let mut tasks: Vec<Task> = Vec::new();
-    let mut paths: Vec<String> = Vec::new();
-    let mut skipped: Vec<(String, String)> = Vec::new();
-    let mut non_rt: Vec<usize> = Vec::new();
-    // First use of each mutex: (cpu, task name).
-    let mut mutex_cpu: HashMap<usize, (u32, String)> = HashMap::new();
-    // (outer, inner) -> the inner lock event, for naming lock cycles.
-    let mut lock_edges: HashMap<(usize, usize), Location> = HashMap::new();
+/// The task set being extracted, and what the cross-task checks need.
+struct Extractor<'a> {
+    sc: &'a Scenario,
+    servers: Servers,
+    mutexes: Mutexes,
+    /// First use of each mutex: (cpu, task name).
+    mutex_cpu: HashMap<usize, (u32, String)>,
+    /// (outer, inner) -> the inner lock event, for naming lock cycles.
+    lock_edges: HashMap<(usize, usize), Location>,
+    tasks: Vec<Task>,
+    /// JSON path of each task of `tasks`.
+    paths: Vec<String>,
+}
 
-    for (ti, t) in sc.tasks.iter().enumerate() {
-        if is_server[ti] || t.instance == 0 {
-            continue;
-        }
-        let class = match t.sched.policy {
-            Policy::Fifo | Policy::Rr => Class::Fixed {
-                priority: t.sched.priority,
-            },
-            Policy::Deadline => match t.sched.dl {
-                Some(dl) => Class::Deadline {
-                    runtime: us(dl.runtime_us),
-                    deadline: us(dl.deadline_us),
-                    period: us(dl.period_us),
-                },
-                None => {
-                    return Err(AnalysisError::new(
-                        ErrorKind::Invalid,
-                        at_task(t),
-                        format!(
-                            "task {} is SCHED_DEADLINE without runtime/deadline/period",
-                            t.name
-                        ),
-                    ))
-                }
-            },
-            Policy::Other | Policy::Batch | Policy::Idle => {
-                non_rt.push(ti);
-                continue;
-            }
-        };
-        for p in &t.phases {
-            if let Some(s) = p.sched {
-                if s != t.sched {
-                    return Err(unsupported(
-                        at_phase(p),
-                        format!(
-                            "phase {} of task {} changes the scheduling parameters: a task with several modes is not analysed",
-                            p.name, t.name
-                        ),
-                    ));
-                }
-            }
-        }
+impl Extractor<'_> {
+    /// Adds the threads of real-time task `t`, analysed in `class`.
+    fn periodic_task(&mut self, t: &ScTask, class: Class) -> Result<(), AnalysisError> {
+        single_mode(t)?;
         let cpu = one_cpu(t)?;
-        let (jobs, period, period_at) =
-            jobs_of(sc, t, &endpoint_server, &mutex_index, &mut lock_edges)?;
-        // Cross-CPU checks, with positions.
-        for e in all_events(t) {
-            match e.kind {
-                EventKind::Call { endpoint, .. } => {
-                    if let Some(&k) = endpoint_server.get(&endpoint.0) {
-                        if servers[k].cpu != cpu {
-                            return Err(unsupported(
-                                at_event(e),
-                                format!(
-                                    "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (seed 000 §5) covers calls to a server on the caller's CPU only",
-                                    t.name, cpu, servers[k].name, servers[k].cpu
-                                ),
-                            ));
-                        }
-                    }
-                }
-                EventKind::Lock(r) => {
-                    if let Some(&m) = mutex_index.get(&r.0) {
-                        match mutex_cpu.get(&m) {
-                            Some((c, other)) if *c != cpu => {
-                                return Err(unsupported(
-                                    at_event(e),
-                                    format!(
-                                        "mutex {} is used by {} on CPU {} and by {} on CPU {}: global resources need a multiprocessor locking protocol, which heir does not analyse; keep every user of a mutex on one CPU",
-                                        mutexes[m].name, other, c, t.name, cpu
-                                    ),
-                                ))
-                            }
-                            Some(_) => {}
-                            None => {
-                                mutex_cpu.insert(m, (cpu, t.name.clone()));
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        let wcet = jobs.iter().map(|j| j.local).max().unwrap_or(0);
-        let demand = jobs
-            .iter()
-            .map(|j| j.local.saturating_add(j.calls.iter().map(|c| c.wcet).sum()))
-            .max()
-            .unwrap_or(0);
-        if demand > period {
+        let shapes = self.job_shapes(t)?;
+        self.check_cpu_of_shared(t, cpu)?;
+        let (wcet, demand) = (shapes.wcet(), shapes.demand());
+        if demand > shapes.period {
             return Err(AnalysisError::new(
                 ErrorKind::Overload,
-                period_at.clone().or_else(|| at_task(t)),
+                shapes.period_at.clone().or_else(|| at_task(t)),
                 format!(
                     "task {} needs {} µs per job every {} µs: utilisation {:.3} > 1, no schedule can meet it",
                     t.name,
                     fmt_us(demand),
-                    fmt_us(period),
-                    demand as f64 / period as f64
+                    fmt_us(shapes.period),
+                    demand as f64 / shapes.period as f64
                 ),
             ));
         }
-        let mut sections: Vec<Section> = Vec::new();
-        let mut calls: Vec<Call> = Vec::new();
-        for j in &jobs {
-            let off = sections.len();
-            sections.extend(j.sections.iter().map(|s| Section {
-                mutex: s.mutex,
-                length: s.length,
-                parent: s.parent.map(|p| p + off),
-            }));
-            for c in &j.calls {
-                if !calls.contains(c) {
-                    calls.push(*c);
-                }
-            }
-        }
+        let (sections, calls) = shapes.sections_and_calls();
         for name in t.thread_names() {
-            tasks.push(Task {
+            self.tasks.push(Task {
                 name,
                 cpu,
                 class,
-                period,
-                deadline: period,
+                period: shapes.period,
+                deadline: shapes.period,
                 wcet,
                 demand,
                 sections: sections.clone(),
                 calls: calls.clone(),
             });
-            paths.push(t.path.clone());
+            self.paths.push(t.path.clone());
+        }
+        Ok(())
+    }
+
+    /// Partitioned checks, with positions: every server `t` calls is on
+    /// `cpu`, and every mutex it locks is used on one CPU only.
+    fn check_cpu_of_shared(&mut self, t: &ScTask, cpu: u32) -> Result<(), AnalysisError> {
+        for e in all_events(t) {
+            match e.kind {
+                EventKind::Call { endpoint, .. } => self.check_call_cpu(t, cpu, e, endpoint.0)?,
+                EventKind::Lock(r) => self.check_mutex_cpu(t, cpu, e, r.0)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The server of `endpoint`, called by `t` at `e`, is on the caller's CPU.
+    fn check_call_cpu(
+        &self,
+        t: &ScTask,
+        cpu: u32,
+        e: &Event,
+        endpoint: usize,
+    ) -> Result<(), AnalysisError> {
+        let Some(&k) = self.servers.of_endpoint.get(&endpoint) else {
+            return Ok(());
+        };
+        let server = &self.servers.list[k];
+        if server.cpu == cpu {
+            return Ok(());
+        }
+        Err(unsupported(
+            at_event(e),
+            format!(
+                "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (seed 000 §5) covers calls to a server on the caller's CPU only",
+                t.name, cpu, server.name, server.cpu
+            ),
+        ))
+    }
+
+    /// The mutex of resource `r`, locked by `t` at `e`, has no user on
+    /// another CPU (its first user is recorded).
+    fn check_mutex_cpu(
+        &mut self,
+        t: &ScTask,
+        cpu: u32,
+        e: &Event,
+        r: usize,
+    ) -> Result<(), AnalysisError> {
+        let Some(&m) = self.mutexes.index.get(&r) else {
+            return Ok(());
+        };
+        match self.mutex_cpu.get(&m) {
+            Some((c, other)) if *c != cpu => Err(unsupported(
+                at_event(e),
+                format!(
+                    "mutex {} is used by {} on CPU {} and by {} on CPU {}: global resources need a multiprocessor locking protocol, which heir does not analyse; keep every user of a mutex on one CPU",
+                    self.mutexes.list[m].name, other, c, t.name, cpu
+                ),
+            )),
+            Some(_) => Ok(()),
+            None => {
+                self.mutex_cpu.insert(m, (cpu, t.name.clone()));
+                Ok(())
+            }
         }
     }
 
-    // Non-real-time tasks: skipped unless they share a mutex with analysed
-    // tasks or call a server.
-    for ti in non_rt {
-        let t = &sc.tasks[ti];
-        for e in all_events(t) {
-            let shares = match e.kind {
-                EventKind::Lock(r) => mutex_index
-                    .get(&r.0)
-                    .is_some_and(|m| mutex_cpu.contains_key(m)),
-                EventKind::Call { .. } => true,
-                _ => false,
-            };
-            if shares {
-                return Err(unsupported(
-                    at_event(e),
+    /// Non-real-time tasks: skipped, with why, unless they share a mutex with
+    /// analysed tasks or call a server.
+    fn skip_non_rt(&self, non_rt: &[&ScTask]) -> Result<Vec<(String, String)>, AnalysisError> {
+        let mut skipped = Vec::new();
+        for t in non_rt {
+            for e in all_events(t) {
+                let shares = match e.kind {
+                    EventKind::Lock(r) => self
+                        .mutexes
+                        .index
+                        .get(&r.0)
+                        .is_some_and(|m| self.mutex_cpu.contains_key(m)),
+                    EventKind::Call { .. } => true,
+                    _ => false,
+                };
+                if shares {
+                    return Err(unsupported(
+                        at_event(e),
+                        format!(
+                            "task {} is {} and shares a mutex or a server with real-time tasks: a non-real-time owner can be starved, the blocking is not bounded",
+                            t.name,
+                            t.sched.policy.name()
+                        ),
+                    ));
+                }
+            }
+            for name in t.thread_names() {
+                skipped.push((
+                    name,
                     format!(
-                        "task {} is {} and shares a mutex or a server with real-time tasks: a non-real-time owner can be starved, the blocking is not bounded",
-                        t.name,
+                        "{}: never delays real-time tasks, not analysed",
                         t.sched.policy.name()
                     ),
                 ));
             }
         }
-        for name in t.thread_names() {
-            skipped.push((
-                name,
-                format!(
-                    "{}: never delays real-time tasks, not analysed",
-                    t.sched.policy.name()
-                ),
-            ));
-        }
+        Ok(skipped)
     }
 
-    let set = TaskSet {
-        tasks,
-        servers,
-        mutexes,
-        pi_cv: sc.global.pi_cv,
-    };
-    if let Some(cycle) = set.lock_order_cycle() {
-        let idx: HashMap<&str, usize> = set
-            .mutexes
+    /// The distinct job shapes of `t`, its period, and where the period is.
+    fn job_shapes(&mut self, t: &ScTask) -> Result<JobShapes, AnalysisError> {
+        let seq = unroll(t)?;
+        let Some(first) = seq
             .iter()
-            .enumerate()
-            .map(|(k, m)| (m.name.as_str(), k))
-            .collect();
-        let at = cycle.windows(2).find_map(|w| {
-            let (a, b) = (idx.get(w[0].as_str())?, idx.get(w[1].as_str())?);
-            lock_edges.get(&(*a, *b)).cloned()
-        });
-        return Err(AnalysisError::new(
-            ErrorKind::LockCycle,
-            at,
-            format!(
-                "cycle of critical sections {}: nested locks are taken in opposite orders, which can deadlock; take them in one global order",
-                cycle.join(" -> ")
-            ),
-        ));
+            .position(|e| matches!(e.kind, EventKind::Timer { .. }))
+        else {
+            return Err(AnalysisError::new(
+                ErrorKind::MissingPeriod,
+                at_task(t),
+                format!(
+                    "task {} has no \"timer\": the analysis needs a period (add \"timer\": {{ \"ref\": \"unique\", \"period\": N }}); a task whose events are only \"serve\" is a server",
+                    t.name
+                ),
+            ));
+        };
+        refuse_lock_across_timer(self.sc, t, &seq)?;
+        let mut walk = JobWalk {
+            sc: self.sc,
+            t,
+            servers: &self.servers.of_endpoint,
+            mutexes: &self.mutexes.index,
+            lock_edges: &mut self.lock_edges,
+            job: Job::default(),
+            open: Vec::new(),
+            shapes: JobShapes {
+                jobs: Vec::new(),
+                period: Nanos::MAX,
+                period_at: None,
+            },
+        };
+        // Cyclically, from just after the first timer to it: every job ends
+        // at a timer.
+        let n = seq.len();
+        for step in 1..=n {
+            walk.step(seq[(first + step) % n])?;
+        }
+        Ok(walk.shapes)
     }
-    set.validate()?;
-    Ok(Extracted {
-        set,
-        paths,
-        skipped,
-    })
+}
+
+/// Refuses a nested-lock order with a cycle, naming the nested `lock` of
+/// the cycle's first edge when it is known.
+fn refuse_lock_cycle(
+    set: &TaskSet,
+    lock_edges: &HashMap<(usize, usize), Location>,
+) -> Result<(), AnalysisError> {
+    let Some(cycle) = set.lock_order_cycle() else {
+        return Ok(());
+    };
+    let idx: HashMap<&str, usize> = set
+        .mutexes
+        .iter()
+        .enumerate()
+        .map(|(k, m)| (m.name.as_str(), k))
+        .collect();
+    let at = cycle.windows(2).find_map(|w| {
+        let (a, b) = (idx.get(w[0].as_str())?, idx.get(w[1].as_str())?);
+        lock_edges.get(&(*a, *b)).cloned()
+    });
+    Err(AnalysisError::new(
+        ErrorKind::LockCycle,
+        at,
+        lock_cycle_message(&cycle),
+    ))
 }
 
 fn one_cpu(t: &ScTask) -> Result<u32, AnalysisError> {
@@ -455,15 +595,9 @@ fn has_timer(p: &Phase) -> bool {
         .any(|e| matches!(e.kind, EventKind::Timer { .. }))
 }
 
-/// The distinct job shapes of a task, its period, and where the period is.
-fn jobs_of(
-    sc: &Scenario,
-    t: &ScTask,
-    endpoint_server: &HashMap<usize, usize>,
-    mutex_index: &HashMap<usize, usize>,
-    lock_edges: &mut HashMap<(usize, usize), Location>,
-) -> Result<(Vec<Job>, Nanos, Option<Location>), AnalysisError> {
-    // Unroll.
+/// A task's events as its threads run them: each phase `loop` times (twice
+/// for a phase with a timer, so that its tail and its head form a job).
+fn unroll(t: &ScTask) -> Result<Vec<&Event>, AnalysisError> {
     let mut seq: Vec<&Event> = Vec::new();
     for p in &t.phases {
         let reps = if has_timer(p) {
@@ -488,183 +622,132 @@ fn jobs_of(
             seq.extend(p.events.iter());
         }
     }
-    let Some(first) = seq
-        .iter()
-        .position(|e| matches!(e.kind, EventKind::Timer { .. }))
-    else {
-        return Err(AnalysisError::new(
-            ErrorKind::MissingPeriod,
-            at_task(t),
-            format!(
-                "task {} has no \"timer\": the analysis needs a period (add \"timer\": {{ \"ref\": \"unique\", \"period\": N }}); a task whose events are only \"serve\" is a server",
-                t.name
-            ),
-        ));
-    };
-    // A lock held across a timer, in file order (the cyclic walk below would
-    // only see the unmatched unlock).
-    let mut held: Vec<&Event> = Vec::new();
-    for &e in &seq {
+    Ok(seq)
+}
+
+/// Refuses a lock held across a timer, in file order (the cyclic walk of
+/// the jobs would only see the unmatched unlock).
+fn refuse_lock_across_timer(
+    sc: &Scenario,
+    t: &ScTask,
+    seq: &[&Event],
+) -> Result<(), AnalysisError> {
+    // (resource, lock event) of each lock held.
+    let mut held: Vec<(usize, &Event)> = Vec::new();
+    for &e in seq {
         match &e.kind {
-            EventKind::Lock(_) => held.push(e),
+            EventKind::Lock(r) => held.push((r.0, e)),
             EventKind::Unlock(r) => {
-                if let Some(k) = held
-                    .iter()
-                    .rposition(|l| matches!(l.kind, EventKind::Lock(x) if x == *r))
-                {
+                if let Some(k) = held.iter().rposition(|&(x, _)| x == r.0) {
                     held.remove(k);
                 }
             }
             EventKind::Timer { .. } => {
-                if let Some(le) = held.last() {
-                    let name = match le.kind {
-                        EventKind::Lock(r) => sc
-                            .resources
-                            .get(r.0)
-                            .map(|x| x.name.as_str())
-                            .unwrap_or("?"),
-                        _ => "?",
-                    };
-                    return Err(unsupported(
-                        at_event(le),
-                        format!(
-                            "task {} holds {} across its timer at {}: a critical section that spans a period (a self-suspension while holding a lock) is not analysed",
-                            t.name, name, e.path
-                        ),
-                    ));
+                if let Some(&(r, lock)) = held.last() {
+                    return Err(lock_across_timer(t, resource_name(sc, r), lock, e));
                 }
             }
             _ => {}
         }
     }
-    let mut period = Nanos::MAX;
-    let mut period_at = None;
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut job = Job {
-        local: 0,
-        calls: Vec::new(),
-        sections: Vec::new(),
-    };
-    // (section index, mutex index, resource index, lock event)
-    let mut open: Vec<(usize, usize, usize, &Event)> = Vec::new();
-    let n = seq.len();
-    for step in 1..=n {
-        let e = seq[(first + step) % n];
+    Ok(())
+}
+
+/// `t` holds `mutex` (locked at `lock`) across its timer at `timer`.
+fn lock_across_timer(t: &ScTask, mutex: &str, lock: &Event, timer: &Event) -> AnalysisError {
+    unsupported(
+        at_event(lock),
+        format!(
+            "task {} holds {} across its timer at {}: a critical section that spans a period (a self-suspension while holding a lock) is not analysed",
+            t.name, mutex, timer.path
+        ),
+    )
+}
+
+/// A task's distinct job shapes, its period `T` (the smallest timer
+/// period), and where that period is.
+struct JobShapes {
+    jobs: Vec<Job>,
+    period: Nanos,
+    period_at: Option<Location>,
+}
+
+impl JobShapes {
+    /// `C`: the largest local work of a job.
+    fn wcet(&self) -> Nanos {
+        self.jobs.iter().map(|j| j.local).max().unwrap_or(0)
+    }
+
+    /// `E`: the largest whole demand of a job, calls included.
+    fn demand(&self) -> Nanos {
+        self.jobs
+            .iter()
+            .map(|j| j.local.saturating_add(j.calls.iter().map(|c| c.wcet).sum()))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The critical sections of every job, one job after another (parents
+    /// re-indexed), and every distinct call.
+    fn sections_and_calls(&self) -> (Vec<Section>, Vec<Call>) {
+        let mut sections: Vec<Section> = Vec::new();
+        let mut calls: Vec<Call> = Vec::new();
+        for j in &self.jobs {
+            let off = sections.len();
+            sections.extend(j.sections.iter().map(|s| Section {
+                mutex: s.mutex,
+                length: s.length,
+                parent: s.parent.map(|p| p + off),
+            }));
+            for c in &j.calls {
+                if !calls.contains(c) {
+                    calls.push(*c);
+                }
+            }
+        }
+        (sections, calls)
+    }
+}
+
+/// A critical section open during the walk of a job.
+struct Open<'e> {
+    /// Index into the job's sections.
+    section: usize,
+    /// Index into the task set's mutexes.
+    mutex: usize,
+    /// Index into the scenario's resources.
+    resource: usize,
+    /// The `lock` event.
+    lock: &'e Event,
+}
+
+/// The walk over a task's unrolled events that cuts them into jobs at each
+/// timer.
+struct JobWalk<'a, 'e> {
+    sc: &'a Scenario,
+    t: &'a ScTask,
+    /// Endpoint → server index.
+    servers: &'a HashMap<usize, usize>,
+    /// Resource → mutex index.
+    mutexes: &'a HashMap<usize, usize>,
+    /// (outer, inner) → the inner lock event, for naming lock cycles.
+    lock_edges: &'a mut HashMap<(usize, usize), Location>,
+    /// The job being walked.
+    job: Job,
+    /// Its open critical sections, innermost last.
+    open: Vec<Open<'e>>,
+    shapes: JobShapes,
+}
+
+impl<'e> JobWalk<'_, 'e> {
+    /// One event of the job being walked.
+    fn step(&mut self, e: &'e Event) -> Result<(), AnalysisError> {
         match &e.kind {
-            EventKind::Run(m) | EventKind::Runtime(m) => {
-                let w = us(m.max());
-                job.local = job.local.saturating_add(w);
-                for &(s, _, _, _) in &open {
-                    job.sections[s].length = job.sections[s].length.saturating_add(w);
-                }
-            }
-            EventKind::Timer { period: p, .. } => {
-                if let Some(&(_, _, m, le)) = open.last() {
-                    let name = sc.resources.get(m).map(|r| r.name.as_str()).unwrap_or("?");
-                    return Err(unsupported(
-                        at_event(le),
-                        format!(
-                            "task {} holds {} across its timer at {}: a critical section that spans a period (a self-suspension while holding a lock) is not analysed",
-                            t.name, name, e.path
-                        ),
-                    ));
-                }
-                let p = us(p.min());
-                if p == 0 {
-                    return Err(AnalysisError::new(
-                        ErrorKind::MissingPeriod,
-                        at_event(e),
-                        format!("task {} has a timer of period 0", t.name),
-                    ));
-                }
-                if p < period {
-                    period = p;
-                    period_at = at_event(e);
-                }
-                let done = std::mem::replace(
-                    &mut job,
-                    Job {
-                        local: 0,
-                        calls: Vec::new(),
-                        sections: Vec::new(),
-                    },
-                );
-                if !jobs.contains(&done) {
-                    jobs.push(done);
-                }
-            }
-            EventKind::Lock(r) => {
-                let Some(&m) = mutex_index.get(&r.0) else {
-                    return Err(unsupported(
-                        at_event(e),
-                        "lock of a resource that is not a mutex",
-                    ));
-                };
-                // Every enclosing mutex is held while m is locked.
-                for &(_, outer, _, _) in &open {
-                    lock_edges
-                        .entry((outer, m))
-                        .or_insert_with(|| at_event(e).unwrap_or_else(|| Location::path(&e.path)));
-                }
-                job.sections.push(Section {
-                    mutex: m,
-                    length: 0,
-                    parent: open.last().map(|&(s, _, _, _)| s),
-                });
-                open.push((job.sections.len() - 1, m, r.0, e));
-            }
-            EventKind::Unlock(r) => match open.last() {
-                Some(&(_, _, top, _)) if top == r.0 => {
-                    open.pop();
-                }
-                Some(&(_, _, top, _)) => {
-                    let name =
-                        |x: usize| sc.resources.get(x).map(|r| r.name.as_str()).unwrap_or("?");
-                    return Err(unsupported(
-                        at_event(e),
-                        format!(
-                            "unlock of {} while {} (locked later) is still held: critical sections must be properly nested",
-                            name(r.0),
-                            name(top)
-                        ),
-                    ));
-                }
-                None => {
-                    let name = sc
-                        .resources
-                        .get(r.0)
-                        .map(|x| x.name.as_str())
-                        .unwrap_or("?");
-                    return Err(unsupported(
-                        at_event(e),
-                        format!("unlock of {name}, which the job does not hold"),
-                    ));
-                }
-            },
-            EventKind::Call { endpoint, run } => {
-                if let Some(&(_, _, m, _)) = open.last() {
-                    let name = sc.resources.get(m).map(|r| r.name.as_str()).unwrap_or("?");
-                    return Err(unsupported(
-                        at_event(e),
-                        format!("call inside a critical section on {name}: not analysed"),
-                    ));
-                }
-                let Some(&server) = endpoint_server.get(&endpoint.0) else {
-                    let name = sc
-                        .resources
-                        .get(endpoint.0)
-                        .map(|r| r.name.as_str())
-                        .unwrap_or("?");
-                    return Err(unsupported(
-                        at_event(e),
-                        format!("call to endpoint {name}, which no server task serves"),
-                    ));
-                };
-                job.calls.push(Call {
-                    server,
-                    wcet: us(run.max()),
-                });
-            }
+            EventKind::Run(m) | EventKind::Runtime(m) => self.work(us(m.max())),
+            EventKind::Timer { period, .. } => self.timer(e, us(period.min()))?,
+            EventKind::Lock(r) => self.lock(e, r.0)?,
+            EventKind::Unlock(r) => self.unlock(e, r.0)?,
+            EventKind::Call { endpoint, run } => self.call(e, endpoint.0, us(run.max()))?,
             EventKind::Yield
             | EventKind::Signal(_)
             | EventKind::Broadcast(_)
@@ -680,11 +763,118 @@ fn jobs_of(
                     at_event(e),
                     format!(
                         "\"{}\" in task {}: a self-suspension inside a job is outside the analysed model (periodic jobs of run/runtime, lock/unlock and call)",
-                        e.key, t.name
+                        e.key, self.t.name
                     ),
                 ));
             }
         }
+        Ok(())
     }
-    Ok((jobs, period, period_at))
+
+    /// `w` ns of local work, inside every open section.
+    fn work(&mut self, w: Nanos) {
+        self.job.local = self.job.local.saturating_add(w);
+        for o in &self.open {
+            let s = &mut self.job.sections[o.section];
+            s.length = s.length.saturating_add(w);
+        }
+    }
+
+    /// A timer of period `p` at `e`: the job ends, a new one begins.
+    fn timer(&mut self, e: &Event, p: Nanos) -> Result<(), AnalysisError> {
+        if let Some(o) = self.open.last() {
+            let name = resource_name(self.sc, o.resource);
+            return Err(lock_across_timer(self.t, name, o.lock, e));
+        }
+        if p == 0 {
+            return Err(AnalysisError::new(
+                ErrorKind::MissingPeriod,
+                at_event(e),
+                format!("task {} has a timer of period 0", self.t.name),
+            ));
+        }
+        if p < self.shapes.period {
+            self.shapes.period = p;
+            self.shapes.period_at = at_event(e);
+        }
+        let done = std::mem::take(&mut self.job);
+        if !self.shapes.jobs.contains(&done) {
+            self.shapes.jobs.push(done);
+        }
+        Ok(())
+    }
+
+    /// A lock of resource `r` at `e`: a section opens, nested in the open
+    /// ones.
+    fn lock(&mut self, e: &'e Event, r: usize) -> Result<(), AnalysisError> {
+        let Some(&m) = self.mutexes.get(&r) else {
+            return Err(unsupported(
+                at_event(e),
+                "lock of a resource that is not a mutex",
+            ));
+        };
+        // Every enclosing mutex is held while m is locked.
+        for o in &self.open {
+            self.lock_edges
+                .entry((o.mutex, m))
+                .or_insert_with(|| at_event(e).unwrap_or_else(|| Location::path(&e.path)));
+        }
+        self.job.sections.push(Section {
+            mutex: m,
+            length: 0,
+            parent: self.open.last().map(|o| o.section),
+        });
+        self.open.push(Open {
+            section: self.job.sections.len() - 1,
+            mutex: m,
+            resource: r,
+            lock: e,
+        });
+        Ok(())
+    }
+
+    /// An unlock of resource `r` at `e`: the innermost open section closes.
+    fn unlock(&mut self, e: &Event, r: usize) -> Result<(), AnalysisError> {
+        match self.open.last() {
+            Some(o) if o.resource == r => {
+                self.open.pop();
+                Ok(())
+            }
+            Some(o) => Err(unsupported(
+                at_event(e),
+                format!(
+                    "unlock of {} while {} (locked later) is still held: critical sections must be properly nested",
+                    resource_name(self.sc, r),
+                    resource_name(self.sc, o.resource)
+                ),
+            )),
+            None => Err(unsupported(
+                at_event(e),
+                format!(
+                    "unlock of {}, which the job does not hold",
+                    resource_name(self.sc, r)
+                ),
+            )),
+        }
+    }
+
+    /// A call at `e` to `endpoint`, `wcet` ns of the server's work.
+    fn call(&mut self, e: &Event, endpoint: usize, wcet: Nanos) -> Result<(), AnalysisError> {
+        if let Some(o) = self.open.last() {
+            let name = resource_name(self.sc, o.resource);
+            return Err(unsupported(
+                at_event(e),
+                format!("call inside a critical section on {name}: not analysed"),
+            ));
+        }
+        let Some(&server) = self.servers.get(&endpoint) else {
+            let name = resource_name(self.sc, endpoint);
+            return Err(unsupported(
+                at_event(e),
+                format!("call to endpoint {name}, which no server task serves"),
+            ));
+        };
+        self.job.calls.push(Call { server, wcet });
+        Ok(())
+    }
 }

@@ -319,11 +319,24 @@ impl Analyzer {
         other.1 != usize::MAX && other.0 >= self.prio[i]
     }
 
+    /// The tables every task's analysis reads, for `set`.
     fn prepare(&mut self, set: &TaskSet) {
-        let (n, m, s) = (set.tasks.len(), set.mutexes.len(), set.servers.len());
-        self.n = n;
-        self.m = m;
-        self.s = s;
+        self.n = set.tasks.len();
+        self.m = set.mutexes.len();
+        self.s = set.servers.len();
+        self.usage_tables(set);
+        self.priorities(set);
+        self.transitive_ceilings(set);
+        self.waits_below(set);
+        self.index_waits();
+    }
+
+    /// Per task and mutex: the longest section (`maxcs`), whether it is used
+    /// (`uses`); per task and server: the longest call (`callmax`), whether
+    /// it is called (`calls_to`); per task: whether it nests sections; per
+    /// mutex: its ceiling, the highest priority of its users.
+    fn usage_tables(&mut self, set: &TaskSet) {
+        let (n, m, s) = (self.n, self.m, self.s);
         reset(&mut self.maxcs, n * m, 0);
         reset(&mut self.uses, n * m, false);
         reset(&mut self.nested, n, false);
@@ -348,6 +361,12 @@ impl Analyzer {
                 self.calls_to[k] = true;
             }
         }
+    }
+
+    /// Per task: its priority, CPU and whether it is fixed-priority; per
+    /// server: its two highest-priority callers.
+    fn priorities(&mut self, set: &TaskSet) {
+        let (n, s) = (self.n, self.s);
         reset(&mut self.prio, n, i32::MIN);
         reset(&mut self.cpu, n, 0);
         reset(&mut self.fixed, n, false);
@@ -370,11 +389,14 @@ impl Analyzer {
                 }
             }
         }
-        // Nested locking: `outer -> inner` when inner is locked while outer is
-        // held. Under inheritance the owner of `inner` can be boosted through
-        // the chain to anything that can wait on `outer`: the *transitive*
-        // ceiling ceil*(inner) = max(ceil(inner), ceil*(outer)). The order is
-        // acyclic (validated), so m passes reach the fixed point.
+    }
+
+    /// Nested locking: `outer -> inner` when inner is locked while outer is
+    /// held. Under inheritance the owner of `inner` can be boosted through
+    /// the chain to anything that can wait on `outer`: the *transitive*
+    /// ceiling ceil*(inner) = max(ceil(inner), ceil*(outer)). The order is
+    /// acyclic (validated), so m passes reach the fixed point.
+    fn transitive_ceilings(&mut self, set: &TaskSet) {
         self.edges.clear();
         for task in &set.tasks {
             for sec in &task.sections {
@@ -388,25 +410,30 @@ impl Analyzer {
                 }
             }
         }
-        if !self.edges.is_empty() {
-            for _ in 0..m {
-                let mut changed = false;
-                for &(o, i) in &self.edges {
-                    if self.ceiling[o] > self.ceiling[i] {
-                        self.ceiling[i] = self.ceiling[o];
-                        changed = true;
-                    }
-                }
-                if !changed {
-                    break;
+        if self.edges.is_empty() {
+            return;
+        }
+        for _ in 0..self.m {
+            let mut changed = false;
+            for &(o, i) in &self.edges {
+                if self.ceiling[o] > self.ceiling[i] {
+                    self.ceiling[i] = self.ceiling[o];
+                    changed = true;
                 }
             }
+            if !changed {
+                break;
+            }
         }
-        // Waits on work done below the waiter's own priority, and λ_t: the
-        // lowest level such work runs at (τ_t suspends w.r.t. level p iff
-        // λ_t < p).
+    }
+
+    /// The waits of each fixed-priority task on work done below its own
+    /// priority, as `(task, level, wait)` in task order: without PI-CV, a
+    /// call to a lower server; a mutex without inheritance (or with a
+    /// ceiling below the task) that a lower task of its CPU also uses.
+    fn waits_below(&mut self, set: &TaskSet) {
+        let (m, s) = (self.m, self.s);
         self.waits.clear();
-        reset(&mut self.lambda, n, (i32::MAX, None));
         for (t, task) in set.tasks.iter().enumerate() {
             let Some(pt) = task.priority() else { continue };
             if !set.pi_cv {
@@ -447,7 +474,13 @@ impl Analyzer {
                 }
             }
         }
-        reset(&mut self.wait_range, n, (0, 0));
+    }
+
+    /// Each task's slice of `waits`, and λ_t: the lowest level the work it
+    /// waits for runs at (τ_t suspends w.r.t. level p iff λ_t < p).
+    fn index_waits(&mut self) {
+        reset(&mut self.lambda, self.n, (i32::MAX, None));
+        reset(&mut self.wait_range, self.n, (0, 0));
         let mut k = 0;
         while k < self.waits.len() {
             let t = self.waits[k].0;
@@ -528,7 +561,7 @@ impl Analyzer {
                     .any(|&j| dl_params(&set.tasks[j]).1 <= di && self.uses[j * m + r])
             })
             .collect();
-        // Transitive blocking through nested sections (see `prepare`).
+        // Transitive blocking through nested sections (see `transitive_ceilings`).
         for _ in 0..m {
             let mut changed = false;
             for &(o, inner) in &self.edges {
@@ -585,73 +618,124 @@ impl Analyzer {
             .unwrap_or(0)
     }
 
+    /// Steps 1 to 4 (see the module docs) for fixed-priority task `i`; with
+    /// `early`, the busy window stops at the first known miss.
     fn analyze_fixed(&mut self, set: &TaskSet, i: usize, early: bool) -> TaskResult {
         if !self.fixed[i] {
             return TaskResult::unbounded(Unbounded::BusyPeriod, None);
         }
-        let (n, m, s) = (self.n, self.m, self.s);
-        let (pi, cpu) = (self.prio[i], self.cpu[i]);
+        if let Some(why) = self.inversion(set, i).or_else(|| self.higher_suspends(i)) {
+            return TaskResult::unbounded(why, None);
+        }
+        let blocking = self.blocking(set, i);
+        self.interference(set, i);
         let ti = &set.tasks[i];
+        match busy_window(
+            ti.demand,
+            ti.period,
+            ti.deadline,
+            blocking,
+            &self.hp,
+            &self.dl,
+            early,
+        ) {
+            Ok(r) => TaskResult::bounded(r, blocking, ti.deadline),
+            Err(why) => TaskResult::unbounded(why, Some(blocking)),
+        }
+    }
 
-        // Step 1: inversion (a medium task delays the work τ_i waits for).
+    /// Step 1: a wait of τ_i on work below its priority that a medium task
+    /// or server can delay, or whose holder nests sections.
+    fn inversion(&self, set: &TaskSet, i: usize) -> Option<Unbounded> {
         let (w0, w1) = self.wait_range[i];
-        for &(_, level, w) in &self.waits[w0..w1] {
-            let helper = match w {
-                Wait::Call { server } => Entity::Server(server),
-                Wait::Mutex { holder, .. } => Entity::Task(holder),
-            };
-            let medium_task = (0..n).find(|&x| {
-                x != i
-                    && self.fixed[x]
-                    && self.cpu[x] == cpu
-                    && Entity::Task(x) != helper
-                    && level <= self.prio[x]
-                    && self.prio[x] < pi
-            });
-            if let Some(x) = medium_task {
-                let medium = Entity::Task(x);
-                return TaskResult::unbounded(Unbounded::Inversion { wait: w, medium }, None);
+        for &(_, level, wait) in &self.waits[w0..w1] {
+            if let Some(medium) = self.medium(set, i, level, wait) {
+                return Some(Unbounded::Inversion { wait, medium });
             }
-            let medium_server = (0..s).find(|&k| {
+            if let Wait::Mutex { mutex, holder } = wait {
+                if self.nested[holder] {
+                    return Some(Unbounded::NestedWithoutInheritance { mutex, holder });
+                }
+            }
+        }
+        None
+    }
+
+    /// A task, then a server, of τ_i's CPU with a priority in `[level, p_i)`
+    /// that is not the one doing the work of `wait`: it can run while τ_i
+    /// waits.
+    fn medium(&self, set: &TaskSet, i: usize, level: i32, wait: Wait) -> Option<Entity> {
+        let (pi, cpu) = (self.prio[i], self.cpu[i]);
+        let helper = match wait {
+            Wait::Call { server } => Entity::Server(server),
+            Wait::Mutex { holder, .. } => Entity::Task(holder),
+        };
+        let task = (0..self.n).find(|&x| {
+            x != i
+                && self.fixed[x]
+                && self.cpu[x] == cpu
+                && Entity::Task(x) != helper
+                && level <= self.prio[x]
+                && self.prio[x] < pi
+        });
+        if let Some(x) = task {
+            return Some(Entity::Task(x));
+        }
+        (0..self.s)
+            .find(|&k| {
                 let sv = &set.servers[k];
                 Entity::Server(k) != helper
                     && sv.cpu == cpu
                     && level <= sv.priority
                     && sv.priority < pi
-            });
-            if let Some(k) = medium_server {
-                let medium = Entity::Server(k);
-                return TaskResult::unbounded(Unbounded::Inversion { wait: w, medium }, None);
-            }
-            if let Wait::Mutex { mutex, holder } = w {
-                if self.nested[holder] {
-                    return TaskResult::unbounded(
-                        Unbounded::NestedWithoutInheritance { mutex, holder },
-                        None,
-                    );
-                }
-            }
-        }
+            })
+            .map(Entity::Server)
+    }
 
-        // Step 2: a higher task that can suspend on work below p_i.
-        if !self.waits.is_empty() {
-            for h in 0..n {
-                if h != i && self.fixed[h] && self.cpu[h] == cpu && self.prio[h] >= pi {
-                    if let (lambda, Some(w)) = self.lambda[h] {
-                        if lambda < pi {
-                            return TaskResult::unbounded(
-                                Unbounded::HigherSuspends { higher: h, wait: w },
-                                None,
-                            );
-                        }
-                    }
-                }
-            }
+    /// Step 2: a task of `hp(i)` that can suspend on work below `p_i`.
+    fn higher_suspends(&self, i: usize) -> Option<Unbounded> {
+        if self.waits.is_empty() {
+            return None;
         }
+        let (pi, cpu) = (self.prio[i], self.cpu[i]);
+        (0..self.n).find_map(|h| {
+            if h == i || !self.fixed[h] || self.cpu[h] != cpu || self.prio[h] < pi {
+                return None;
+            }
+            match self.lambda[h] {
+                (lambda, Some(wait)) if lambda < pi => {
+                    Some(Unbounded::HigherSuspends { higher: h, wait })
+                }
+                _ => None,
+            }
+        })
+    }
 
-        // Step 3: blocking. Which mutexes can block τ_i, and how:
-        // charged once per lower task (inheritance, none, or a ceiling below
-        // p_i that τ_i uses), or in the single ceiling row (ceiling ≥ p_i).
+    /// Step 3: `B_i` (see [`Analyzer`]), the unconstrained items of the lower
+    /// tasks plus the best matching of rows to lower tasks.
+    fn blocking(&mut self, set: &TaskSet, i: usize) -> Nanos {
+        self.relevant_mutexes(set, i);
+        self.rows_and_high_servers(set, i);
+        let (pi, cpu) = (self.prio[i], self.cpu[i]);
+        self.lowers.clear();
+        self.lowers.extend(
+            (0..self.n).filter(|&l| self.fixed[l] && self.cpu[l] == cpu && self.prio[l] < pi),
+        );
+        self.unconstrained_items(set);
+        self.row_weights();
+        let (rows, cols) = (self.rows.len(), self.lowers.len());
+        let weights = &self.weights;
+        let matched = self
+            .matcher
+            .max_weight(rows, cols, |r, c| weights[r * cols + c]);
+        self.f.iter().fold(matched, |a, &b| a.saturating_add(b))
+    }
+
+    /// Which mutexes can block τ_i, and how: charged once per lower task
+    /// (`rel_task`: inheritance, none, or a ceiling below `p_i` that τ_i
+    /// uses), or in the single ceiling row (`rel_icpp`: ceiling ≥ `p_i`).
+    fn relevant_mutexes(&mut self, set: &TaskSet, i: usize) {
+        let (m, pi) = (self.m, self.prio[i]);
         self.rel_task.clear();
         self.rel_icpp.clear();
         reset(&mut self.rel_any, m, false);
@@ -669,12 +753,19 @@ impl Analyzer {
             }
             self.rel_any[r] = true;
         }
+    }
+
+    /// The rows of τ_i's matching (the ceiling row if any mutex is in it,
+    /// then each low server of `Q_i ∪ P_i`), and the servers of its CPU at
+    /// or above `p_i` (`high`).
+    fn rows_and_high_servers(&mut self, set: &TaskSet, i: usize) {
+        let (pi, cpu) = (self.prio[i], self.cpu[i]);
         self.rows.clear();
         if !self.rel_icpp.is_empty() {
             self.rows.push(Row::Icpp);
         }
         self.high.clear();
-        for k in 0..s {
+        for k in 0..self.s {
             let sv = &set.servers[k];
             if sv.cpu != cpu {
                 continue;
@@ -685,43 +776,55 @@ impl Analyzer {
                 self.rows.push(Row::Server(k));
             }
         }
-        self.lowers.clear();
-        self.lowers
-            .extend((0..n).filter(|&l| self.fixed[l] && self.cpu[l] == cpu && self.prio[l] < pi));
+    }
+
+    /// `f_L` of each lower task, in `lowers` order.
+    fn unconstrained_items(&mut self, set: &TaskSet) {
         self.f.clear();
         for c in 0..self.lowers.len() {
-            let l = self.lowers[c];
-            // A request to a server at or above p_i is served there whoever
-            // waits: once per lower task, no per-server limit.
-            let mut f = self
-                .high
-                .iter()
-                .map(|&k| self.callmax[l * s + k])
-                .max()
-                .unwrap_or(0);
-            if self.nested[l] {
-                let rel_any = std::mem::take(&mut self.rel_any);
-                let nb = self.nested_blocking(set, l, |r| rel_any[r]);
-                self.rel_any = rel_any;
-                f = f.max(nb);
-                // Its calls to low servers still count, privately.
-                for row in &self.rows {
-                    if let Row::Server(k) = *row {
-                        f = f.max(self.callmax[l * s + k]);
-                    }
-                }
-            } else {
-                // Hand-off: the longest relevant section, no per-mutex limit.
-                for &r in &self.rel_task {
-                    f = f.max(self.maxcs[l * m + r]);
-                }
-            }
+            let f = self.unconstrained_item(set, self.lowers[c]);
             self.f.push(f);
         }
-        let (rows, cols) = (self.rows.len(), self.lowers.len());
+    }
+
+    /// `f_L` of lower task `l`: what it charges without a shared limit.
+    fn unconstrained_item(&mut self, set: &TaskSet, l: usize) -> Nanos {
+        let (m, s) = (self.m, self.s);
+        // A request to a server at or above p_i is served there whoever
+        // waits: once per lower task, no per-server limit.
+        let mut f = self
+            .high
+            .iter()
+            .map(|&k| self.callmax[l * s + k])
+            .max()
+            .unwrap_or(0);
+        if self.nested[l] {
+            let rel_any = std::mem::take(&mut self.rel_any);
+            let nb = self.nested_blocking(set, l, |r| rel_any[r]);
+            self.rel_any = rel_any;
+            f = f.max(nb);
+            // Its calls to low servers still count, privately.
+            for row in &self.rows {
+                if let Row::Server(k) = *row {
+                    f = f.max(self.callmax[l * s + k]);
+                }
+            }
+        } else {
+            // Hand-off: the longest relevant section, no per-mutex limit.
+            for &r in &self.rel_task {
+                f = f.max(self.maxcs[l * m + r]);
+            }
+        }
+        f
+    }
+
+    /// The weight of each (row, lower task) pair beyond the task's `f_L`,
+    /// row by row (0 for a task with nested sections: all in its `f_L`).
+    fn row_weights(&mut self) {
+        let (m, s) = (self.m, self.s);
         self.weights.clear();
-        for r in 0..rows {
-            for c in 0..cols {
+        for r in 0..self.rows.len() {
+            for c in 0..self.lowers.len() {
                 let l = self.lowers[c];
                 let w = if self.nested[l] {
                     0
@@ -739,13 +842,12 @@ impl Analyzer {
                 self.weights.push(w.saturating_sub(self.f[c]));
             }
         }
-        let weights = &self.weights;
-        let matched = self
-            .matcher
-            .max_weight(rows, cols, |r, c| weights[r * cols + c]);
-        let blocking = self.f.iter().fold(matched, |a, &b| a.saturating_add(b));
+    }
 
-        // Step 4: the busy window.
+    /// Step 4's interference on τ_i's CPU: `(E_h, T_h)` of `hp(i)` into
+    /// `hp`, `(Q_d, P_d)` of the reservations into `dl`.
+    fn interference(&mut self, set: &TaskSet, i: usize) {
+        let (pi, cpu) = (self.prio[i], self.cpu[i]);
         self.hp.clear();
         self.dl.clear();
         for (h, th) in set.tasks.iter().enumerate() {
@@ -762,18 +864,6 @@ impl Analyzer {
             {
                 self.dl.push((runtime, period));
             }
-        }
-        match busy_window(
-            ti.demand,
-            ti.period,
-            ti.deadline,
-            blocking,
-            &self.hp,
-            &self.dl,
-            early,
-        ) {
-            Ok(r) => TaskResult::bounded(r, blocking, ti.deadline),
-            Err(why) => TaskResult::unbounded(why, Some(blocking)),
         }
     }
 }

@@ -188,95 +188,17 @@ pub const TOP_PRIORITY: i32 = 98;
 /// `utilisation`, with PI mutexes and PI-CV (use
 /// [`TaskSet::with_protocol`] for the others).
 pub fn generate(params: &GenParams, utilisation: f64, rng: &mut Rng) -> TaskSet {
-    let n = params.tasks;
-    let utils = match params.generator {
-        UtilGenerator::Uunifast => uunifast(rng, n, utilisation),
-        UtilGenerator::Randfixedsum => randfixedsum(rng, n, utilisation, 0.0, 1.0)
-            .unwrap_or_else(|| uunifast(rng, n, utilisation)),
-    };
-    let gran = params.period_granularity_us.max(1);
-    let mut periods: Vec<u64> = (0..n)
-        .map(|_| {
-            let p = log_uniform(
-                rng,
-                params.period_min_us as f64,
-                params.period_max_us as f64,
-            );
-            (((p / gran as f64).round() as u64).max(1)) * gran
+    let utils = utilisations(params, utilisation, rng);
+    let periods = periods_us(params, rng);
+    // Rate-monotonic: the k-th shortest period gets priority TOP - k.
+    let tasks = periods
+        .iter()
+        .enumerate()
+        .map(|(k, &t_us)| {
+            let u = utils.get(k).copied().unwrap_or(0.0).clamp(0.0, 1.0);
+            random_task(params, k, t_us, u, rng)
         })
         .collect();
-    // Rate-monotonic: sort periods, then the k-th gets priority TOP - k.
-    periods.sort_unstable();
-    let mut tasks = Vec::with_capacity(n);
-    for (k, &t_us) in periods.iter().enumerate() {
-        let u = utils.get(k).copied().unwrap_or(0.0).clamp(0.0, 1.0);
-        let e_us = ((u * t_us as f64).round() as u64).clamp(1, t_us);
-        let mut remaining = e_us;
-        let mut calls = Vec::new();
-        for s in 0..params.servers {
-            if rng.chance(params.call_probability) {
-                let d = rng.range_u64(params.call_us.0, params.call_us.1).max(1);
-                if d < remaining {
-                    remaining -= d;
-                    calls.push(Call {
-                        server: s,
-                        wcet: d * 1000,
-                    });
-                }
-            }
-        }
-        let c_us = remaining;
-        let mut sections: Vec<Section> = Vec::new();
-        let mut top_total = 0u64;
-        for r in 0..params.resources {
-            if !rng.chance(params.access_probability) {
-                continue;
-            }
-            let len = rng.range_u64(params.cs_us.0, params.cs_us.1).max(1);
-            // Nest inside an earlier outermost section on a lower mutex?
-            if rng.chance(params.nest_probability) {
-                let candidates: Vec<usize> = (0..sections.len())
-                    .filter(|&x| sections[x].parent.is_none() && sections[x].mutex < r)
-                    .collect();
-                if !candidates.is_empty() {
-                    let p = candidates[rng.range_u64(0, candidates.len() as u64 - 1) as usize];
-                    let inner_used: u64 = sections
-                        .iter()
-                        .filter(|s| s.parent == Some(p))
-                        .map(|s| s.length)
-                        .sum();
-                    let room = sections[p].length / 1000 - inner_used / 1000;
-                    let l = len.min(room);
-                    if l > 0 {
-                        sections.push(Section {
-                            mutex: r,
-                            length: l * 1000,
-                            parent: Some(p),
-                        });
-                    }
-                    continue;
-                }
-            }
-            let l = len.min(c_us.saturating_sub(top_total));
-            if l > 0 {
-                top_total += l;
-                sections.push(Section {
-                    mutex: r,
-                    length: l * 1000,
-                    parent: None,
-                });
-            }
-        }
-        tasks.push(Task::fixed(
-            format!("T{k}"),
-            0,
-            TOP_PRIORITY - k as i32,
-            t_us * 1000,
-            c_us * 1000,
-            sections,
-            calls,
-        ));
-    }
     let servers = (0..params.servers)
         .map(|s| Server {
             name: format!("S{s}"),
@@ -296,6 +218,120 @@ pub fn generate(params: &GenParams, utilisation: f64, rng: &mut Rng) -> TaskSet 
         mutexes,
         pi_cv: true,
     }
+}
+
+/// The tasks' utilisations, summing to `utilisation`.
+fn utilisations(params: &GenParams, utilisation: f64, rng: &mut Rng) -> Vec<f64> {
+    let n = params.tasks;
+    match params.generator {
+        UtilGenerator::Uunifast => uunifast(rng, n, utilisation),
+        UtilGenerator::Randfixedsum => randfixedsum(rng, n, utilisation, 0.0, 1.0)
+            .unwrap_or_else(|| uunifast(rng, n, utilisation)),
+    }
+}
+
+/// The tasks' periods (µs), log-uniform and rounded to the granularity,
+/// shortest first.
+fn periods_us(params: &GenParams, rng: &mut Rng) -> Vec<u64> {
+    let gran = params.period_granularity_us.max(1);
+    let mut periods: Vec<u64> = (0..params.tasks)
+        .map(|_| {
+            let p = log_uniform(
+                rng,
+                params.period_min_us as f64,
+                params.period_max_us as f64,
+            );
+            (((p / gran as f64).round() as u64).max(1)) * gran
+        })
+        .collect();
+    periods.sort_unstable();
+    periods
+}
+
+/// Task `T{k}` of period `t_us` and utilisation `u`: its calls, then its
+/// critical sections within the local work left.
+fn random_task(params: &GenParams, k: usize, t_us: u64, u: f64, rng: &mut Rng) -> Task {
+    let e_us = ((u * t_us as f64).round() as u64).clamp(1, t_us);
+    let mut c_us = e_us;
+    let mut calls = Vec::new();
+    for s in 0..params.servers {
+        if rng.chance(params.call_probability) {
+            let d = rng.range_u64(params.call_us.0, params.call_us.1).max(1);
+            if d < c_us {
+                c_us -= d;
+                calls.push(Call {
+                    server: s,
+                    wcet: d * 1000,
+                });
+            }
+        }
+    }
+    let sections = random_sections(params, c_us, rng);
+    Task::fixed(
+        format!("T{k}"),
+        0,
+        TOP_PRIORITY - k as i32,
+        t_us * 1000,
+        c_us * 1000,
+        sections,
+        calls,
+    )
+}
+
+/// The critical sections of a task with `c_us` of local work: each mutex
+/// with the access probability, outermost (within the work left) or, with
+/// the nesting probability, inside an earlier outermost section on a lower
+/// mutex.
+fn random_sections(params: &GenParams, c_us: u64, rng: &mut Rng) -> Vec<Section> {
+    let mut sections: Vec<Section> = Vec::new();
+    let mut top_total = 0u64;
+    for r in 0..params.resources {
+        if !rng.chance(params.access_probability) {
+            continue;
+        }
+        let len = rng.range_u64(params.cs_us.0, params.cs_us.1).max(1);
+        if rng.chance(params.nest_probability) && nest(&mut sections, r, len, rng) {
+            continue;
+        }
+        let l = len.min(c_us.saturating_sub(top_total));
+        if l > 0 {
+            top_total += l;
+            sections.push(Section {
+                mutex: r,
+                length: l * 1000,
+                parent: None,
+            });
+        }
+    }
+    sections
+}
+
+/// Nests a section on mutex `r` of `len_us` (at most) inside a random
+/// earlier outermost section on a lower mutex, within the room its other
+/// inner sections leave. False when there is no such outer section.
+fn nest(sections: &mut Vec<Section>, r: usize, len_us: u64, rng: &mut Rng) -> bool {
+    let candidates: Vec<usize> = (0..sections.len())
+        .filter(|&x| sections[x].parent.is_none() && sections[x].mutex < r)
+        .collect();
+    if candidates.is_empty() {
+        return false;
+    }
+    let p = candidates[rng.range_u64(0, candidates.len() as u64 - 1) as usize];
+    let inner_used: u64 = sections
+        .iter()
+        .filter(|s| s.parent == Some(p))
+        .map(|s| s.length)
+        .sum();
+    let room = sections[p].length / 1000 - inner_used / 1000;
+    let l = len_us.min(room);
+    if l > 0 {
+        sections.push(Section {
+            mutex: r,
+            length: l * 1000,
+            parent: Some(p),
+        });
+    }
+    true
 }
 
 /// How [`to_scenario`] lays a task set out.
@@ -335,138 +371,18 @@ impl Default for ScenarioOptions {
 /// as [`generate`] makes them): one phase per task with its pieces then a
 /// `timer`; one `serve` loop per server. Random choices come from `rng`.
 pub fn to_scenario(set: &TaskSet, opts: &ScenarioOptions, rng: &mut Rng) -> Scenario {
-    let mut resources: Vec<Resource> = Vec::new();
-    for m in &set.mutexes {
-        resources.push(Resource {
-            name: m.name.clone(),
-            path: format!("resources.{}", m.name),
-            kind: ResourceKind::Mutex {
-                protocol: match m.protocol {
-                    LockProtocol::None => MutexProtocol::None,
-                    LockProtocol::Inherit => MutexProtocol::Inherit,
-                    LockProtocol::Ceiling(c) => MutexProtocol::Ceiling { ceiling: c },
-                },
-            },
-        });
-    }
-    let n = set.tasks.len();
-    let ep0 = resources.len();
-    for (k, s) in set.servers.iter().enumerate() {
-        let callers: Vec<TaskIdx> = (0..n)
-            .filter(|&t| set.tasks[t].calls.iter().any(|c| c.server == k))
-            .map(TaskIdx)
-            .collect();
-        resources.push(Resource {
-            name: format!("ep{k}"),
-            path: format!("tasks.{}.serve", s.name),
-            kind: ResourceKind::Endpoint {
-                servers: vec![TaskIdx(n + k)],
-                callers,
-            },
-        });
-    }
-    let timer0 = resources.len();
-    for t in &set.tasks {
-        resources.push(Resource {
-            name: format!("timer_{}", t.name),
-            path: format!("tasks.{}.timer", t.name),
-            kind: ResourceKind::Timer {
-                mode: opts.timer_mode,
-                unique: false,
-            },
-        });
-    }
-
+    let layout = Layout {
+        endpoint0: set.mutexes.len(),
+        timer0: set.mutexes.len() + set.servers.len(),
+    };
     let mut tasks: Vec<ScTask> = Vec::new();
     for (ti, t) in set.tasks.iter().enumerate() {
-        let path = format!("tasks.{}", t.name);
-        let mut ev = EventWriter::new(&path);
-        let micros = |ns: u64, rng: &mut Rng| -> Micros {
-            let us = ns / 1000;
-            if opts.ranges && us >= 2 && rng.chance(0.5) {
-                Micros::Uniform {
-                    min: us / 2,
-                    max: us,
-                }
-            } else {
-                Micros::Fixed(us)
-            }
-        };
-        // Pieces: 0 = free local work, 1.. = outermost sections, then calls.
-        let outer: Vec<usize> = (0..t.sections.len())
-            .filter(|&k| t.sections[k].parent.is_none())
-            .collect();
-        let in_sections: u64 = outer.iter().map(|&k| t.sections[k].length).sum();
-        let free = t.wcet.saturating_sub(in_sections);
-        let mut pieces: Vec<(u8, usize)> = Vec::new();
-        pieces.push((0, 0));
-        pieces.extend(outer.iter().map(|&k| (1, k)));
-        pieces.extend((0..t.calls.len()).map(|c| (2, c)));
-        if opts.shuffle {
-            rng.shuffle(&mut pieces);
-        }
-        for (kind, idx) in pieces {
-            match kind {
-                0 => {
-                    if free > 0 {
-                        let m = micros(free, rng);
-                        ev.push("run", EventKind::Run(m));
-                    }
-                }
-                1 => write_section(t, idx, &mut ev, rng, &micros),
-                _ => {
-                    let c = t.calls[idx];
-                    ev.push(
-                        "call",
-                        EventKind::Call {
-                            endpoint: ResIdx(ep0 + c.server),
-                            run: micros(c.wcet, rng),
-                        },
-                    );
-                }
-            }
-        }
-        ev.push(
-            "timer",
-            EventKind::Timer {
-                timer: ResIdx(timer0 + ti),
-                period: Micros::Fixed(t.period / 1000),
-            },
-        );
-        let delay_us = if opts.random_offsets {
-            rng.range_u64(0, (t.period / 1000).saturating_sub(1))
-        } else {
-            0
-        };
-        let (policy, priority, dl) = match t.class {
-            crate::model::Class::Fixed { priority } => (Policy::Fifo, priority, None),
-            crate::model::Class::Deadline {
-                runtime,
-                deadline,
-                period,
-            } => (
-                Policy::Deadline,
-                0,
-                Some(heir_scenario::DlParams {
-                    runtime_us: runtime / 1000,
-                    deadline_us: deadline / 1000,
-                    period_us: period / 1000,
-                }),
-            ),
-        };
-        let sched = Sched {
-            policy,
-            priority,
-            dl,
-        };
-        tasks.push(one_phase_task(
-            &t.name, path, sched, t.cpu, delay_us, ev.events,
-        ));
+        tasks.push(client_task(t, ti, &layout, opts, rng));
     }
     for (k, s) in set.servers.iter().enumerate() {
         let path = format!("tasks.{}", s.name);
         let mut ev = EventWriter::new(&path);
-        ev.push("serve", EventKind::Serve(ResIdx(ep0 + k)));
+        ev.push("serve", EventKind::Serve(ResIdx(layout.endpoint0 + k)));
         let sched = Sched {
             policy: Policy::Fifo,
             priority: s.priority,
@@ -483,9 +399,179 @@ pub fn to_scenario(set: &TaskSet, opts: &ScenarioOptions, rng: &mut Rng) -> Scen
             seed: opts.seed,
             calibration_ns_per_loop: None,
         },
-        resources,
+        resources: resources(set, opts),
         tasks,
         warnings: Vec::new(),
+    }
+}
+
+/// Where [`to_scenario`] puts the resources: the mutexes (index `k` of the
+/// set is resource `k`), then one endpoint per server, then one timer per
+/// task.
+struct Layout {
+    /// Resource index of server 0's endpoint.
+    endpoint0: usize,
+    /// Resource index of task 0's timer.
+    timer0: usize,
+}
+
+/// The resources of the scenario of `set`, as [`Layout`] places them.
+fn resources(set: &TaskSet, opts: &ScenarioOptions) -> Vec<Resource> {
+    let mut resources: Vec<Resource> = Vec::new();
+    for m in &set.mutexes {
+        resources.push(Resource {
+            name: m.name.clone(),
+            path: format!("resources.{}", m.name),
+            kind: ResourceKind::Mutex {
+                protocol: match m.protocol {
+                    LockProtocol::None => MutexProtocol::None,
+                    LockProtocol::Inherit => MutexProtocol::Inherit,
+                    LockProtocol::Ceiling(c) => MutexProtocol::Ceiling { ceiling: c },
+                },
+            },
+        });
+    }
+    let n = set.tasks.len();
+    for (k, s) in set.servers.iter().enumerate() {
+        let callers: Vec<TaskIdx> = (0..n)
+            .filter(|&t| set.tasks[t].calls.iter().any(|c| c.server == k))
+            .map(TaskIdx)
+            .collect();
+        resources.push(Resource {
+            name: format!("ep{k}"),
+            path: format!("tasks.{}.serve", s.name),
+            kind: ResourceKind::Endpoint {
+                servers: vec![TaskIdx(n + k)],
+                callers,
+            },
+        });
+    }
+    for t in &set.tasks {
+        resources.push(Resource {
+            name: format!("timer_{}", t.name),
+            path: format!("tasks.{}.timer", t.name),
+            kind: ResourceKind::Timer {
+                mode: opts.timer_mode,
+                unique: false,
+            },
+        });
+    }
+    resources
+}
+
+/// Task `ti` of the set (`t`): its job's pieces, then its timer.
+fn client_task(
+    t: &Task,
+    ti: usize,
+    layout: &Layout,
+    opts: &ScenarioOptions,
+    rng: &mut Rng,
+) -> ScTask {
+    let path = format!("tasks.{}", t.name);
+    let mut ev = EventWriter::new(&path);
+    write_job(t, layout, opts, rng, &mut ev);
+    ev.push(
+        "timer",
+        EventKind::Timer {
+            timer: ResIdx(layout.timer0 + ti),
+            period: Micros::Fixed(t.period / 1000),
+        },
+    );
+    let delay_us = if opts.random_offsets {
+        rng.range_u64(0, (t.period / 1000).saturating_sub(1))
+    } else {
+        0
+    };
+    let (policy, priority, dl) = match t.class {
+        crate::model::Class::Fixed { priority } => (Policy::Fifo, priority, None),
+        crate::model::Class::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => (
+            Policy::Deadline,
+            0,
+            Some(heir_scenario::DlParams {
+                runtime_us: runtime / 1000,
+                deadline_us: deadline / 1000,
+                period_us: period / 1000,
+            }),
+        ),
+    };
+    let sched = Sched {
+        policy,
+        priority,
+        dl,
+    };
+    one_phase_task(&t.name, path, sched, t.cpu, delay_us, ev.events)
+}
+
+/// One piece of a job, as [`to_scenario`] writes it.
+#[derive(Clone, Copy)]
+enum Piece {
+    /// The local work outside critical sections.
+    Free,
+    /// An outermost section (index into the task's sections), its nested
+    /// ones inside.
+    Section(usize),
+    /// A call (index into the task's calls).
+    Call(usize),
+}
+
+/// The events of one job of `t`: its pieces, in order or shuffled.
+fn write_job(
+    t: &Task,
+    layout: &Layout,
+    opts: &ScenarioOptions,
+    rng: &mut Rng,
+    ev: &mut EventWriter,
+) {
+    let outer: Vec<usize> = (0..t.sections.len())
+        .filter(|&k| t.sections[k].parent.is_none())
+        .collect();
+    let in_sections: u64 = outer.iter().map(|&k| t.sections[k].length).sum();
+    let free = t.wcet.saturating_sub(in_sections);
+    let mut pieces: Vec<Piece> = Vec::new();
+    pieces.push(Piece::Free);
+    pieces.extend(outer.iter().map(|&k| Piece::Section(k)));
+    pieces.extend((0..t.calls.len()).map(Piece::Call));
+    if opts.shuffle {
+        rng.shuffle(&mut pieces);
+    }
+    for piece in pieces {
+        match piece {
+            Piece::Free => {
+                if free > 0 {
+                    let m = micros(free, opts, rng);
+                    ev.push("run", EventKind::Run(m));
+                }
+            }
+            Piece::Section(k) => write_section(t, k, ev, rng, opts),
+            Piece::Call(c) => {
+                let c = t.calls[c];
+                ev.push(
+                    "call",
+                    EventKind::Call {
+                        endpoint: ResIdx(layout.endpoint0 + c.server),
+                        run: micros(c.wcet, opts, rng),
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// `ns` of work as µs: fixed, or with [`ScenarioOptions::ranges`] a
+/// `[max/2, max]` range half of the time.
+fn micros(ns: u64, opts: &ScenarioOptions, rng: &mut Rng) -> Micros {
+    let us = ns / 1000;
+    if opts.ranges && us >= 2 && rng.chance(0.5) {
+        Micros::Uniform {
+            min: us / 2,
+            max: us,
+        }
+    } else {
+        Micros::Fixed(us)
     }
 }
 
@@ -522,13 +608,7 @@ fn one_phase_task(
     }
 }
 
-fn write_section(
-    t: &Task,
-    k: usize,
-    ev: &mut EventWriter,
-    rng: &mut Rng,
-    micros: &dyn Fn(u64, &mut Rng) -> Micros,
-) {
+fn write_section(t: &Task, k: usize, ev: &mut EventWriter, rng: &mut Rng, opts: &ScenarioOptions) {
     let s = t.sections[k];
     ev.push("lock", EventKind::Lock(ResIdx(s.mutex)));
     let children: Vec<usize> = (0..t.sections.len())
@@ -537,10 +617,10 @@ fn write_section(
     let inner: u64 = children.iter().map(|&c| t.sections[c].length).sum();
     let own = s.length.saturating_sub(inner);
     if own > 0 {
-        ev.push("run", EventKind::Run(micros(own, rng)));
+        ev.push("run", EventKind::Run(micros(own, opts, rng)));
     }
     for c in children {
-        write_section(t, c, ev, rng, micros);
+        write_section(t, c, ev, rng, opts);
     }
     ev.push("unlock", EventKind::Unlock(ResIdx(s.mutex)));
 }

@@ -268,170 +268,88 @@ impl TaskSet {
     /// `runtime ≤ deadline ≤ period`; mutexes used by `SCHED_DEADLINE` tasks
     /// use inheritance; no cycle in the nested-lock order.
     pub fn validate(&self) -> Result<(), AnalysisError> {
-        let invalid = |msg: String| Err(AnalysisError::new(ErrorKind::Invalid, None, msg));
-        let mut mutex_cpu: Vec<Option<(u32, usize)>> = vec![None; self.mutexes.len()];
-        let mut mutex_dl: Vec<(bool, bool)> = vec![(false, false); self.mutexes.len()];
-        let mut server_cpu_seen: Vec<bool> = vec![false; self.servers.len()];
+        let mut users = MutexUsers::new(self.mutexes.len());
         for t in &self.tasks {
-            if t.period == 0 || t.deadline == 0 {
-                return invalid(format!(
-                    "task {}: period and deadline must be positive",
-                    t.name
-                ));
-            }
-            if t.wcet > t.demand {
-                return invalid(format!("task {}: demand E below local work C", t.name));
-            }
-            if t.demand > t.period {
-                return Err(AnalysisError::new(
-                    ErrorKind::Overload,
-                    None,
-                    format!(
-                        "task {} needs {} µs every {} µs: utilisation {:.3} > 1 (no schedule can meet it)",
-                        t.name,
-                        fmt_us(t.demand),
-                        fmt_us(t.period),
-                        t.utilisation()
-                    ),
-                ));
-            }
-            if let Class::Deadline {
-                runtime,
-                deadline,
-                period,
-            } = t.class
-            {
-                if runtime == 0 || runtime > deadline || deadline > period {
-                    return invalid(format!(
-                        "task {}: SCHED_DEADLINE needs 0 < runtime ≤ deadline ≤ period",
-                        t.name
-                    ));
-                }
-                if !t.calls.is_empty() {
-                    return Err(AnalysisError::new(
-                        ErrorKind::Unsupported,
-                        None,
-                        format!(
-                            "task {}: RPC calls from SCHED_DEADLINE tasks are not analysed",
-                            t.name
-                        ),
-                    ));
-                }
-            }
-            for (k, s) in t.sections.iter().enumerate() {
-                let Some(m) = self.mutexes.get(s.mutex) else {
-                    return invalid(format!(
-                        "task {}: section on unknown mutex #{}",
-                        t.name, s.mutex
-                    ));
-                };
-                if s.length > t.wcet {
-                    return invalid(format!(
-                        "task {}: critical section on {} longer than the job's work",
-                        t.name, m.name
-                    ));
-                }
-                if let Some(p) = s.parent {
-                    if p >= k || t.sections[p].length < s.length {
-                        return invalid(format!(
-                            "task {}: ill-nested critical section on {}",
-                            t.name, m.name
-                        ));
-                    }
-                    let outer = &self.mutexes[t.sections[p].mutex];
-                    if std::mem::discriminant(&outer.protocol)
-                        != std::mem::discriminant(&m.protocol)
-                    {
-                        return Err(AnalysisError::new(
-                            ErrorKind::Unsupported,
-                            None,
-                            format!(
-                                "task {} locks {} ({}) inside {} ({}): nested critical sections that mix protocols are not analysed",
-                                t.name,
-                                m.name,
-                                protocol_word(m.protocol),
-                                outer.name,
-                                protocol_word(outer.protocol)
-                            ),
-                        ));
-                    }
-                }
-                match mutex_cpu[s.mutex] {
-                    None => mutex_cpu[s.mutex] = Some((t.cpu, 0)),
-                    Some((cpu, _)) if cpu != t.cpu => {
-                        return Err(AnalysisError::new(
-                            ErrorKind::Unsupported,
-                            None,
-                            format!(
-                                "mutex {} is used on CPU {} and CPU {} (by {}): global resources need a multiprocessor locking protocol, which heir does not analyse; keep every user of a mutex on one CPU",
-                                m.name, cpu, t.cpu, t.name
-                            ),
-                        ));
-                    }
-                    _ => {}
-                }
-                match t.class {
-                    Class::Deadline { .. } => mutex_dl[s.mutex].0 = true,
-                    Class::Fixed { .. } => mutex_dl[s.mutex].1 = true,
-                }
+            validate_times(t)?;
+            for k in 0..t.sections.len() {
+                let m = self.validate_section(t, k)?;
+                users.add(t, t.sections[k].mutex, m)?;
             }
             for c in &t.calls {
-                let Some(s) = self.servers.get(c.server) else {
-                    return invalid(format!(
-                        "task {}: call to unknown server #{}",
-                        t.name, c.server
-                    ));
-                };
-                if s.cpu != t.cpu {
-                    return Err(AnalysisError::new(
-                        ErrorKind::Unsupported,
-                        None,
-                        format!(
-                            "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (seed 000 §5) covers calls to servers on the caller's CPU only",
-                            t.name, t.cpu, s.name, s.cpu
-                        ),
-                    ));
-                }
-                if c.wcet > t.demand {
-                    return invalid(format!(
-                        "task {}: call longer than the job's demand E",
-                        t.name
-                    ));
-                }
-                server_cpu_seen[c.server] = true;
+                self.validate_call(t, c)?;
             }
         }
         for (k, m) in self.mutexes.iter().enumerate() {
-            let (dl, fixed) = mutex_dl[k];
-            if dl && fixed {
-                return Err(AnalysisError::new(
-                    ErrorKind::Unsupported,
-                    None,
-                    format!(
-                        "mutex {} is shared by SCHED_DEADLINE and fixed-priority tasks: not analysed",
-                        m.name
-                    ),
-                ));
-            }
-            if dl && m.protocol != LockProtocol::Inherit {
-                return Err(AnalysisError::new(
-                    ErrorKind::Unsupported,
-                    None,
-                    format!(
-                        "mutex {} is used by SCHED_DEADLINE tasks: the EDF analysis needs protocol \"inherit\" (deadline inheritance)",
-                        m.name
-                    ),
-                ));
-            }
+            users.validate_deadline_use(k, m)?;
         }
         if let Some(cycle) = self.lock_order_cycle() {
             return Err(AnalysisError::new(
                 ErrorKind::LockCycle,
                 None,
-                format!(
-                    "cycle of critical sections {}: nested locks are taken in opposite orders, which can deadlock; take them in one global order",
-                    cycle.join(" -> ")
-                ),
+                lock_cycle_message(&cycle),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Section `k` of `t`: on a known mutex, within `C_i`, nested in an
+    /// earlier and longer section of the same protocol family. Returns its
+    /// mutex.
+    fn validate_section(&self, t: &Task, k: usize) -> Result<&Mutex, AnalysisError> {
+        let s = &t.sections[k];
+        let Some(m) = self.mutexes.get(s.mutex) else {
+            return invalid(format!(
+                "task {}: section on unknown mutex #{}",
+                t.name, s.mutex
+            ));
+        };
+        if s.length > t.wcet {
+            return invalid(format!(
+                "task {}: critical section on {} longer than the job's work",
+                t.name, m.name
+            ));
+        }
+        let Some(p) = s.parent else {
+            return Ok(m);
+        };
+        if p >= k || t.sections[p].length < s.length {
+            return invalid(format!(
+                "task {}: ill-nested critical section on {}",
+                t.name, m.name
+            ));
+        }
+        let outer = &self.mutexes[t.sections[p].mutex];
+        if std::mem::discriminant(&outer.protocol) != std::mem::discriminant(&m.protocol) {
+            return Err(unsupported(format!(
+                "task {} locks {} ({}) inside {} ({}): nested critical sections that mix protocols are not analysed",
+                t.name,
+                m.name,
+                protocol_word(m.protocol),
+                outer.name,
+                protocol_word(outer.protocol)
+            )));
+        }
+        Ok(m)
+    }
+
+    /// A call of `t`: to a known server on `t`'s CPU, within `E_i`.
+    fn validate_call(&self, t: &Task, c: &Call) -> Result<(), AnalysisError> {
+        let Some(s) = self.servers.get(c.server) else {
+            return invalid(format!(
+                "task {}: call to unknown server #{}",
+                t.name, c.server
+            ));
+        };
+        if s.cpu != t.cpu {
+            return Err(unsupported(format!(
+                "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (seed 000 §5) covers calls to servers on the caller's CPU only",
+                t.name, t.cpu, s.name, s.cpu
+            )));
+        }
+        if c.wcet > t.demand {
+            return invalid(format!(
+                "task {}: call longer than the job's demand E",
+                t.name
             ));
         }
         Ok(())
@@ -488,6 +406,133 @@ impl TaskSet {
         }
         None
     }
+}
+
+/// An inconsistent task set.
+fn invalid<T>(msg: String) -> Result<T, AnalysisError> {
+    Err(AnalysisError::new(ErrorKind::Invalid, None, msg))
+}
+
+/// A task set outside the analysed model.
+fn unsupported(msg: String) -> AnalysisError {
+    AnalysisError::new(ErrorKind::Unsupported, None, msg)
+}
+
+/// `t`'s times: positive period and deadline, `C_i ≤ E_i ≤ T_i`, and for a
+/// reservation `0 < runtime ≤ deadline ≤ period` and no calls.
+fn validate_times(t: &Task) -> Result<(), AnalysisError> {
+    if t.period == 0 || t.deadline == 0 {
+        return invalid(format!(
+            "task {}: period and deadline must be positive",
+            t.name
+        ));
+    }
+    if t.wcet > t.demand {
+        return invalid(format!("task {}: demand E below local work C", t.name));
+    }
+    if t.demand > t.period {
+        return Err(AnalysisError::new(
+            ErrorKind::Overload,
+            None,
+            format!(
+                "task {} needs {} µs every {} µs: utilisation {:.3} > 1 (no schedule can meet it)",
+                t.name,
+                fmt_us(t.demand),
+                fmt_us(t.period),
+                t.utilisation()
+            ),
+        ));
+    }
+    let Class::Deadline {
+        runtime,
+        deadline,
+        period,
+    } = t.class
+    else {
+        return Ok(());
+    };
+    if runtime == 0 || runtime > deadline || deadline > period {
+        return invalid(format!(
+            "task {}: SCHED_DEADLINE needs 0 < runtime ≤ deadline ≤ period",
+            t.name
+        ));
+    }
+    if !t.calls.is_empty() {
+        return Err(unsupported(format!(
+            "task {}: RPC calls from SCHED_DEADLINE tasks are not analysed",
+            t.name
+        )));
+    }
+    Ok(())
+}
+
+/// What [`TaskSet::validate`] learns of each mutex from its sections.
+struct MutexUsers {
+    /// The CPU of its first user.
+    cpu: Vec<Option<u32>>,
+    /// Whether `SCHED_DEADLINE` tasks use it.
+    deadline: Vec<bool>,
+    /// Whether fixed-priority tasks use it.
+    fixed: Vec<bool>,
+}
+
+impl MutexUsers {
+    fn new(mutexes: usize) -> MutexUsers {
+        MutexUsers {
+            cpu: vec![None; mutexes],
+            deadline: vec![false; mutexes],
+            fixed: vec![false; mutexes],
+        }
+    }
+
+    /// `t` uses mutex `k` (`m`): refused if an earlier user is on another
+    /// CPU.
+    fn add(&mut self, t: &Task, k: usize, m: &Mutex) -> Result<(), AnalysisError> {
+        match self.cpu[k] {
+            None => self.cpu[k] = Some(t.cpu),
+            Some(cpu) if cpu != t.cpu => {
+                return Err(unsupported(format!(
+                    "mutex {} is used on CPU {} and CPU {} (by {}): global resources need a multiprocessor locking protocol, which heir does not analyse; keep every user of a mutex on one CPU",
+                    m.name, cpu, t.cpu, t.name
+                )));
+            }
+            _ => {}
+        }
+        match t.class {
+            Class::Deadline { .. } => self.deadline[k] = true,
+            Class::Fixed { .. } => self.fixed[k] = true,
+        }
+        Ok(())
+    }
+
+    /// Mutex `k` (`m`), if `SCHED_DEADLINE` tasks use it, is theirs alone
+    /// and uses inheritance.
+    fn validate_deadline_use(&self, k: usize, m: &Mutex) -> Result<(), AnalysisError> {
+        if !self.deadline[k] {
+            return Ok(());
+        }
+        if self.fixed[k] {
+            return Err(unsupported(format!(
+                "mutex {} is shared by SCHED_DEADLINE and fixed-priority tasks: not analysed",
+                m.name
+            )));
+        }
+        if m.protocol != LockProtocol::Inherit {
+            return Err(unsupported(format!(
+                "mutex {} is used by SCHED_DEADLINE tasks: the EDF analysis needs protocol \"inherit\" (deadline inheritance)",
+                m.name
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The refusal of a cycle in the nested-lock order, named by mutex.
+pub(crate) fn lock_cycle_message(cycle: &[String]) -> String {
+    format!(
+        "cycle of critical sections {}: nested locks are taken in opposite orders, which can deadlock; take them in one global order",
+        cycle.join(" -> ")
+    )
 }
 
 fn protocol_word(p: LockProtocol) -> &'static str {

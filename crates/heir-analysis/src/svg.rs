@@ -37,27 +37,9 @@ fn esc(s: &str) -> String {
 
 /// Renders `chart` as a complete SVG document (720 × 440).
 pub fn line_chart(chart: &Chart) -> String {
-    let (w, h) = (720.0f64, 440.0f64);
-    let (left, right, top, bottom) = (70.0, 170.0, 40.0, 60.0);
-    let (pw, ph) = (w - left - right, h - top - bottom);
-    let (x0, x1) = chart.x_range;
-    let (y0, y1) = chart.y_range;
-    let xs = |x: f64| {
-        left + if x1 > x0 {
-            (x - x0) / (x1 - x0) * pw
-        } else {
-            0.0
-        }
-    };
-    let ys = |y: f64| {
-        top + ph
-            - if y1 > y0 {
-                (y - y0) / (y1 - y0) * ph
-            } else {
-                0.0
-            }
-    };
+    let f = Frame::new(chart);
     let mut s = String::new();
+    let (w, h) = (f.w, f.h);
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
@@ -66,57 +48,130 @@ pub fn line_chart(chart: &Chart) -> String {
     let _ = writeln!(
         s,
         r#"<text x="{}" y="22" text-anchor="middle" font-size="15">{}</text>"#,
-        left + pw / 2.0,
+        f.left + f.pw / 2.0,
         esc(&chart.title)
     );
-    // Grid and ticks: 10 divisions on x, 5 on y.
-    for k in 0..=10 {
-        let x = x0 + (x1 - x0) * k as f64 / 10.0;
-        let px = xs(x);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#e0e0e0"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            top + ph,
-            top + ph + 16.0,
-            trim(x)
-        );
-    }
-    for k in 0..=5 {
-        let y = y0 + (y1 - y0) * k as f64 / 5.0;
-        let py = ys(y);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{left}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            left + pw,
-            left - 6.0,
-            py + 4.0,
-            trim(y)
-        );
-    }
-    let _ = writeln!(
-        s,
-        r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-        left + pw / 2.0,
-        h - 18.0,
-        esc(&chart.x_label)
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">{}</text>"#,
-        top + ph / 2.0,
-        top + ph / 2.0,
-        esc(&chart.y_label)
-    );
+    f.grid(&mut s);
+    f.axes(&mut s, chart);
     for (k, ser) in chart.series.iter().enumerate() {
+        f.series(&mut s, k, ser);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The chart's geometry: the document's size, the plot area's margins and
+/// size, and the axis ranges it maps.
+struct Frame {
+    w: f64,
+    h: f64,
+    left: f64,
+    top: f64,
+    /// Plot width and height.
+    pw: f64,
+    ph: f64,
+    x_range: (f64, f64),
+    y_range: (f64, f64),
+}
+
+impl Frame {
+    fn new(chart: &Chart) -> Frame {
+        let (w, h) = (720.0f64, 440.0f64);
+        let (left, right, top, bottom) = (70.0, 170.0, 40.0, 60.0);
+        Frame {
+            w,
+            h,
+            left,
+            top,
+            pw: w - left - right,
+            ph: h - top - bottom,
+            x_range: chart.x_range,
+            y_range: chart.y_range,
+        }
+    }
+
+    /// Horizontal position of `x`.
+    fn xs(&self, x: f64) -> f64 {
+        let (x0, x1) = self.x_range;
+        self.left
+            + if x1 > x0 {
+                (x - x0) / (x1 - x0) * self.pw
+            } else {
+                0.0
+            }
+    }
+
+    /// Vertical position of `y`.
+    fn ys(&self, y: f64) -> f64 {
+        let (y0, y1) = self.y_range;
+        self.top + self.ph
+            - if y1 > y0 {
+                (y - y0) / (y1 - y0) * self.ph
+            } else {
+                0.0
+            }
+    }
+
+    /// Grid lines and tick labels: 10 divisions on x, 5 on y.
+    fn grid(&self, s: &mut String) {
+        let (x0, x1) = self.x_range;
+        let (y0, y1) = self.y_range;
+        let (left, top, pw, ph) = (self.left, self.top, self.pw, self.ph);
+        for k in 0..=10 {
+            let x = x0 + (x1 - x0) * k as f64 / 10.0;
+            let px = self.xs(x);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#e0e0e0"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+                top + ph,
+                top + ph + 16.0,
+                trim(x)
+            );
+        }
+        for k in 0..=5 {
+            let y = y0 + (y1 - y0) * k as f64 / 5.0;
+            let py = self.ys(y);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{left}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                left + pw,
+                left - 6.0,
+                py + 4.0,
+                trim(y)
+            );
+        }
+    }
+
+    /// The plot's border and the axis labels.
+    fn axes(&self, s: &mut String, chart: &Chart) {
+        let (left, top, pw, ph) = (self.left, self.top, self.pw, self.ph);
+        let _ = writeln!(
+            s,
+            r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            left + pw / 2.0,
+            self.h - 18.0,
+            esc(&chart.x_label)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">{}</text>"#,
+            top + ph / 2.0,
+            top + ph / 2.0,
+            esc(&chart.y_label)
+        );
+    }
+
+    /// Series `k`: its line, its points, and its legend entry.
+    fn series(&self, s: &mut String, k: usize, ser: &Series) {
         let colour = COLOURS[k % COLOURS.len()];
         let pts: Vec<String> = ser
             .points
             .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", xs(x), ys(y)))
+            .map(|&(x, y)| format!("{:.1},{:.1}", self.xs(x), self.ys(y)))
             .collect();
         let _ = writeln!(
             s,
@@ -127,12 +182,12 @@ pub fn line_chart(chart: &Chart) -> String {
             let _ = writeln!(
                 s,
                 r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{colour}"/>"#,
-                xs(x),
-                ys(y)
+                self.xs(x),
+                self.ys(y)
             );
         }
-        let ly = top + 10.0 + 20.0 * k as f64;
-        let lx = left + pw + 15.0;
+        let ly = self.top + 10.0 + 20.0 * k as f64;
+        let lx = self.left + self.pw + 15.0;
         let _ = writeln!(
             s,
             r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{colour}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
@@ -142,8 +197,6 @@ pub fn line_chart(chart: &Chart) -> String {
             esc(&ser.name)
         );
     }
-    s.push_str("</svg>\n");
-    s
 }
 
 fn trim(v: f64) -> String {

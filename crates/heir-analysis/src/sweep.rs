@@ -127,6 +127,122 @@ struct RawOutput {
     svg: String,
 }
 
+impl RawRange {
+    /// The utilisation points: `from`, `from + step`, … up to `to`, within
+    /// one CPU and at most 10000 of them.
+    fn points(&self) -> Result<Vec<f64>, ConfigError> {
+        if !(self.from > 0.0 && self.from <= self.to && self.to <= 1.0) {
+            return Err(at(
+                "utilisation",
+                format!(
+                    "expected 0 < from ≤ to ≤ 1 (one CPU), got from {} to {}",
+                    self.from, self.to
+                ),
+            ));
+        }
+        if self.step.is_nan() || self.step <= 0.0 {
+            return Err(at(
+                "utilisation.step",
+                format!("expected a step > 0, got {}", self.step),
+            ));
+        }
+        let count = ((self.to - self.from) / self.step + 1e-9).floor() as usize + 1;
+        if count > 10_000 {
+            return Err(at(
+                "utilisation.step",
+                format!("{count} points: expected at most 10000"),
+            ));
+        }
+        Ok((0..count)
+            .map(|k| self.from + k as f64 * self.step)
+            .collect())
+    }
+}
+
+impl RawPeriods {
+    /// `0 < min ≤ max` and `1 ≤ granularity ≤ min`.
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.min == 0 || self.min > self.max {
+            return Err(at(
+                "periods_us",
+                format!(
+                    "expected 0 < min ≤ max, got min {} max {}",
+                    self.min, self.max
+                ),
+            ));
+        }
+        if self.granularity == 0 || self.granularity > self.min {
+            return Err(at(
+                "periods_us.granularity",
+                format!("expected 1 ≤ granularity ≤ min, got {}", self.granularity),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl RawCs {
+    /// The section length range (µs): `length_us`, or the profile's; and at
+    /// most 64 resources.
+    fn length_us(&self) -> Result<(u64, u64), ConfigError> {
+        let range = match self.length_us {
+            Some([a, b]) if a == 0 || a > b => {
+                return Err(at(
+                    "critical_sections.length_us",
+                    "expected [min, max] with 0 < min ≤ max",
+                ))
+            }
+            Some([a, b]) => (a, b),
+            None => self.profile.range_us(),
+        };
+        if self.resources > 64 {
+            return Err(at(
+                "critical_sections.resources",
+                "expected at most 64 resources",
+            ));
+        }
+        Ok(range)
+    }
+}
+
+impl RawRpc {
+    /// (servers, call probability, call work range in µs), checked.
+    fn checked(&self) -> Result<(usize, f64, (u64, u64)), ConfigError> {
+        if self.call_us[0] == 0 || self.call_us[0] > self.call_us[1] {
+            return Err(at("rpc.call_us", "expected [min, max] with 0 < min ≤ max"));
+        }
+        Ok((
+            self.servers,
+            probability("rpc.call_probability", self.call_probability)?,
+            (self.call_us[0], self.call_us[1]),
+        ))
+    }
+}
+
+/// The protocols by name: known, each once, at least one.
+fn protocols(names: &[String]) -> Result<Vec<Protocol>, ConfigError> {
+    let mut protocols = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        let Some(p) = Protocol::parse(name) else {
+            return Err(at(
+                &format!("protocols[{k}]"),
+                format!("unknown protocol \"{name}\" (expected none, inherit, ceiling or pi-cv)"),
+            ));
+        };
+        if protocols.contains(&p) {
+            return Err(at(
+                &format!("protocols[{k}]"),
+                format!("protocol \"{name}\" listed twice"),
+            ));
+        }
+        protocols.push(p);
+    }
+    if protocols.is_empty() {
+        return Err(at("protocols", "expected at least one protocol"));
+    }
+    Ok(protocols)
+}
+
 fn probability(path: &str, p: f64) -> Result<f64, ConfigError> {
     if (0.0..=1.0).contains(&p) {
         Ok(p)
@@ -158,72 +274,14 @@ impl SweepConfig {
         if raw.sets_per_point == 0 {
             return Err(at("sets_per_point", "expected at least 1 set per point"));
         }
-        let u = &raw.utilisation;
-        if !(u.from > 0.0 && u.from <= u.to && u.to <= 1.0) {
-            return Err(at(
-                "utilisation",
-                format!(
-                    "expected 0 < from ≤ to ≤ 1 (one CPU), got from {} to {}",
-                    u.from, u.to
-                ),
-            ));
-        }
-        if u.step.is_nan() || u.step <= 0.0 {
-            return Err(at(
-                "utilisation.step",
-                format!("expected a step > 0, got {}", u.step),
-            ));
-        }
-        let count = ((u.to - u.from) / u.step + 1e-9).floor() as usize + 1;
-        if count > 10_000 {
-            return Err(at(
-                "utilisation.step",
-                format!("{count} points: expected at most 10000"),
-            ));
-        }
-        let points: Vec<f64> = (0..count).map(|k| u.from + k as f64 * u.step).collect();
+        let points = raw.utilisation.points()?;
         let p = &raw.periods_us;
-        if p.min == 0 || p.min > p.max {
-            return Err(at(
-                "periods_us",
-                format!("expected 0 < min ≤ max, got min {} max {}", p.min, p.max),
-            ));
-        }
-        if p.granularity == 0 || p.granularity > p.min {
-            return Err(at(
-                "periods_us.granularity",
-                format!("expected 1 ≤ granularity ≤ min, got {}", p.granularity),
-            ));
-        }
+        p.check()?;
         let cs = &raw.critical_sections;
-        let cs_us = match cs.length_us {
-            Some([a, b]) if a == 0 || a > b => {
-                return Err(at(
-                    "critical_sections.length_us",
-                    "expected [min, max] with 0 < min ≤ max",
-                ))
-            }
-            Some([a, b]) => (a, b),
-            None => cs.profile.range_us(),
-        };
-        if cs.resources > 64 {
-            return Err(at(
-                "critical_sections.resources",
-                "expected at most 64 resources",
-            ));
-        }
+        let cs_us = cs.length_us()?;
         let (servers, call_probability, call_us) = match &raw.rpc {
             None => (0, 0.0, (1, 1)),
-            Some(r) => {
-                if r.call_us[0] == 0 || r.call_us[0] > r.call_us[1] {
-                    return Err(at("rpc.call_us", "expected [min, max] with 0 < min ≤ max"));
-                }
-                (
-                    r.servers,
-                    probability("rpc.call_probability", r.call_probability)?,
-                    (r.call_us[0], r.call_us[1]),
-                )
-            }
+            Some(r) => r.checked()?,
         };
         if raw.tasks + servers > TOP_PRIORITY as usize {
             return Err(at(
@@ -234,27 +292,7 @@ impl SweepConfig {
                 ),
             ));
         }
-        let mut protocols = Vec::new();
-        for (k, name) in raw.protocols.iter().enumerate() {
-            let Some(p) = Protocol::parse(name) else {
-                return Err(at(
-                    &format!("protocols[{k}]"),
-                    format!(
-                        "unknown protocol \"{name}\" (expected none, inherit, ceiling or pi-cv)"
-                    ),
-                ));
-            };
-            if protocols.contains(&p) {
-                return Err(at(
-                    &format!("protocols[{k}]"),
-                    format!("protocol \"{name}\" listed twice"),
-                ));
-            }
-            protocols.push(p);
-        }
-        if protocols.is_empty() {
-            return Err(at("protocols", "expected at least one protocol"));
-        }
+        let protocols = protocols(&raw.protocols)?;
         if raw.output.csv.is_empty() || raw.output.svg.is_empty() {
             return Err(at("output", "expected non-empty \"csv\" and \"svg\" paths"));
         }

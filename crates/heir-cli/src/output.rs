@@ -7,7 +7,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use heir::run::RunError;
+use heir::run::{RealRun, RunError};
 use heir_scenario::limits::{beyond_time_limit_s, seconds_to_us};
 use heir_scenario::{Policy, Scenario, Sched, Warning};
 use heir_sim::{Observer, Report, SimError};
@@ -130,6 +130,59 @@ pub fn sim_json(report: &Report, cpus: u32) -> Result<serde_json::Value> {
         }
     }
     Ok(serde_json::Value::Object(out))
+}
+
+/// The `--json` report of `heir run`: the [`Report`] (`mode: "real"`) with
+/// `"apply"` last — what heir-rt applied to the kernel during the run and
+/// what it could not ([`heir::thread::ApplyStats`]).
+pub fn run_json(real: &RealRun) -> Result<serde_json::Value> {
+    let mut value = serde_json::to_value(&real.report).context("serialising the report")?;
+    if let serde_json::Value::Object(fields) = &mut value {
+        fields.insert("apply".to_string(), apply_json(real));
+    }
+    Ok(value)
+}
+
+/// `{"setattr_calls":…,"setattr_errors":…,"last_setattr_error":{"errno":1,
+/// "name":"EPERM","tid":…,"thread":"A"}|null,"unexpressible":…,
+/// "last_unexpressible":{"tid":…,"thread":"A"}|null,"vanished":…,
+/// "engine_errors":…,"last_engine_error":"…"|null}`.
+fn apply_json(real: &RealRun) -> serde_json::Value {
+    let a = &real.apply;
+    let last_setattr_error = (a.setattr_errors > 0).then(|| {
+        serde_json::json!({
+            "errno": a.last_errno,
+            "name": heir::sys::errno_name(a.last_errno),
+            "tid": a.last_error_tid,
+            "thread": real.thread_name(a.last_error_tid),
+        })
+    });
+    let last_unexpressible = (a.unexpressible > 0).then(|| {
+        serde_json::json!({
+            "tid": a.last_unexpressible_tid,
+            "thread": real.thread_name(a.last_unexpressible_tid),
+        })
+    });
+    serde_json::json!({
+        "setattr_calls": a.setattr_calls,
+        "setattr_errors": a.setattr_errors,
+        "last_setattr_error": last_setattr_error,
+        "unexpressible": a.unexpressible,
+        "last_unexpressible": last_unexpressible,
+        "vanished": a.vanished,
+        "engine_errors": a.engine_errors,
+        "last_engine_error": a.last_engine_error.as_ref().map(ToString::to_string),
+    })
+}
+
+/// `heir run: …` lines for what heir-rt could not apply to the kernel
+/// during the run (none when nothing went wrong).
+pub fn apply_lines(real: &RealRun) -> Vec<String> {
+    real.apply
+        .problems(|tid| real.thread_name(tid))
+        .into_iter()
+        .map(|p| format!("heir run: {p}"))
+        .collect()
 }
 
 /// The exit a refused or failed real-threads run maps to, with `context`

@@ -1,7 +1,10 @@
 //! `heir run FILE`: run a scenario file on real threads (SCHED_FIFO from the
 //! file, pinned to the file's `cpus`, `run` as calibrated busy loops, timers
 //! on CLOCK_MONOTONIC absolute), and print the same table and `--json`
-//! schema as `heir sim`, with `"mode":"real"`.
+//! schema as `heir sim`, with `"mode":"real"` — plus what heir-rt could not
+//! apply to the kernel during the run (failed `sched_setattr` calls, boosts
+//! it cannot express, …): `heir run: …` lines after the table when there is
+//! any, and always the `"apply"` object in the JSON.
 //!
 //! CPUs: a CPU the file names that another program's real-time threads (or
 //! another `heir run`) use moves to a free CPU (`--placement free`, the
@@ -20,12 +23,12 @@
 
 use std::path::PathBuf;
 
-use heir::run::{run_scenario, Placement, RunConfig};
+use heir::run::{run, Placement, RunConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    deadlock_line, on_off, parse_seconds, print_json, print_run_note, read_scenario, report_table,
-    run_error, thread_scheds,
+    apply_lines, deadlock_line, on_off, parse_seconds, print_json, print_run_note, read_scenario,
+    report_table, run_error, run_json, thread_scheds,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -74,20 +77,27 @@ pub fn main(args: Args) -> CliResult {
         on_note: Some(print_run_note),
     };
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
-    let report = run_scenario(&scenario, &config)
-        .map_err(|e| run_error(e, format!("{file}: cannot run")))?;
+    let real = run(&scenario, &config).map_err(|e| run_error(e, format!("{file}: cannot run")))?;
+    let report = &real.report;
     if args.json {
-        print_json(&report).map_err(CliError::failure)?;
+        let json = run_json(&real).map_err(CliError::failure)?;
+        print_json(&json).map_err(CliError::failure)?;
     } else {
         print!(
             "{file}: mode {}, ran {:.3} s, pi_cv {}\nresponse times in ms\n\n{}",
             report.mode,
             report.duration_us / 1e6,
             on_off(pi_cv),
-            report_table(&report, &thread_scheds(&scenario)).render()
+            report_table(report, &thread_scheds(&scenario)).render()
         );
-        if let Some(line) = deadlock_line(&report) {
+        if let Some(line) = deadlock_line(report) {
             println!("\n{line}");
+        }
+        // What heir-rt could not apply to the kernel (only when something
+        // went wrong).
+        let lines = apply_lines(&real);
+        if !lines.is_empty() {
+            println!("\n{}", lines.join("\n"));
         }
     }
     deadlock_exit(report.deadlock.is_some())

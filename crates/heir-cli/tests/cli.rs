@@ -12,6 +12,8 @@ mod demo;
 mod reliability;
 #[path = "cli/run_errors.rs"]
 mod run_errors;
+#[path = "cli/run_json.rs"]
+mod run_json;
 #[path = "cli/run_privilege.rs"]
 mod run_privilege;
 #[path = "cli/sim_json.rs"]

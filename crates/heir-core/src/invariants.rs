@@ -3,29 +3,26 @@
 //!
 //! The evaluation deliberately shares nothing with the chain walk: it reads
 //! only the primary relations (who is blocked on what, with which enqueue
-//! sequence; who owns which mutex; who helps which condvar; bases and
-//! protocols), orders the tasks topologically with Kahn's algorithm (which
-//! also proves the wait-for graph acyclic and measures the longest chain),
-//! and evaluates `eff` in that order. The incrementally maintained values —
-//! effective urgencies, waiter entries, pi_waiters, floors — are then compared
-//! with it.
+//! sequence; which tasks each object targets; each object's spec and when
+//! its floor was set; bases), orders the tasks topologically with Kahn's
+//! algorithm (which also proves the wait-for graph acyclic and measures the
+//! longest chain), and evaluates `eff` in that order. The incrementally
+//! maintained values — effective urgencies, waiter entries, inputs — are
+//! then compared with it.
 
-use crate::state::{Obj, Waiter};
-use crate::{Effective, Engine, InvariantError, Protocol, TaskId, Urgency, MAX_CHAIN_DEPTH};
+use smallvec::SmallVec;
+
+use crate::state::Waiter;
+use crate::{Effective, Engine, InvariantError, ObjId, Source, TaskId, MAX_CHAIN_DEPTH};
 
 fn fail<T>(msg: String) -> Result<T, InvariantError> {
     Err(InvariantError(msg))
 }
 
-/// Every object, as the engine's internal key.
-fn objects(e: &Engine) -> impl Iterator<Item = Obj> + '_ {
-    (0..e.mutexes.len())
-        .map(|i| Obj::Mutex(crate::MutexId(i as u32)))
-        .chain((0..e.conds.len()).map(|i| Obj::Cond(crate::CondId(i as u32))))
-}
-
 pub(crate) fn check(e: &Engine) -> Result<(), InvariantError> {
     check_structure(e)?;
+    check_targets(e)?;
+    check_contexts(e)?;
     check_effective(e)
 }
 
@@ -36,17 +33,15 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
     if let Some(i) = (0..e.tasks.len()).find(|&i| e.scratch.queued[i] || e.scratch.recorded[i]) {
         return fail(format!("T{i}: stale chain-walk marks between operations"));
     }
+    if e.scratch.cut.is_some() {
+        return fail("a probe's cut is left set between operations".into());
+    }
     let live = |t: TaskId| e.tasks.get(t.0 as usize).is_some_and(|ts| ts.alive);
 
     // Dead tasks hold nothing.
     for (i, ts) in e.tasks.iter().enumerate() {
-        if !ts.alive
-            && (ts.blocked.is_some()
-                || !ts.owned.is_empty()
-                || !ts.helps.is_empty()
-                || !ts.pi_waiters.is_empty())
-        {
-            return fail(format!("removed task T{i} still blocked/owning/helping"));
+        if !ts.alive && (ts.blocked.is_some() || !ts.targeted.is_empty() || !ts.inputs.is_empty()) {
+            return fail(format!("removed task T{i} still blocked or targeted"));
         }
     }
 
@@ -55,8 +50,9 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
     // order; sequence numbers unique across the engine.
     let mut seqs: Vec<u64> = Vec::new();
     let mut listed = vec![0u32; e.tasks.len()];
-    for o in objects(e) {
-        let q = &e.queue(o).waiters;
+    for (oi, os) in e.objs.iter().enumerate() {
+        let o = ObjId(oi as u32);
+        let q = &os.queue.waiters;
         for (k, w) in q.iter().enumerate() {
             if !live(w.task) {
                 return fail(format!("{o:?}: waiter {:?} is not a live task", w.task));
@@ -114,153 +110,141 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
             ));
         }
     }
+    Ok(())
+}
 
-    // Owners.
-    for (i, ms) in e.mutexes.iter().enumerate() {
-        if let Some(t) = ms.owner {
-            if !live(t) {
-                return fail(format!("M{i}: owner {t:?} is not a live task"));
-            }
-            let n = e.tasks[t.0 as usize]
-                .owned
-                .iter()
-                .filter(|m| m.0 as usize == i)
-                .count();
-            if n != 1 {
-                return fail(format!("M{i}: owner {t:?} lists it {n} times"));
+/// Targets agree on both sides and respect each spec's limit; inputs are
+/// exactly the contributing objects a task is a target of.
+fn check_targets(e: &Engine) -> Result<(), InvariantError> {
+    let live = |t: TaskId| e.tasks.get(t.0 as usize).is_some_and(|ts| ts.alive);
+    for (oi, os) in e.objs.iter().enumerate() {
+        let o = ObjId(oi as u32);
+        if let Some(max) = os.spec.max_targets {
+            if os.targets.len() > usize::from(max) {
+                return fail(format!("{o:?}: {} targets, limit {max}", os.targets.len()));
             }
         }
-    }
-    for (i, ts) in e.tasks.iter().enumerate() {
-        for m in &ts.owned {
-            if e.mutexes.get(m.0 as usize).and_then(|ms| ms.owner) != Some(TaskId(i as u32)) {
-                return fail(format!("T{i} lists {m:?} as owned, its owner differs"));
-            }
-        }
-    }
-
-    // Helpers.
-    for (i, cs) in e.conds.iter().enumerate() {
-        for (k, h) in cs.helpers.iter().enumerate() {
-            if !live(*h) {
-                return fail(format!("C{i}: helper {h:?} is not a live task"));
-            }
-            if cs.helpers[..k].contains(h) {
-                return fail(format!("C{i}: helper {h:?} listed twice"));
-            }
-            let n = e.tasks[h.0 as usize]
-                .helps
-                .iter()
-                .filter(|c| c.0 as usize == i)
-                .count();
-            if n != 1 {
-                return fail(format!("C{i}: helper {h:?} lists it {n} times"));
-            }
-        }
-    }
-    for (i, ts) in e.tasks.iter().enumerate() {
-        for c in &ts.helps {
-            let ok = e
-                .conds
-                .get(c.0 as usize)
-                .is_some_and(|cs| cs.helpers.contains(&TaskId(i as u32)));
-            if !ok {
-                return fail(format!("T{i} lists {c:?} as helped, the condvar does not"));
-            }
-        }
-    }
-
-    // pi_waiters and floors.
-    let mut expected: Vec<Obj> = Vec::new();
-    let mut actual: Vec<Obj> = Vec::new();
-    for (i, ts) in e.tasks.iter().enumerate() {
-        if !ts.alive {
-            continue;
-        }
-        expected.clear();
-        let mut floor: Option<Urgency> = None;
-        for &m in &ts.owned {
-            let ms = &e.mutexes[m.0 as usize];
-            match ms.protocol {
-                Protocol::Inherit if !ms.queue.waiters.is_empty() => {
-                    expected.push(Obj::Mutex(m));
-                }
-                Protocol::Ceiling(c) => floor = Some(floor.map_or(c, |f: Urgency| f.max(c))),
-                _ => {}
-            }
-        }
-        for &c in &ts.helps {
-            if !e.conds[c.0 as usize].queue.waiters.is_empty() {
-                expected.push(Obj::Cond(c));
-            }
-        }
-        actual.clear();
-        actual.extend_from_slice(&ts.pi_waiters);
-        let key = |o: &Obj| match o {
-            Obj::Mutex(m) => (0, m.0),
-            Obj::Cond(c) => (1, c.0),
-        };
-        expected.sort_by_key(key);
-        actual.sort_by_key(key);
-        if expected != actual {
+        if os.joined.len() != os.targets.len() {
             return fail(format!(
-                "T{i}: pi_waiters {actual:?}, expected {expected:?}"
+                "{o:?}: {} join stamps for {} targets",
+                os.joined.len(),
+                os.targets.len()
             ));
         }
-        if floor != ts.floor {
-            return fail(format!("T{i}: floor {:?}, expected {floor:?}", ts.floor));
+        for (k, t) in os.targets.iter().enumerate() {
+            if !live(*t) {
+                return fail(format!("{o:?}: target {t:?} is not a live task"));
+            }
+            if os.targets[..k].contains(t) {
+                return fail(format!("{o:?}: target {t:?} listed twice"));
+            }
+            let n = e.tasks[t.0 as usize]
+                .targeted
+                .iter()
+                .filter(|x| **x == o)
+                .count();
+            if n != 1 {
+                return fail(format!("{o:?}: target {t:?} lists it {n} times"));
+            }
+        }
+    }
+    let mut expected: Vec<ObjId> = Vec::new();
+    let mut actual: Vec<ObjId> = Vec::new();
+    for (i, ts) in e.tasks.iter().enumerate() {
+        let t = TaskId(i as u32);
+        for o in &ts.targeted {
+            let ok = e
+                .objs
+                .get(o.0 as usize)
+                .is_some_and(|os| os.targets.contains(&t));
+            if !ok {
+                return fail(format!(
+                    "{t:?} lists {o:?} as targeting it, the object does not"
+                ));
+            }
+        }
+        expected.clear();
+        expected.extend(ts.targeted.iter().copied().filter(|o| {
+            let os = &e.objs[o.0 as usize];
+            os.spec.floor.is_some() || (os.spec.donates && !os.queue.waiters.is_empty())
+        }));
+        actual.clear();
+        actual.extend_from_slice(&ts.inputs);
+        expected.sort_unstable();
+        actual.sort_unstable();
+        if expected != actual {
+            return fail(format!("{t:?}: inputs {actual:?}, expected {expected:?}"));
         }
     }
     Ok(())
 }
 
-/// Index of an object in a flat per-object table: mutexes, then condvars.
-fn slot(e: &Engine, o: Obj) -> usize {
-    match o {
-        Obj::Mutex(m) => m.0 as usize,
-        Obj::Cond(c) => e.mutexes.len() + c.0 as usize,
+/// Each task's context is owned by that task, and the other way round.
+fn check_contexts(e: &Engine) -> Result<(), InvariantError> {
+    for (i, ts) in e.tasks.iter().enumerate() {
+        if let Some(c) = ts.context {
+            match e.contexts.get(c.0 as usize) {
+                Some(cs) if cs.owner.0 as usize == i => {}
+                _ => return fail(format!("T{i}: context {c:?} is not owned by it")),
+            }
+        }
+    }
+    for (ci, cs) in e.contexts.iter().enumerate() {
+        let owner_ctx = e.tasks.get(cs.owner.0 as usize).and_then(|ts| ts.context);
+        if owner_ctx.map(|c| c.0 as usize) != Some(ci) {
+            return fail(format!(
+                "context {ci}: its owner {:?} has {owner_ctx:?}",
+                cs.owner
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The primary relations, indexed: waiters per object (from the tasks'
+/// side, in task order), objects targeting each task (from the objects'
+/// side).
+struct Relations {
+    waiters: Vec<Vec<TaskId>>,
+    targeting: Vec<Vec<usize>>,
+}
+
+impl Relations {
+    fn of(e: &Engine) -> Relations {
+        let mut r = Relations {
+            waiters: vec![Vec::new(); e.objs.len()],
+            targeting: vec![Vec::new(); e.tasks.len()],
+        };
+        for (i, ts) in e.tasks.iter().enumerate() {
+            if let (true, Some(o)) = (ts.alive, ts.blocked) {
+                r.waiters[o.0 as usize].push(TaskId(i as u32));
+            }
+        }
+        for (oi, os) in e.objs.iter().enumerate() {
+            for t in &os.targets {
+                r.targeting[t.0 as usize].push(oi);
+            }
+        }
+        r
     }
 }
 
-fn check_effective(e: &Engine) -> Result<(), InvariantError> {
+/// The live tasks in topological order of the wait-for graph (Kahn: a task
+/// after every task upstream of it); refused if the graph has a cycle or a
+/// chain longer than [`MAX_CHAIN_DEPTH`].
+fn topological_order(e: &Engine) -> Result<Vec<TaskId>, InvariantError> {
     let n = e.tasks.len();
-    // The primary relations, indexed: waiters per object (from the tasks'
-    // side, in task order), mutexes owned and condvars helped per task (from
-    // the objects' side).
-    let mut waiters: Vec<Vec<TaskId>> = vec![Vec::new(); e.mutexes.len() + e.conds.len()];
-    let mut owns: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut helps: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, ts) in e.tasks.iter().enumerate() {
-        if let (true, Some(o)) = (ts.alive, ts.blocked) {
-            waiters[slot(e, o)].push(TaskId(i as u32));
-        }
-    }
-    for (i, ms) in e.mutexes.iter().enumerate() {
-        if let Some(t) = ms.owner {
-            owns[t.0 as usize].push(i);
-        }
-    }
-    for (i, cs) in e.conds.iter().enumerate() {
-        for h in &cs.helpers {
-            helps[h.0 as usize].push(i);
-        }
-    }
     // Task-level edges w → u (u a target of w's object) and in-degrees.
     let mut indeg = vec![0usize; n];
     let mut out: Vec<Vec<TaskId>> = vec![Vec::new(); n];
     for (i, ts) in e.tasks.iter().enumerate() {
         if let (true, Some(o)) = (ts.alive, ts.blocked) {
-            let targets: &[TaskId] = match o {
-                Obj::Mutex(m) => e.mutexes[m.0 as usize].owner.as_slice(),
-                Obj::Cond(c) => &e.conds[c.0 as usize].helpers,
-            };
-            for &u in targets {
+            for &u in &e.objs[o.0 as usize].targets {
                 out[i].push(u);
                 indeg[u.0 as usize] += 1;
             }
         }
     }
-    // Kahn: a task is evaluated after every task upstream of it.
     let mut order: Vec<TaskId> = Vec::with_capacity(n);
     let mut ready: Vec<TaskId> = (0..n)
         .filter(|&i| e.tasks[i].alive && indeg[i] == 0)
@@ -298,49 +282,84 @@ fn check_effective(e: &Engine) -> Result<(), InvariantError> {
             "a chain of {longest} blocked tasks exceeds {MAX_CHAIN_DEPTH}"
         ));
     }
+    Ok(order)
+}
 
-    // Evaluate in topological order.
-    let mut eff: Vec<Option<Effective>> = vec![None; n];
-    for &u in &order {
-        let ui = u.0 as usize;
-        let ts = &e.tasks[ui];
-        let mut urgency = ts.base;
-        for &mi in &owns[ui] {
-            if let Protocol::Ceiling(c) = e.mutexes[mi].protocol {
-                urgency = urgency.max(c);
+/// A candidate for `eff` with its tie-break rank: (class, sequence).
+type Ranked = (Effective, (u8, u64));
+
+/// What object `oi` contributes to its target `u`, from scratch, with the
+/// rank that breaks ties: its floor (class 1, by how long it has applied to
+/// `u`) and, if it donates, its top waiter (class 2, by enqueue order; the
+/// waiters' values are already in `eff`).
+fn contributions(
+    e: &Engine,
+    rel: &Relations,
+    eff: &[Option<Effective>],
+    oi: usize,
+    u: TaskId,
+) -> Result<SmallVec<[Ranked; 2]>, InvariantError> {
+    let os = &e.objs[oi];
+    let mut out = SmallVec::new();
+    if let Some(f) = os.spec.floor {
+        let floor = Effective {
+            urgency: f,
+            source: Source::Floor {
+                object: ObjId(oi as u32),
+                task: u,
+            },
+        };
+        // Applying since the later of its set and the target's join.
+        let k = os
+            .targets
+            .iter()
+            .position(|x| *x == u)
+            .map_or(0, |i| os.joined[i]);
+        out.push((floor, (1, k.max(os.floor_seq))));
+    }
+    if os.spec.donates {
+        // Top waiter: greatest effective urgency, earliest enqueued.
+        let mut top: Option<(Effective, u64)> = None;
+        for w in &rel.waiters[oi] {
+            let Some(we) = eff[w.0 as usize] else {
+                return fail(format!("{w:?} evaluated after {u:?}"));
+            };
+            let seq = e.tasks[w.0 as usize].seq;
+            let wins = match top {
+                None => true,
+                Some((te, ts)) => we.urgency > te.urgency || (we.urgency == te.urgency && seq < ts),
+            };
+            if wins {
+                top = Some((we, seq));
             }
         }
-        let mut best = Effective { urgency, donor: u };
-        let mut best_seq: Option<u64> = None;
-        let donating = owns[ui]
-            .iter()
-            .copied()
-            .filter(|&mi| e.mutexes[mi].protocol == Protocol::Inherit)
-            .chain(helps[ui].iter().map(|&ci| e.mutexes.len() + ci));
-        for o in donating {
-            // Top waiter: greatest effective urgency, earliest enqueued.
-            let mut top: Option<(Effective, u64)> = None;
-            for w in &waiters[o] {
-                let Some(we) = eff[w.0 as usize] else {
-                    return fail(format!("{w:?} evaluated after {u:?}"));
-                };
-                let seq = e.tasks[w.0 as usize].seq;
-                let wins = match top {
-                    None => true,
-                    Some((te, ts)) => {
-                        we.urgency > te.urgency || (we.urgency == te.urgency && seq < ts)
-                    }
-                };
-                if wins {
-                    top = Some((we, seq));
-                }
-            }
-            if let Some((te, seq)) = top {
-                let wins = te.urgency > best.urgency
-                    || (te.urgency == best.urgency && best_seq.is_some_and(|s| seq < s));
-                if wins {
-                    best = te;
-                    best_seq = Some(seq);
+        if let Some((te, seq)) = top {
+            out.push((te, (2, seq)));
+        }
+    }
+    Ok(out)
+}
+
+/// Evaluates every effective urgency in topological order and compares it
+/// with the incrementally maintained one. A candidate wins over the best so
+/// far if more urgent, or equally urgent and earlier in (class, sequence):
+/// the base (class 0) first.
+fn check_effective(e: &Engine) -> Result<(), InvariantError> {
+    let rel = Relations::of(e);
+    let mut eff: Vec<Option<Effective>> = vec![None; e.tasks.len()];
+    for u in topological_order(e)? {
+        let ui = u.0 as usize;
+        let ts = &e.tasks[ui];
+        let mut best = Effective {
+            urgency: ts.base,
+            source: Source::Task(u),
+        };
+        let mut key = (0u8, 0u64);
+        for &oi in &rel.targeting[ui] {
+            for (c, k) in contributions(e, &rel, &eff, oi, u)? {
+                if c.urgency > best.urgency || (c.urgency == best.urgency && k < key) {
+                    best = c;
+                    key = k;
                 }
             }
         }
@@ -375,7 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn detects_a_missing_pi_waiters_entry() {
+    fn detects_a_missing_input() {
         let mut e = Engine::new();
         e.set_debug_checks(false);
         let a = e.add_task(Urgency::fixed(10));
@@ -383,9 +402,9 @@ mod tests {
         let m = e.add_mutex(Protocol::Inherit);
         e.lock(a, m).unwrap();
         e.lock(b, m).unwrap();
-        e.tasks[a.0 as usize].pi_waiters.clear();
+        e.tasks[a.0 as usize].inputs.clear();
         let err = e.check_invariants().unwrap_err();
-        assert!(err.0.contains("pi_waiters"), "{err}");
+        assert!(err.0.contains("inputs"), "{err}");
     }
 
     #[test]
@@ -400,8 +419,8 @@ mod tests {
         e.lock(b, m2).unwrap();
         e.lock(a, m2).unwrap();
         // Force b onto m1 without the engine's cycle check.
-        e.check_block(b, crate::state::Obj::Mutex(m1)).unwrap_err();
-        e.add_edge(b, crate::state::Obj::Mutex(m1));
+        e.check_block(b, m1.into()).unwrap_err();
+        e.add_edge(b, m1.into());
         let err = e.check_invariants().unwrap_err();
         assert!(err.0.contains("cycle"), "{err}");
     }

@@ -6,8 +6,7 @@
 //! (the graph is a DAG: without memo a diamond-rich graph would be walked
 //! exponentially often).
 
-use crate::state::Obj;
-use crate::{Engine, EngineError, MutexId, Node, TaskId, MAX_CHAIN_DEPTH};
+use crate::{Engine, EngineError, Node, ObjId, TaskId, MAX_CHAIN_DEPTH};
 
 /// The graph as it will be once a waiter has given its mutex up, for the
 /// probes of a wait that releases a mutex atomically
@@ -23,7 +22,7 @@ use crate::{Engine, EngineError, MutexId, Node, TaskId, MAX_CHAIN_DEPTH};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Cut {
     /// The mutex given up.
-    pub mutex: MutexId,
+    pub mutex: ObjId,
     /// Its next owner with a direct hand-off, runnable after the operation.
     pub unblocked: Option<TaskId>,
 }
@@ -46,14 +45,6 @@ enum Dir {
     Up,
 }
 
-fn obj_of(n: Node) -> Option<Obj> {
-    match n {
-        Node::Task(_) => None,
-        Node::Mutex(m) => Some(Obj::Mutex(m)),
-        Node::Cond(c) => Some(Obj::Cond(c)),
-    }
-}
-
 impl Engine {
     /// The `i`-th child of `n` in direction `dir`, with the weight of the
     /// edge to it (1 for an edge between a blocked task and its object, i.e.
@@ -61,7 +52,7 @@ impl Engine {
     fn child(&self, n: Node, i: usize, dir: Dir) -> Option<(Node, usize)> {
         match (n, dir) {
             (Node::Task(t), Dir::Down) => match self.probe_blocked(t) {
-                Some(o) if i == 0 => Some((o.into(), 1)),
+                Some(o) if i == 0 => Some((Node::Object(o), 1)),
                 _ => None,
             },
             (Node::Task(t), Dir::Up) => {
@@ -70,36 +61,25 @@ impl Engine {
                 let skip = self
                     .scratch
                     .cut
-                    .and_then(|cut| ts.owned.iter().position(|m| *m == cut.mutex));
+                    .and_then(|cut| ts.targeted.iter().position(|o| *o == cut.mutex));
                 let i = match skip {
                     Some(k) if i >= k => i + 1,
                     _ => i,
                 };
-                if let Some(m) = ts.owned.get(i) {
-                    Some((Node::Mutex(*m), 0))
-                } else {
-                    ts.helps
-                        .get(i - ts.owned.len())
-                        .map(|c| (Node::Cond(*c), 0))
-                }
+                ts.targeted.get(i).map(|o| (Node::Object(*o), 0))
             }
-            (_, Dir::Down) => {
-                let o = obj_of(n)?;
-                self.probe_target(o, i).map(|u| (Node::Task(u), 0))
-            }
-            (_, Dir::Up) => {
-                let o = obj_of(n)?;
-                self.queue(o)
-                    .waiters
-                    .get(i)
-                    .map(|w| (Node::Task(w.task), 1))
-            }
+            (Node::Object(o), Dir::Down) => self.probe_target(o, i).map(|u| (Node::Task(u), 0)),
+            (Node::Object(o), Dir::Up) => self.objs[o.0 as usize]
+                .queue
+                .waiters
+                .get(i)
+                .map(|w| (Node::Task(w.task), 1)),
         }
     }
 
     /// What `t` is blocked on, as the probes see it (through the cut).
     #[inline]
-    fn probe_blocked(&self, t: TaskId) -> Option<Obj> {
+    fn probe_blocked(&self, t: TaskId) -> Option<ObjId> {
         match self.scratch.cut {
             Some(cut) if cut.unblocked == Some(t) => None,
             _ => self.tasks[t.0 as usize].blocked,
@@ -108,18 +88,17 @@ impl Engine {
 
     /// The `i`-th target of `o`, as the probes see it (through the cut).
     #[inline]
-    fn probe_target(&self, o: Obj, i: usize) -> Option<TaskId> {
-        match (self.scratch.cut, o) {
-            (Some(cut), Obj::Mutex(m)) if cut.mutex == m => None,
-            _ => self.target(o, i),
+    fn probe_target(&self, o: ObjId, i: usize) -> Option<TaskId> {
+        match self.scratch.cut {
+            Some(cut) if cut.mutex == o => None,
+            _ => self.objs[o.0 as usize].targets.get(i).copied(),
         }
     }
 
     fn memo_slot(&mut self, n: Node) -> &mut (u32, u32) {
         match n {
             Node::Task(t) => &mut self.scratch.memo_task[t.0 as usize],
-            Node::Mutex(m) => &mut self.scratch.memo_mutex[m.0 as usize],
-            Node::Cond(c) => &mut self.scratch.memo_cond[c.0 as usize],
+            Node::Object(o) => &mut self.scratch.memo_obj[o.0 as usize],
         }
     }
 
@@ -182,10 +161,8 @@ impl Engine {
     /// edges leaving a node have the same weight).
     fn edge_weight(&self, parent: Node, dir: Dir) -> usize {
         match (parent, dir) {
-            (Node::Task(_), Dir::Down) => 1,
-            (Node::Task(_), Dir::Up) => 0,
-            (_, Dir::Down) => 0,
-            (_, Dir::Up) => 1,
+            (Node::Task(_), Dir::Down) | (Node::Object(_), Dir::Up) => 1,
+            (Node::Task(_), Dir::Up) | (Node::Object(_), Dir::Down) => 0,
         }
     }
 
@@ -194,7 +171,7 @@ impl Engine {
     /// blocked tasks, and reports the path if it reaches `t`. `None` as soon
     /// as an object fans out (a condvar with several helpers): the caller
     /// then runs the general probe.
-    fn probe_linear(&self, o: Obj, t: TaskId) -> Option<Result<usize, Vec<Node>>> {
+    fn probe_linear(&self, o: ObjId, t: TaskId) -> Option<Result<usize, Vec<Node>>> {
         let mut depth = 0;
         let mut obj = o;
         loop {
@@ -209,7 +186,7 @@ impl Engine {
                 let mut path = Vec::with_capacity(2 * depth + 2);
                 let mut obj = o;
                 loop {
-                    path.push(Node::from(obj));
+                    path.push(Node::Object(obj));
                     match self.probe_target(obj, 0) {
                         Some(v) if v != t => {
                             path.push(Node::Task(v));
@@ -238,7 +215,7 @@ impl Engine {
     /// of `o`?), and the longest chain through the edge, `up(t) + 1 +
     /// down(o)`, within [`MAX_CHAIN_DEPTH`].
     #[inline]
-    pub(crate) fn check_block(&mut self, t: TaskId, o: Obj) -> Result<(), EngineError> {
+    pub(crate) fn check_block(&mut self, t: TaskId, o: ObjId) -> Result<(), EngineError> {
         // Fast path, the common case: every target of `o` is runnable and is
         // not `t`. Then nothing is below `o` (down = 0) and no cycle closes;
         // with `up(t) <= blocked_count` (see below) the chain bound holds.
@@ -251,30 +228,29 @@ impl Engine {
 
     /// Whether every target of `o` is runnable and is not `t`.
     #[inline]
-    fn shallow(&self, t: TaskId, o: Obj) -> bool {
+    fn shallow(&self, t: TaskId, o: ObjId) -> bool {
         let runnable = |u: TaskId| u != t && self.probe_blocked(u).is_none();
-        match o {
-            Obj::Mutex(_) => match self.probe_target(o, 0) {
-                Some(u) => runnable(u),
-                None => true,
-            },
-            Obj::Cond(c) => self.conds[c.0 as usize]
-                .helpers
-                .iter()
-                .all(|&u| runnable(u)),
+        match self.scratch.cut {
+            Some(cut) if cut.mutex == o => true,
+            _ => self.objs[o.0 as usize].targets.iter().all(|&u| runnable(u)),
         }
     }
 
     /// [`Engine::check_block`] past its fast path (`shallow`: what
     /// [`Engine::shallow`] said).
     #[inline(never)]
-    fn check_block_probing(&mut self, t: TaskId, o: Obj, shallow: bool) -> Result<(), EngineError> {
+    fn check_block_probing(
+        &mut self,
+        t: TaskId,
+        o: ObjId,
+        shallow: bool,
+    ) -> Result<(), EngineError> {
         let down = if shallow {
             Ok(0)
         } else {
             match self.probe_linear(o, t) {
                 Some(r) => r,
-                None => self.probe(o.into(), Some(Node::Task(t)), Dir::Down),
+                None => self.probe(Node::Object(o), Some(Node::Task(t)), Dir::Down),
             }
         };
         let down = match down {
@@ -291,9 +267,7 @@ impl Engine {
         // blocked yet, so `up(t) <= blocked_count`; if even that bound keeps
         // the chain within the limit, the check passes whatever `up` is.
         let ts = &self.tasks[t.0 as usize];
-        let up = if (ts.owned.is_empty() && ts.helps.is_empty())
-            || self.blocked_count + 1 + down <= MAX_CHAIN_DEPTH
-        {
+        let up = if ts.targeted.is_empty() || self.blocked_count + 1 + down <= MAX_CHAIN_DEPTH {
             0
         } else {
             self.probe(Node::Task(t), None, Dir::Up).unwrap_or(0)
@@ -312,7 +286,7 @@ impl Engine {
     pub(crate) fn check_block_releasing(
         &mut self,
         t: TaskId,
-        o: Obj,
+        o: ObjId,
         cut: Cut,
     ) -> Result<(), EngineError> {
         self.scratch.cut = Some(cut);
@@ -324,8 +298,8 @@ impl Engine {
     /// Checks the edge `o → t` (t becomes a target of o while o has
     /// waiters): no cycle (is `o` downstream of `t`?), and the longest chain
     /// through the edge, `up(o) + down(t)`, within [`MAX_CHAIN_DEPTH`].
-    pub(crate) fn check_target_edge(&mut self, o: Obj, t: TaskId) -> Result<(), EngineError> {
-        let down = match self.probe(Node::Task(t), Some(o.into()), Dir::Down) {
+    pub(crate) fn check_target_edge(&mut self, o: ObjId, t: TaskId) -> Result<(), EngineError> {
+        let down = match self.probe(Node::Task(t), Some(Node::Object(o)), Dir::Down) {
             Ok(d) => d,
             Err(mut path) => {
                 path.push(Node::Task(t));
@@ -337,7 +311,7 @@ impl Engine {
         let up = if self.blocked_count + down <= MAX_CHAIN_DEPTH {
             0
         } else {
-            self.probe(o.into(), None, Dir::Up).unwrap_or(0)
+            self.probe(Node::Object(o), None, Dir::Up).unwrap_or(0)
         };
         if up + down > MAX_CHAIN_DEPTH {
             return Err(EngineError::ChainTooLong {

@@ -1,4 +1,4 @@
-//! The engine's arenas: per-task, per-mutex and per-condvar state, and the
+//! The engine's arenas: per-task, per-object and per-context state, and the
 //! wait queue every object keeps of its waiters.
 //!
 //! Nothing here knows about propagation; these are plain data structures with
@@ -6,58 +6,7 @@
 
 use smallvec::SmallVec;
 
-use crate::{Blocker, CondId, Effective, MutexId, Node, Protocol, TaskId, Urgency};
-
-/// An object of the wait-for graph: something a task can be blocked on, whose
-/// *targets* receive the urgency of its top waiter.
-///
-/// This enum is the extension point for the edge kinds that come next; each
-/// new kind only has to say who its targets are and whether it donates (see
-/// [`crate::Engine`]'s `target` and `donates`):
-///
-/// - `Endpoint` (seed 002, IPC donation and helping): a client blocked in
-///   `call` is a waiter of the endpoint; its target is the server thread bound
-///   to the endpoint (donation), and a client that finds the server busy
-///   becomes a waiter as well (helping). Aborts are `cancel_wait`.
-/// - `Gang` (seed 003, gang priority management): between `gang_run` and a
-///   member's `gang_notify`, the gang's priority (the maximum over all
-///   members) is a floor on each active member: a gang object whose
-///   contribution is that maximum and whose targets are the active members
-///   that have not notified yet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Obj {
-    /// A mutex: target = its owner (only [`Protocol::Inherit`] donates).
-    Mutex(MutexId),
-    /// A condition variable: targets = its helpers (PI-CV, seed 000).
-    Cond(CondId),
-}
-
-impl From<Blocker> for Obj {
-    fn from(b: Blocker) -> Obj {
-        match b {
-            Blocker::Mutex(m) => Obj::Mutex(m),
-            Blocker::Cond(c) => Obj::Cond(c),
-        }
-    }
-}
-
-impl From<Obj> for Blocker {
-    fn from(o: Obj) -> Blocker {
-        match o {
-            Obj::Mutex(m) => Blocker::Mutex(m),
-            Obj::Cond(c) => Blocker::Cond(c),
-        }
-    }
-}
-
-impl From<Obj> for Node {
-    fn from(o: Obj) -> Node {
-        match o {
-            Obj::Mutex(m) => Node::Mutex(m),
-            Obj::Cond(c) => Node::Cond(c),
-        }
-    }
-}
+use crate::{ContextId, Effective, ObjId, Reservation, Source, Spec, TaskId, Urgency};
 
 /// One task of the arena.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,56 +17,119 @@ pub(crate) struct TaskState {
     pub base: Urgency,
     /// The incrementally maintained effective urgency.
     pub eff: Effective,
+    /// The scheduling context the task owns (`None`: it runs only on lent
+    /// time).
+    pub context: Option<ContextId>,
     /// The object the task is blocked on, if any.
-    pub blocked: Option<Obj>,
+    pub blocked: Option<ObjId>,
     /// Enqueue sequence of the current block (meaningful while blocked).
     pub seq: u64,
-    /// Mutexes the task owns (any protocol), in acquisition order.
-    pub owned: SmallVec<[MutexId; 2]>,
-    /// Condvars the task is a helper of.
-    pub helps: SmallVec<[CondId; 2]>,
-    /// The donating objects the task is a target of *that have waiters*, in
-    /// no particular order: owned [`Protocol::Inherit`] mutexes and helped
-    /// condvars. rtmutex calls this list `pi_waiters`; the top contribution
-    /// of each is the first entry of its wait queue.
-    pub pi_waiters: SmallVec<[Obj; 2]>,
-    /// The highest ceiling among owned [`Protocol::Ceiling`] mutexes.
-    pub floor: Option<Urgency>,
+    /// The objects the task is a target of (owned mutexes, helped condvars,
+    /// …), in the order it became their target.
+    pub targeted: SmallVec<[ObjId; 2]>,
+    /// The objects among `targeted` that contribute now (a floor, or a
+    /// donating object with waiters), in no particular order: `eff` is
+    /// recomputed from these and the base in O(len). (rtmutex's
+    /// `pi_waiters` holds the top waiters of such objects.)
+    pub inputs: SmallVec<[ObjId; 2]>,
 }
 
 impl TaskState {
-    pub fn new(id: TaskId, base: Urgency) -> TaskState {
+    pub fn new(id: TaskId, base: Urgency, context: Option<ContextId>) -> TaskState {
         TaskState {
             alive: true,
             base,
             eff: Effective {
                 urgency: base,
-                donor: id,
+                source: Source::Task(id),
             },
+            context,
             blocked: None,
             seq: 0,
-            owned: SmallVec::new(),
-            helps: SmallVec::new(),
-            pi_waiters: SmallVec::new(),
-            floor: None,
+            targeted: SmallVec::new(),
+            inputs: SmallVec::new(),
         }
     }
 }
 
-/// One mutex of the arena.
+/// One object of the arena.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct MutexState {
-    pub protocol: Protocol,
-    pub owner: Option<TaskId>,
+pub(crate) struct ObjState {
+    /// What it does (read by the walk, the probes and the invariants).
+    pub spec: Spec,
+    /// When the floor was last set ([`crate::Engine::set_floor`]; 0 for a
+    /// floor given at creation).
+    pub floor_seq: u64,
+    /// Its targets, in the order they were added.
+    pub targets: SmallVec<[TaskId; 2]>,
+    /// When each target was added (same order as `targets`). A floor has
+    /// applied to a target since the later of this and `floor_seq`: among
+    /// equal floors the one that applied first wins.
+    pub joined: SmallVec<[u64; 2]>,
+    /// Its waiters.
     pub queue: WaitQueue,
 }
 
-/// One condition variable of the arena.
+impl ObjState {
+    /// Drops `t` from the targets (with its join stamp); false if it was
+    /// not one.
+    #[inline]
+    pub fn drop_target(&mut self, t: TaskId) -> bool {
+        let Some(i) = self.targets.iter().position(|x| *x == t) else {
+            return false;
+        };
+        if i + 1 == self.targets.len() {
+            // The common case: a mutex's one owner.
+            self.targets.pop();
+            self.joined.pop();
+        } else {
+            self.targets.remove(i);
+            self.joined.remove(i);
+        }
+        true
+    }
+
+    /// Since when the floor has applied to target `t` (see `joined`).
+    #[inline]
+    pub fn floor_since(&self, t: TaskId) -> u64 {
+        let joined = self
+            .targets
+            .iter()
+            .position(|x| *x == t)
+            .map_or(0, |i| self.joined[i]);
+        joined.max(self.floor_seq)
+    }
+
+    /// Whether the object contributes to its targets now: it has a floor,
+    /// or it donates and has waiters.
+    #[inline]
+    pub fn contributes(&self) -> bool {
+        self.spec.floor.is_some() || (self.spec.donates && !self.queue.is_empty())
+    }
+
+    /// The most its contribution can be now: the maximum of its floor and
+    /// (when it donates) its top waiter's urgency.
+    #[inline]
+    pub fn level(&self) -> Option<Urgency> {
+        let top = if self.spec.donates {
+            self.queue.top().map(|w| w.eff.urgency)
+        } else {
+            None
+        };
+        match (self.spec.floor, top) {
+            (Some(f), Some(t)) => Some(f.max(t)),
+            (f, t) => f.or(t),
+        }
+    }
+}
+
+/// One scheduling context of the arena.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct CondState {
-    /// Helpers in the order they were added.
-    pub helpers: SmallVec<[TaskId; 2]>,
-    pub queue: WaitQueue,
+pub(crate) struct ContextState {
+    /// The task that owns it.
+    pub owner: TaskId,
+    /// Its reservation, if it is one (`SCHED_DEADLINE`).
+    pub reservation: Option<Reservation>,
 }
 
 /// A waiter entry: the waiting task, a copy of its effective urgency (kept in
@@ -218,7 +230,7 @@ mod tests {
             task: TaskId(t),
             eff: Effective {
                 urgency: Urgency::fixed(prio),
-                donor: TaskId(t),
+                source: Source::Task(TaskId(t)),
             },
             seq,
         }
@@ -250,7 +262,7 @@ mod tests {
             TaskId(2),
             Effective {
                 urgency: Urgency::fixed(5),
-                donor: TaskId(2),
+                source: Source::Task(TaskId(2)),
             },
         );
         assert_eq!(order(&q), vec![0, 1, 2]);
@@ -259,7 +271,7 @@ mod tests {
             TaskId(1),
             Effective {
                 urgency: Urgency::fixed(6),
-                donor: TaskId(1),
+                source: Source::Task(TaskId(1)),
             },
         );
         assert_eq!(order(&q), vec![1, 0, 2]);

@@ -1,24 +1,22 @@
 //! Urgency: how much right to run a task has, whatever the scheduling class.
 //!
 //! Seed 000 §3 says "priority" stands for any urgency the scheduler orders by: a
-//! fixed priority, an absolute deadline (EDF), a reservation server (CBS). heir
-//! keeps one totally ordered type so that the engine's "max over waiters" works
-//! unchanged for every class. Greater means *more urgent*.
+//! fixed priority or an absolute deadline (EDF). heir keeps one totally
+//! ordered type so that the engine's "max over waiters" works unchanged for
+//! every class. Greater means *more urgent*. Whose *time* (reservation
+//! budget) the work runs on is not part of the urgency: that is the
+//! scheduling context ([`crate::ContextId`]).
 //!
 //! Class order follows Linux: `SCHED_DEADLINE` > `SCHED_FIFO`/`SCHED_RR` >
 //! `SCHED_OTHER`. Within a class:
 //! - [`Urgency::Deadline`]: the earlier absolute deadline is more urgent;
+//!   equal deadlines are equal (FIFO among them, as Linux's EDF: the wait
+//!   queues and the faces' run queues keep arrival order);
 //! - [`Urgency::Fixed`]: the higher real-time priority (1..=99) is more urgent;
 //! - [`Urgency::Other`]: the lower nice value (-20..=19) is more urgent.
 
 use core::cmp::Ordering;
 use core::fmt;
-
-/// A reservation server (CBS / SCHED_DEADLINE budget) identifier, used by
-/// bandwidth inheritance (seed 001): an owner that inherits a deadline runs on
-/// the donor's server. Reserved for the EDF work; fixed priority ignores it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ServerId(pub u32);
 
 /// The urgency of a task. See the module docs for the order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,14 +31,10 @@ pub enum Urgency {
         /// The real-time priority; higher is more urgent.
         prio: u8,
     },
-    /// `SCHED_DEADLINE` / EDF: an absolute deadline in ns, with the reservation
-    /// server whose budget the work runs on.
+    /// `SCHED_DEADLINE` / EDF: an absolute deadline in ns.
     Deadline {
         /// Absolute deadline in ns; earlier is more urgent.
         abs_ns: u64,
-        /// The reservation server whose budget the work runs on (ties
-        /// between equal deadlines are broken by server id, lower first).
-        server: ServerId,
     },
 }
 
@@ -51,6 +45,11 @@ impl Urgency {
     /// A fixed real-time priority.
     pub const fn fixed(prio: u8) -> Urgency {
         Urgency::Fixed { prio }
+    }
+
+    /// An absolute deadline (ns).
+    pub const fn deadline(abs_ns: u64) -> Urgency {
+        Urgency::Deadline { abs_ns }
     }
 
     /// A `SCHED_OTHER` nice value.
@@ -83,16 +82,7 @@ impl Ord for Urgency {
         match (self, other) {
             (Urgency::Other { nice: a }, Urgency::Other { nice: b }) => b.cmp(a),
             (Urgency::Fixed { prio: a }, Urgency::Fixed { prio: b }) => a.cmp(b),
-            (
-                Urgency::Deadline {
-                    abs_ns: a,
-                    server: sa,
-                },
-                Urgency::Deadline {
-                    abs_ns: b,
-                    server: sb,
-                },
-            ) => b.cmp(a).then(sb.cmp(sa)),
+            (Urgency::Deadline { abs_ns: a }, Urgency::Deadline { abs_ns: b }) => b.cmp(a),
             _ => self.class_rank().cmp(&other.class_rank()),
         }
     }
@@ -110,9 +100,7 @@ impl fmt::Display for Urgency {
         match self {
             Urgency::Other { nice } => write!(f, "nice {nice}"),
             Urgency::Fixed { prio } => write!(f, "prio {prio}"),
-            Urgency::Deadline { abs_ns, server } => {
-                write!(f, "deadline {abs_ns}ns (server {})", server.0)
-            }
+            Urgency::Deadline { abs_ns } => write!(f, "deadline {abs_ns}ns"),
         }
     }
 }
@@ -123,11 +111,9 @@ mod tests {
 
     #[test]
     fn order_across_and_within_classes() {
-        let d = |abs_ns| Urgency::Deadline {
-            abs_ns,
-            server: ServerId(0),
-        };
+        let d = Urgency::deadline;
         assert!(d(10) > d(20));
+        assert_eq!(d(10), d(10));
         assert!(d(u64::MAX) > Urgency::fixed(99));
         assert!(Urgency::fixed(2) > Urgency::fixed(1));
         assert!(Urgency::fixed(1) > Urgency::other(-20));

@@ -8,8 +8,8 @@
 
 use std::collections::VecDeque;
 
-use crate::state::{Obj, WaitQueue, Waiter};
-use crate::{Change, Changes, CondId, Effective, Engine, MutexId, Protocol, TaskId, Urgency};
+use crate::state::Waiter;
+use crate::{Change, Changes, Effective, Engine, ObjId, Source, TaskId, Urgency};
 
 /// Buffers reused across operations so that the common path does not
 /// allocate. Not part of the engine's logical state.
@@ -23,10 +23,9 @@ pub(crate) struct Scratch {
     pub recorded: Vec<bool>,
     /// Depth-first stack of the probes (see `probe.rs`).
     pub stack: Vec<crate::probe::Frame>,
-    /// Per task / mutex / condvar: (epoch stamp, memoised probe value).
+    /// Per task / object: (epoch stamp, memoised probe value).
     pub memo_task: Vec<(u32, u32)>,
-    pub memo_mutex: Vec<(u32, u32)>,
-    pub memo_cond: Vec<(u32, u32)>,
+    pub memo_obj: Vec<(u32, u32)>,
     /// Current probe epoch; a memo entry is valid iff its stamp equals it.
     pub epoch: u32,
     /// The current walk recorded some task twice.
@@ -43,21 +42,13 @@ impl Scratch {
         self.recorded.push(false);
         self.memo_task.push((0, 0));
     }
-    pub fn add_mutex(&mut self) {
-        self.memo_mutex.push((0, 0));
-    }
-    pub fn add_cond(&mut self) {
-        self.memo_cond.push((0, 0));
+    pub fn add_obj(&mut self) {
+        self.memo_obj.push((0, 0));
     }
     /// Starts a new probe: invalidates every memo entry.
     pub fn next_epoch(&mut self) -> u32 {
         if self.epoch == u32::MAX {
-            for e in self
-                .memo_task
-                .iter_mut()
-                .chain(self.memo_mutex.iter_mut())
-                .chain(self.memo_cond.iter_mut())
-            {
+            for e in self.memo_task.iter_mut().chain(self.memo_obj.iter_mut()) {
                 e.0 = 0;
             }
             self.epoch = 0;
@@ -83,46 +74,17 @@ fn record(changes: &mut Changes, task: TaskId, old: Effective, new: Effective) -
     }
 }
 
+/// Where a contribution ranks among equal urgencies in `eff`: the task's own
+/// base first, then floors (the one applying longest first), then top
+/// waiters (earliest enqueued first).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rank {
+    Base,
+    Floor(u64),
+    Waiter(u64),
+}
+
 impl Engine {
-    // ----- object accessors -----
-
-    #[inline]
-    pub(crate) fn queue(&self, o: Obj) -> &WaitQueue {
-        match o {
-            Obj::Mutex(m) => &self.mutexes[m.0 as usize].queue,
-            Obj::Cond(c) => &self.conds[c.0 as usize].queue,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn queue_mut(&mut self, o: Obj) -> &mut WaitQueue {
-        match o {
-            Obj::Mutex(m) => &mut self.mutexes[m.0 as usize].queue,
-            Obj::Cond(c) => &mut self.conds[c.0 as usize].queue,
-        }
-    }
-
-    /// Whether `o`'s top contribution flows to its targets. The wait-for
-    /// edges exist either way (cycles are refused through every object).
-    #[inline]
-    pub(crate) fn donates(&self, o: Obj) -> bool {
-        match o {
-            Obj::Mutex(m) => self.mutexes[m.0 as usize].protocol == Protocol::Inherit,
-            Obj::Cond(_) => true,
-        }
-    }
-
-    /// The `i`-th target of `o` in the wait-for graph (owner; helpers in
-    /// order), donating or not.
-    #[inline]
-    pub(crate) fn target(&self, o: Obj, i: usize) -> Option<TaskId> {
-        match o {
-            Obj::Mutex(m) if i == 0 => self.mutexes[m.0 as usize].owner,
-            Obj::Mutex(_) => None,
-            Obj::Cond(c) => self.conds[c.0 as usize].helpers.get(i).copied(),
-        }
-    }
-
     // ----- the worklist -----
 
     /// Queues `t` for the chain walk (once).
@@ -139,7 +101,7 @@ impl Engine {
     /// leaves `eff(t)` as it is: the input was and is at most `level`, and
     /// `level` is below `eff(t)` (or equal, when `loses_ties`: the input
     /// loses every tie, like a waiter enqueued after every other one). Such
-    /// an input neither sets the maximum nor names the donor.
+    /// an input neither sets the maximum nor names the source.
     ///
     /// Sound because a task that is not queued has an up-to-date `eff`
     /// (deltas queue every task whose inputs they change, and the walk
@@ -162,7 +124,7 @@ impl Engine {
     /// checked (no cycle, chain bound). Post: `t` is a waiter of `o` with a
     /// fresh enqueue sequence; if the top contribution changed, `o`'s targets
     /// are queued.
-    pub(crate) fn add_edge(&mut self, t: TaskId, o: Obj) {
+    pub(crate) fn add_edge(&mut self, t: TaskId, o: ObjId) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.blocked_count += 1;
@@ -174,7 +136,7 @@ impl Engine {
             eff: ts.eff,
             seq,
         };
-        let q = self.queue_mut(o);
+        let q = &mut self.objs[o.0 as usize].queue;
         let had = !q.is_empty();
         // The top contribution changes iff `w` goes first (it is a new
         // entry, so it differs from any previous top): it rises from the
@@ -185,7 +147,7 @@ impl Engine {
         }
     }
 
-    /// Remove-edge `t → o` (wake, timeout, handoff). Pre: `t` is blocked.
+    /// Remove-edge `t → o` (wake, timeout, hand-off). Pre: `t` is blocked.
     /// Post: `t` is runnable; if `o`'s top contribution changed, its targets
     /// are queued.
     pub(crate) fn remove_edge(&mut self, t: TaskId) {
@@ -193,10 +155,10 @@ impl Engine {
             return;
         };
         self.blocked_count -= 1;
-        let q = self.queue_mut(o);
+        let q = &mut self.objs[o.0 as usize].queue;
         // The top contribution changes iff the top waiter leaves (the next
-        // entry, if any, is another task).
-        // It falls from the removed entry to the next one (no more urgent).
+        // entry, if any, is another task); it falls from the removed entry
+        // to the next one (no more urgent).
         if let Some((0, w)) = q.remove_pos(t) {
             let has = !q.is_empty();
             self.top_changed(o, true, has, Some(w.eff.urgency), false);
@@ -205,8 +167,8 @@ impl Engine {
 
     /// Remove-edge for every waiter of `o` (broadcast); returns them in wake
     /// order.
-    pub(crate) fn remove_all_edges(&mut self, o: Obj) -> Vec<TaskId> {
-        let drained = core::mem::take(&mut self.queue_mut(o).waiters);
+    pub(crate) fn remove_all_edges(&mut self, o: ObjId) -> Vec<TaskId> {
+        let drained = core::mem::take(&mut self.objs[o.0 as usize].queue.waiters);
         let woken: Vec<TaskId> = drained.iter().map(|w| w.task).collect();
         for &t in &woken {
             self.tasks[t.0 as usize].blocked = None;
@@ -218,167 +180,114 @@ impl Engine {
         woken
     }
 
-    /// Add-edge `m → t` (ownership). Pre: `m` has no owner; `t` live and not
-    /// blocked on `m`. Post: `t` owns `m` (a ceiling floor or, for an inherit
-    /// mutex with waiters, a pi_waiters entry) and is queued if that can
-    /// change it.
-    pub(crate) fn attach_owner(&mut self, m: MutexId, t: TaskId) {
-        let ms = &mut self.mutexes[m.0 as usize];
-        ms.owner = Some(t);
-        let protocol = ms.protocol;
-        let top = ms.queue.top();
+    /// Add-edge `o → t` (an owner, a helper, a server, a gang member). Pre:
+    /// `t` live, not a target of `o`, below `o`'s target limit, edge
+    /// checked. Post: `t` is `o`'s last target and, if `o` contributes,
+    /// takes it as an input (queued if that can change it).
+    pub(crate) fn attach_target(&mut self, o: ObjId, t: TaskId) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let os = &mut self.objs[o.0 as usize];
+        os.targets.push(t);
+        os.joined.push(seq);
+        let level = if os.contributes() { os.level() } else { None };
         let ts = &mut self.tasks[t.0 as usize];
-        ts.owned.push(m);
-        match (protocol, top) {
-            (Protocol::Ceiling(c), _) => {
-                ts.floor = Some(ts.floor.map_or(c, |f| f.max(c)));
-                self.enqueue(t);
-            }
-            (Protocol::Inherit, Some(w)) => {
-                ts.pi_waiters.push(Obj::Mutex(m));
-                self.enqueue_unless_below(t, w.eff.urgency, false);
-            }
-            (Protocol::Inherit | Protocol::None, _) => {}
+        ts.targeted.push(o);
+        if let Some(level) = level {
+            ts.inputs.push(o);
+            self.enqueue_unless_below(t, level, false);
         }
     }
 
-    /// Remove-edge `m → owner` (unlock, release). Pre: `m` has an owner.
-    /// Post: `m` is free; the former owner lost `m`'s ceiling or contribution
-    /// and is queued if that can change it.
-    pub(crate) fn detach_owner(&mut self, m: MutexId) {
-        let ms = &mut self.mutexes[m.0 as usize];
-        let Some(t) = ms.owner.take() else {
-            return;
-        };
-        let protocol = ms.protocol;
+    /// Remove-edge `o → t`. Pre: `t` is a target of `o`. Post: it is not;
+    /// it lost `o`'s contribution and is queued if that can change it.
+    pub(crate) fn detach_target(&mut self, o: ObjId, t: TaskId) {
+        self.objs[o.0 as usize].drop_target(t);
         let ts = &mut self.tasks[t.0 as usize];
-        if let Some(i) = ts.owned.iter().rposition(|x| *x == m) {
+        if let Some(i) = ts.targeted.iter().rposition(|x| *x == o) {
             // Usually the last one taken (nested locks unwind in order).
-            if i + 1 == ts.owned.len() {
-                ts.owned.pop();
+            if i + 1 == ts.targeted.len() {
+                ts.targeted.pop();
             } else {
-                ts.owned.remove(i);
+                ts.targeted.remove(i);
             }
         }
-        match protocol {
-            Protocol::Ceiling(_) => {
-                self.recompute_floor(t);
-                self.enqueue(t);
-            }
-            Protocol::Inherit => {
-                let obj = Obj::Mutex(m);
-                let ts = &mut self.tasks[t.0 as usize];
-                if let Some(i) = ts.pi_waiters.iter().position(|x| *x == obj) {
-                    ts.pi_waiters.swap_remove(i);
-                    // In pi_waiters: `m` has waiters, its top is the input lost.
-                    match self.mutexes[m.0 as usize].queue.top() {
-                        Some(w) => self.enqueue_unless_below(t, w.eff.urgency, false),
-                        None => self.enqueue(t),
-                    }
-                }
-            }
-            Protocol::None => {}
-        }
-    }
-
-    /// Add-edge `c → t` (helper). Pre: `t` live, not a helper of `c`, edge
-    /// checked. Post: `t` is the last helper; queued if `c` has waiters.
-    pub(crate) fn attach_helper(&mut self, c: CondId, t: TaskId) {
-        let cs = &mut self.conds[c.0 as usize];
-        cs.helpers.push(t);
-        let top = cs.queue.top();
-        let ts = &mut self.tasks[t.0 as usize];
-        ts.helps.push(c);
-        if let Some(w) = top {
-            ts.pi_waiters.push(Obj::Cond(c));
-            self.enqueue_unless_below(t, w.eff.urgency, false);
-        }
-    }
-
-    /// Remove-edge `c → t` (helper). Pre: `t` is a helper of `c`. Post: it is
-    /// not; queued if it was inheriting through `c`.
-    pub(crate) fn detach_helper(&mut self, c: CondId, t: TaskId) {
-        let cs = &mut self.conds[c.0 as usize];
-        if let Some(i) = cs.helpers.iter().position(|h| *h == t) {
-            cs.helpers.remove(i);
-        }
-        let ts = &mut self.tasks[t.0 as usize];
-        if let Some(i) = ts.helps.iter().position(|x| *x == c) {
-            ts.helps.remove(i);
-        }
-        let obj = Obj::Cond(c);
-        if let Some(i) = ts.pi_waiters.iter().position(|x| *x == obj) {
-            ts.pi_waiters.swap_remove(i);
-            match self.conds[c.0 as usize].queue.top() {
-                Some(w) => self.enqueue_unless_below(t, w.eff.urgency, false),
+        if let Some(i) = ts.inputs.iter().position(|x| *x == o) {
+            ts.inputs.swap_remove(i);
+            match self.objs[o.0 as usize].level() {
+                Some(level) => self.enqueue_unless_below(t, level, false),
                 None => self.enqueue(t),
             }
         }
     }
 
-    /// Recomputes `t`'s ceiling floor from the mutexes it owns.
-    fn recompute_floor(&mut self, t: TaskId) {
-        let mut floor: Option<Urgency> = None;
-        for &m in &self.tasks[t.0 as usize].owned {
-            if let Protocol::Ceiling(c) = self.mutexes[m.0 as usize].protocol {
-                floor = Some(floor.map_or(c, |f| f.max(c)));
-            }
+    /// Base-changed for every target of `o`: its floor becomes `floor`.
+    /// Post: targets take or drop `o` as an input as it now contributes or
+    /// not, and are queued if the change can reach them.
+    pub(crate) fn change_floor(&mut self, o: ObjId, floor: Option<Urgency>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let os = &mut self.objs[o.0 as usize];
+        let before = os.level();
+        let had = os.contributes();
+        os.spec.floor = floor;
+        os.floor_seq = seq;
+        let has = os.contributes();
+        let level = match (before, os.level()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        for i in 0..self.objs[o.0 as usize].targets.len() {
+            let u = self.objs[o.0 as usize].targets[i];
+            // The floor's rank changed with its stamp: queue even on a tie.
+            self.target_input_changed(u, o, had, has, level, false);
         }
-        self.tasks[t.0 as usize].floor = floor;
     }
 
-    /// `o`'s top contribution changed (`had`/`has`: whether it had / has
-    /// one; with `level`, before and after it was at most `level`, and it
-    /// loses every tie if `loses_ties`). Keeps the targets' pi_waiters in
-    /// step and queues the targets it can affect (all of them without
-    /// `level`, else see [`Engine::enqueue_unless_below`]). Nothing to do
-    /// for objects that do not donate.
+    /// `o`'s top waiter changed (`had`/`has`: whether it had / has
+    /// waiters; with `level`, its contribution was and is at most `level`,
+    /// losing every tie if `loses_ties`). Keeps the targets' inputs in step
+    /// and queues the targets it can affect (all of them without `level`,
+    /// else see [`Engine::enqueue_unless_below`]). Nothing to do for objects
+    /// that do not donate.
     #[inline]
     pub(crate) fn top_changed(
         &mut self,
-        o: Obj,
+        o: ObjId,
         had: bool,
         has: bool,
         level: Option<Urgency>,
         loses_ties: bool,
     ) {
-        if !self.donates(o) {
+        let os = &self.objs[o.0 as usize];
+        if !os.spec.donates {
             return;
         }
-        // The targets, as `target(o, i)` lists them.
-        match o {
-            Obj::Mutex(m) => {
-                if let Some(u) = self.mutexes[m.0 as usize].owner {
-                    self.target_input_changed(u, o, had, has, level, loses_ties);
-                }
-            }
-            Obj::Cond(c) => {
-                let n = self.conds[c.0 as usize].helpers.len();
-                for i in 0..n {
-                    let u = self.conds[c.0 as usize].helpers[i];
-                    self.target_input_changed(u, o, had, has, level, loses_ties);
-                }
-            }
+        let floor = os.spec.floor.is_some();
+        for i in 0..os.targets.len() {
+            let u = self.objs[o.0 as usize].targets[i];
+            self.target_input_changed(u, o, floor || had, floor || has, level, loses_ties);
         }
     }
 
-    /// [`Engine::top_changed`] for one target `u` of `o`.
+    /// [`Engine::top_changed`] / [`Engine::change_floor`] for one target `u`
+    /// of `o` (`had`/`has`: whether `o` contributed / contributes).
     #[inline(always)]
     fn target_input_changed(
         &mut self,
         u: TaskId,
-        o: Obj,
+        o: ObjId,
         had: bool,
         has: bool,
         level: Option<Urgency>,
         loses_ties: bool,
     ) {
-        let pw = &mut self.tasks[u.0 as usize].pi_waiters;
+        let inputs = &mut self.tasks[u.0 as usize].inputs;
         match (had, has) {
-            (false, true) => pw.push(o),
+            (false, true) => inputs.push(o),
             (true, false) => {
-                if let Some(j) = pw.iter().position(|x| *x == o) {
-                    pw.swap_remove(j);
+                if let Some(j) = inputs.iter().position(|x| *x == o) {
+                    inputs.swap_remove(j);
                 }
             }
             _ => {}
@@ -391,32 +300,39 @@ impl Engine {
 
     // ----- the chain walk -----
 
-    /// `eff(t)` from its inputs: base, ceiling floor, and the top
-    /// contribution of each object in its pi_waiters. Ties: own value first,
-    /// then the earliest-enqueued top waiter.
+    /// `eff(t)` from its inputs: the base, and each input object's floor and
+    /// (when it donates) top waiter. Ties: the base first, then floors (the
+    /// one applying to `t` longest), then top waiters (earliest enqueued).
     #[inline]
     pub(crate) fn compute_eff(&self, t: TaskId) -> Effective {
         let ts = &self.tasks[t.0 as usize];
         let mut best = Effective {
             urgency: ts.base,
-            donor: t,
+            source: Source::Task(t),
         };
-        if let Some(f) = ts.floor {
-            if f > best.urgency {
-                best.urgency = f;
+        let mut rank = Rank::Base;
+        for &o in &ts.inputs {
+            let os = &self.objs[o.0 as usize];
+            if let Some(f) = os.spec.floor {
+                let r = Rank::Floor(os.floor_since(t));
+                if f > best.urgency || (f == best.urgency && r < rank) {
+                    best = Effective {
+                        urgency: f,
+                        source: Source::Floor { object: o, task: t },
+                    };
+                    rank = r;
+                }
             }
-        }
-        // `None`: the best so far is the task's own value.
-        let mut best_seq: Option<u64> = None;
-        for &o in &ts.pi_waiters {
-            let Some(w) = self.queue(o).top() else {
+            if !os.spec.donates {
+                continue;
+            }
+            let Some(w) = os.queue.top() else {
                 continue;
             };
-            let better = w.eff.urgency > best.urgency
-                || (w.eff.urgency == best.urgency && best_seq.is_some_and(|s| w.seq < s));
-            if better {
+            let r = Rank::Waiter(w.seq);
+            if w.eff.urgency > best.urgency || (w.eff.urgency == best.urgency && r < rank) {
                 best = w.eff;
-                best_seq = Some(w.seq);
+                rank = r;
             }
         }
         best
@@ -433,7 +349,7 @@ impl Engine {
     ///    contribution;
     /// 5. stop here if the top contribution is unchanged;
     /// 6. queue every target of the object (the object had and still has
-    ///    waiters, so their pi_waiters stay as they are).
+    ///    waiters, so their inputs stay as they are).
     ///
     /// A task reached twice through a diamond (a condvar with several
     /// helpers) is recomputed each time from its current inputs, so it ends
@@ -465,7 +381,7 @@ impl Engine {
             let Some(o) = ts.blocked else {
                 continue;
             };
-            let q = self.queue_mut(o);
+            let q = &mut self.objs[o.0 as usize].queue;
             let was_top = q.waiters.first().is_some_and(|w| w.task == t);
             q.requeue(t, new);
             let is_top = q.waiters.first().is_some_and(|w| w.task == t);
@@ -481,29 +397,6 @@ impl Engine {
             self.top_changed(o, true, true, None, false);
         }
     }
-
-    /// Runs the chain walk over what the deltas queued and writes the net
-    /// changes into `out` (empty on entry; tasks that came back to their old
-    /// value are dropped). Ends with the debug-build invariant check.
-    #[inline]
-    pub(crate) fn propagate(&mut self, out: &mut Changes) {
-        if !self.scratch.worklist.is_empty() {
-            self.propagate_queued(out);
-        }
-        self.debug_validate();
-    }
-
-    /// [`Engine::propagate`] with a non-empty worklist.
-    fn propagate_queued(&mut self, out: &mut Changes) {
-        self.scratch.revisited = false;
-        self.walk(out);
-        for c in out.iter() {
-            self.scratch.recorded[c.task.0 as usize] = false;
-        }
-        if self.scratch.revisited {
-            out.retain(|c| c.old != c.new);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -513,7 +406,7 @@ mod tests {
     fn eff(p: u8, d: u32) -> Effective {
         Effective {
             urgency: Urgency::fixed(p),
-            donor: TaskId(d),
+            source: Source::Task(TaskId(d)),
         }
     }
 
@@ -544,16 +437,15 @@ mod tests {
     fn epoch_wrap_invalidates_every_memo_entry() {
         let mut s = Scratch::default();
         s.add_task();
-        s.add_mutex();
-        s.add_cond();
+        s.add_obj();
         s.epoch = u32::MAX - 1;
         let e = s.next_epoch();
         s.memo_task[0] = (e, 7);
-        s.memo_cond[0] = (e, 3);
+        s.memo_obj[0] = (e, 3);
         assert_eq!(e, u32::MAX);
         let e2 = s.next_epoch();
         assert_eq!(e2, 1);
         assert_eq!(s.memo_task[0].0, 0);
-        assert_eq!(s.memo_cond[0].0, 0);
+        assert_eq!(s.memo_obj[0].0, 0);
     }
 }

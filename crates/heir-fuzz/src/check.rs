@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use heir_analysis::{analyze_scenario, Options};
 use heir_scenario::{parse_bytes, Scenario};
-use heir_sim::{Observer, Report, SimConfig, SimError, SimInfo, Simulator, TraceEvent};
+use heir_sim::{Observer, Report, SimConfig, SimError, Simulator, TraceEvent, TraceInfo};
 use heir_viz::{ChromeTrace, SvgGantt, SvgOptions, Tee};
 
 /// The simulated time each input gets (µs), whatever its duration says.
@@ -71,7 +71,7 @@ fn broken(stage: &'static str, what: impl Into<String>) -> Failure {
 struct HashObs(DefaultHasher);
 
 impl Observer for HashObs {
-    fn start(&mut self, info: &SimInfo) {
+    fn start(&mut self, info: &TraceInfo) {
         format!("{info:?}").hash(&mut self.0);
     }
     fn event(&mut self, ev: &TraceEvent) {

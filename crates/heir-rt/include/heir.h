@@ -25,6 +25,7 @@
 #ifndef HEIR_H
 #define HEIR_H
 
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -47,6 +48,27 @@ int heir_thread_join(void);
 int heir_thread_leave(void);
 pid_t heir_gettid(void);
 int heir_check_invariants(void);
+
+/** What heir applied to the kernel, and what it could not, since the
+ * process started. A boost is applied by whichever thread caused it, for
+ * another thread, so a failure has no caller to return it to: it is
+ * counted here (the thread keeps the attributes it had). */
+typedef struct heir_apply_stats {
+    uint64_t setattr_calls;          /* sched_setattr calls made */
+    uint64_t setattr_errors;         /* of which failed (the thread still existed) */
+    int32_t  last_errno;             /* the last failure's errno (0: none) */
+    pid_t    last_error_tid;         /* its thread (0: none) */
+    uint64_t unexpressible;          /* boosts not applied: a deadline lent to a
+                                        thread (bandwidth inheritance: future work) */
+    pid_t    last_unexpressible_tid; /* the last one's thread (0: none) */
+    int32_t  last_engine_errno;      /* errno of the last engine error (0: none) */
+    uint64_t vanished;               /* threads found gone and dropped */
+    uint64_t engine_errors;          /* engine errors while cleaning up after a
+                                        thread that left or a destroyed object */
+} heir_apply_stats_t;
+
+/* Fills *out (EINVAL if out is NULL). */
+int heir_apply_stats(heir_apply_stats_t *out);
 
 /* PI mutexes. They are robust, as PTHREAD_MUTEX_ROBUST pthread mutexes:
  * when a thread exits holding one, the kernel marks it (the thread's robust

@@ -132,6 +132,68 @@ pub extern "C" fn heir_check_invariants() -> i32 {
     rc(thread::check_invariants())
 }
 
+/// `heir_apply_stats_t`: what heir-rt applied to the kernel and what it
+/// could not, since the process started ([`thread::apply_stats`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct heir_apply_stats_t {
+    /// `sched_setattr` calls made.
+    pub setattr_calls: u64,
+    /// Calls that failed (other than a vanished thread).
+    pub setattr_errors: u64,
+    /// The last failure's errno (0 if none).
+    pub last_errno: i32,
+    /// The thread whose `sched_setattr` failed last (0 if none).
+    pub last_error_tid: libc::pid_t,
+    /// Boosts not applied because the thread cannot express them (a
+    /// deadline lent to a thread).
+    pub unexpressible: u64,
+    /// The thread of the last one (0 if none).
+    pub last_unexpressible_tid: libc::pid_t,
+    /// The errno the C API gives for the last engine error below (0 if
+    /// none).
+    pub last_engine_errno: i32,
+    /// Threads found gone and dropped from the registry.
+    pub vanished: u64,
+    /// Engine errors while cleaning up after a thread or an object.
+    pub engine_errors: u64,
+}
+
+impl From<&thread::ApplyStats> for heir_apply_stats_t {
+    fn from(s: &thread::ApplyStats) -> Self {
+        heir_apply_stats_t {
+            setattr_calls: s.setattr_calls,
+            setattr_errors: s.setattr_errors,
+            last_errno: s.last_errno,
+            last_error_tid: s.last_error_tid,
+            unexpressible: s.unexpressible,
+            last_unexpressible_tid: s.last_unexpressible_tid,
+            last_engine_errno: s
+                .last_engine_error
+                .clone()
+                .map_or(0, |e| Error::from(e).errno()),
+            vanished: s.vanished,
+            engine_errors: s.engine_errors,
+        }
+    }
+}
+
+/// Fills `*out` with what heir-rt applied to the kernel and what it could
+/// not (`EINVAL` if `out` is null).
+///
+/// # Safety
+/// `out` must be null or point at writable memory for a
+/// `heir_apply_stats_t`.
+#[no_mangle]
+pub unsafe extern "C" fn heir_apply_stats(out: *mut heir_apply_stats_t) -> i32 {
+    // SAFETY: the caller guarantees `out` is null or writable.
+    let Some(out) = (unsafe { out.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    *out = heir_apply_stats_t::from(&thread::apply_stats());
+    0
+}
+
 /// Initialises a PI mutex.
 ///
 /// # Safety

@@ -13,14 +13,12 @@
 //! under the engine lock (no barging), and the wake happens after it is
 //! dropped.
 
-use std::cell::UnsafeCell;
-use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use heir_core::{LockResult, MutexId, Protocol, TaskId, Urgency};
 
+use crate::lock::{Acquired, Mutex, MutexGuard, RawLock};
 use crate::rt::{self, State, ThreadShared, PARKED, UNPARKED};
 use crate::sys::{self, FutexWait};
 use crate::Error;
@@ -163,75 +161,44 @@ impl Drop for RawEngineMutex {
     fn drop(&mut self) {
         let mut st = rt::state();
         if let Ok(Some(owner)) = st.engine.owner(self.id) {
-            if let Ok(ch) = st.engine.release(owner, self.id) {
-                st.apply(&ch);
+            match st.engine.release(owner, self.id) {
+                Ok(ch) => st.apply(&ch),
+                Err(e) => st.engine_failed(e),
             }
         }
         st.free_mutex(self.id, self.protocol);
     }
 }
 
-/// An immediate-priority-ceiling mutex protecting a `T`.
-pub struct CeilingMutex<T: ?Sized> {
-    raw: RawEngineMutex,
-    data: UnsafeCell<T>,
-}
+// SAFETY: the engine records one owner per mutex and changes it only under
+// the engine lock: `lock_until` returns `Ok` only once the engine made the
+// caller the owner (at once, or by a hand-off in `unlock` before the
+// caller's wake), and `unlock` — `release` — refuses a caller the engine
+// does not record as owner (`NotOwner`) and hands ownership to exactly one
+// waiter.
+unsafe impl RawLock for RawEngineMutex {
+    fn acquire(&self, deadline_ns: Option<u64>) -> Result<Acquired, Error> {
+        self.lock_until(deadline_ns).map(|()| Acquired::Clean)
+    }
 
-// SAFETY: access to `data` is serialised by the mutex.
-unsafe impl<T: ?Sized + Send> Send for CeilingMutex<T> {}
-// SAFETY: `&CeilingMutex` gives `&mut T` only through an exclusive guard.
-unsafe impl<T: ?Sized + Send> Sync for CeilingMutex<T> {}
-
-impl<T> CeilingMutex<T> {
-    /// A mutex with ceiling `ceiling` (normally `Urgency::fixed(prio)`).
-    pub fn new(ceiling: Urgency, v: T) -> Self {
-        CeilingMutex {
-            raw: RawEngineMutex::new(Protocol::Ceiling(ceiling)),
-            data: UnsafeCell::new(v),
-        }
+    fn release(&self) {
+        // A guard's drop has no caller to report to; a guard's thread is
+        // the owner, and the engine's refusals leave the state unchanged.
+        let _ = self.unlock();
     }
 }
 
-impl<T: ?Sized> CeilingMutex<T> {
-    /// Raises the caller to the ceiling and locks.
-    pub fn lock(&self) -> Result<CeilingMutexGuard<'_, T>, Error> {
-        self.raw.lock()?;
-        Ok(CeilingMutexGuard {
-            mutex: self,
-            _not_send: PhantomData,
-        })
-    }
-
-    /// The raw mutex.
-    pub fn raw(&self) -> &RawEngineMutex {
-        &self.raw
-    }
-}
+/// An immediate-priority-ceiling mutex protecting a `T`: [`Mutex`] over a
+/// [`RawEngineMutex`] with [`Protocol::Ceiling`].
+pub type CeilingMutex<T> = Mutex<RawEngineMutex, T>;
 
 /// Exclusive access to a [`CeilingMutex`]'s data; unlocks on drop.
-pub struct CeilingMutexGuard<'a, T: ?Sized> {
-    mutex: &'a CeilingMutex<T>,
-    _not_send: PhantomData<*const ()>,
-}
+pub type CeilingMutexGuard<'a, T> = MutexGuard<'a, RawEngineMutex, T>;
 
-impl<T: ?Sized> Deref for CeilingMutexGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves the calling thread owns the mutex.
-        unsafe { &*self.mutex.data.get() }
-    }
-}
-
-impl<T: ?Sized> DerefMut for CeilingMutexGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: exclusive ownership, and `&mut self` excludes other
-        // references from this guard.
-        unsafe { &mut *self.mutex.data.get() }
-    }
-}
-
-impl<T: ?Sized> Drop for CeilingMutexGuard<'_, T> {
-    fn drop(&mut self) {
-        let _ = self.mutex.raw.unlock();
+impl<T> Mutex<RawEngineMutex, T> {
+    /// A mutex with ceiling `ceiling` (normally `Urgency::fixed(prio)`):
+    /// [`Mutex::lock`] raises the caller to the ceiling and locks.
+    pub fn new(ceiling: Urgency, v: T) -> Self {
+        Mutex::from_raw(RawEngineMutex::new(Protocol::Ceiling(ceiling)), v)
     }
 }

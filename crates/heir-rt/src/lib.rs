@@ -17,17 +17,26 @@
 //!   helpers while they wait.
 //! - [`CeilingMutex`]: immediate priority ceiling (seed 004).
 //! - [`PrioQueue`] (seed 000 Fig. 5) and [`rpc::Endpoint`].
+//! - [`lock`]: the one [`lock::Mutex`] and guard over a raw lock, behind
+//!   [`PiMutex`], [`CeilingMutex`] and the engine lock.
 //! - [`capi`]: the C API (`heir.h`).
 //! - [`run`]: runs a scenario file on real threads (`heir run`).
 //!
 //! The locking rule and what is saved and restored are in [`rt`]'s docs and
 //! `docs/RUNTIME.md`.
 
+#![deny(
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc,
+    unsafe_op_in_unsafe_fn
+)]
+
 pub mod capi;
 pub mod caps;
 pub mod ceiling;
 pub mod condvar;
 pub mod cpus;
+pub mod lock;
 pub mod mutex;
 pub mod queue;
 pub mod robust;

@@ -33,13 +33,11 @@
 //!   contract. A word with no owner is taken in user space only when no
 //!   waiter is queued (`FUTEX_WAITERS` clear); otherwise the kernel decides.
 
-use std::cell::UnsafeCell;
-use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering;
 
 use heir_core::{LockResult, MutexId, Protocol, TaskId};
 
+use crate::lock::{Acquired, Mutex, MutexGuard, RawLock, RawTryLock};
 use crate::robust::{self, List, RobustWord, CONSISTENT, INCONSISTENT, NOT_RECOVERABLE};
 use crate::rt::{self, State};
 use crate::sys::{self, FUTEX_OWNER_DIED, FUTEX_TID_MASK, FUTEX_WAITERS};
@@ -206,7 +204,8 @@ impl RawPiMutex {
     }
 
     /// The contended lock; `Ok(true)` if the futex came with
-    /// `FUTEX_OWNER_DIED` (its owner exited holding it).
+    /// `FUTEX_OWNER_DIED` (its owner exited holding it). The steps are the
+    /// module docs'.
     fn lock_slow(&self, deadline_ns: Option<u64>) -> Result<bool, Error> {
         let me = rt::tid() as u32;
         loop {
@@ -229,88 +228,101 @@ impl RawPiMutex {
             let tracked = if owner == 0 {
                 false
             } else {
-                // Step 1: force the owner onto the slow unlock path.
-                if v & FUTEX_WAITERS == 0
-                    && self
-                        .w
-                        .word
-                        .compare_exchange(
-                            v,
-                            v | FUTEX_WAITERS,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        )
-                        .is_err()
-                {
+                if !self.force_slow_unlock(v) {
                     continue;
                 }
-                // Step 2: tell the engine who owns it and that we wait.
-                let mut st = rt::state();
-                let owner_tid = self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
-                if owner_tid == 0 {
-                    false
-                } else {
-                    let me_t = st.current()?;
-                    match st.task_of_tid(owner_tid as i32) {
-                        Ok(owner_t) => {
-                            self.record_owner(&mut st, owner_t, owner_tid)?;
-                            let o = st.engine.lock(me_t, self.id)?;
-                            st.apply(&o.changes);
-                            if o.value == LockResult::Acquired {
-                                // Cannot happen (the owner was just
-                                // recorded); undo and let the kernel decide.
-                                let ch = st.engine.release(me_t, self.id)?;
-                                st.apply(&ch);
-                                false
-                            } else {
-                                true
-                            }
-                        }
-                        // The owner is not a live thread of ours: kernel-only PI.
-                        Err(_) => false,
-                    }
-                }
+                self.wait_in_engine()?
             };
             // Step 3: sleep in the kernel.
             let r = sys::futex_lock_pi(&self.w.word, deadline_ns);
-            // Step 4: report the outcome.
-            let mut st = rt::state();
-            let me_t = st.current()?;
-            if r == 0 {
-                if let Some(x) = st.engine.owner(self.id)? {
-                    if x != me_t {
-                        let ch = st.engine.release(x, self.id)?;
-                        st.apply(&ch);
-                    }
-                }
-                if st.engine.owner(self.id)? != Some(me_t) {
-                    let ch = st.engine.acquire(me_t, self.id)?;
-                    st.apply(&ch);
-                }
-                self.w.tracked.store(me, Ordering::Relaxed);
-                // The kernel keeps FUTEX_OWNER_DIED when it hands over the
-                // futex of a dead owner (or lets us take it over).
-                let died = self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel)
-                    & FUTEX_OWNER_DIED
-                    != 0;
+            if let Some(died) = self.after_kernel_lock(r, tracked)? {
                 return Ok(died);
             }
-            if tracked && st.engine.blocked_on(me_t)? == Some(heir_core::Blocker::Mutex(self.id)) {
-                let ch = st.engine.cancel_wait(me_t)?;
+        }
+    }
+
+    /// Step 1: sets `FUTEX_WAITERS` in the word last read as `v`, which
+    /// forces the owner onto the slow unlock path; false if the word
+    /// changed meanwhile (read it again).
+    fn force_slow_unlock(&self, v: u32) -> bool {
+        v & FUTEX_WAITERS != 0
+            || self
+                .w
+                .word
+                .compare_exchange(v, v | FUTEX_WAITERS, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Step 2, under the engine lock: tells the engine who owns the mutex
+    /// and that the caller waits for it. True if the engine now records the
+    /// wait; false if the owner is gone or not a live thread of this
+    /// process (kernel-only PI then).
+    fn wait_in_engine(&self) -> Result<bool, Error> {
+        let mut st = rt::state();
+        let owner_tid = self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
+        if owner_tid == 0 {
+            return Ok(false);
+        }
+        let me_t = st.current()?;
+        let Ok(owner_t) = st.task_of_tid(owner_tid as i32) else {
+            return Ok(false);
+        };
+        self.record_owner(&mut st, owner_t, owner_tid)?;
+        let o = st.engine.lock(me_t, self.id)?;
+        st.apply(&o.changes);
+        if o.value == LockResult::Acquired {
+            // Cannot happen (the owner was just recorded); undo and let the
+            // kernel decide.
+            let ch = st.engine.release(me_t, self.id)?;
+            st.apply(&ch);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Step 4, under the engine lock: reports the outcome `r` of
+    /// `FUTEX_LOCK_PI2` to the engine. `Some(died)` once the caller owns the
+    /// futex, `None` to try again (interrupted), or the error (the wait,
+    /// if `tracked`, cancelled in the engine).
+    fn after_kernel_lock(&self, r: sys::Errno, tracked: bool) -> Result<Option<bool>, Error> {
+        let mut st = rt::state();
+        let me_t = st.current()?;
+        if r == 0 {
+            return self.owned_after_kernel(&mut st, me_t).map(Some);
+        }
+        if tracked && st.engine.blocked_on(me_t)? == Some(self.id.into()) {
+            let ch = st.engine.cancel_wait(me_t)?;
+            st.apply(&ch);
+        }
+        match r {
+            e if e == libc::ETIMEDOUT => Err(Error::TimedOut),
+            e if e == libc::EDEADLK => Err(Error::Deadlock { cycle: Vec::new() }),
+            e if e == libc::EINTR || e == libc::EAGAIN => Ok(None),
+            e => Err(Error::Os {
+                op: "FUTEX_LOCK_PI2",
+                errno: e,
+            }),
+        }
+    }
+
+    /// The kernel made the caller (`me_t`) the owner: the engine's owner
+    /// becomes the caller too (a stale one dropped). True if the futex came
+    /// with `FUTEX_OWNER_DIED`.
+    fn owned_after_kernel(&self, st: &mut State, me_t: TaskId) -> Result<bool, Error> {
+        if let Some(x) = st.engine.owner(self.id)? {
+            if x != me_t {
+                let ch = st.engine.release(x, self.id)?;
                 st.apply(&ch);
             }
-            match r {
-                e if e == libc::ETIMEDOUT => return Err(Error::TimedOut),
-                e if e == libc::EDEADLK => return Err(Error::Deadlock { cycle: Vec::new() }),
-                e if e == libc::EINTR || e == libc::EAGAIN => {}
-                e => {
-                    return Err(Error::Os {
-                        op: "FUTEX_LOCK_PI2",
-                        errno: e,
-                    })
-                }
-            }
         }
+        if st.engine.owner(self.id)? != Some(me_t) {
+            let ch = st.engine.acquire(me_t, self.id)?;
+            st.apply(&ch);
+        }
+        self.w.tracked.store(rt::tid() as u32, Ordering::Relaxed);
+        // The kernel keeps FUTEX_OWNER_DIED when it hands over the futex of
+        // a dead owner (or lets us take it over).
+        Ok(self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel) & FUTEX_OWNER_DIED != 0)
     }
 
     /// Makes the engine's owner of this mutex `owner_t` (dropping a stale
@@ -448,125 +460,64 @@ impl Drop for RawPiMutex {
     }
 }
 
-/// A PI mutex protecting a `T` (parking_lot-style guard API).
-pub struct PiMutex<T: ?Sized> {
-    raw: RawPiMutex,
-    data: UnsafeCell<T>,
-}
+// SAFETY: a `RawPiMutex` is held by the thread whose TID is in its futex
+// word, and only one TID fits: `acquire`/`try_acquire` return `Ok` only
+// once the caller's TID is in the word — a user-space CAS from no owner,
+// or the kernel's `FUTEX_LOCK_PI2` hand-over — and nobody else can write
+// their own TID there until it is cleared. `release` is `unlock`, which
+// refuses a caller whose TID is not in the word (`NotOwner`).
+unsafe impl RawLock for RawPiMutex {
+    fn acquire(&self, deadline_ns: Option<u64>) -> Result<Acquired, Error> {
+        held(self.lock_until(deadline_ns))
+    }
 
-// SAFETY: the mutex hands out access to `data` to one thread at a time.
-unsafe impl<T: ?Sized + Send> Send for PiMutex<T> {}
-// SAFETY: as above: `&PiMutex` only gives `&mut T` through an exclusive guard.
-unsafe impl<T: ?Sized + Send> Sync for PiMutex<T> {}
-
-impl<T> PiMutex<T> {
-    /// A new unlocked mutex holding `v`.
-    pub fn new(v: T) -> Self {
-        PiMutex {
-            raw: RawPiMutex::new(),
-            data: UnsafeCell::new(v),
-        }
+    fn release(&self) {
+        // A guard's drop has no caller to report to: the only failures are
+        // "not the owner" (impossible for a guard) and a futex error that
+        // leaves the word to the kernel.
+        let _ = self.unlock();
     }
 }
 
-impl<T: ?Sized> PiMutex<T> {
-    /// Locks, blocking as long as needed.
-    ///
-    /// If the previous owner exited holding it, the data may be half
-    /// updated: `lock` does not hand it out — the mutex becomes unusable and
-    /// this returns [`Error::OwnerDead`] ([`Error::NotRecoverable`] to every
-    /// later locker). [`PiMutex::lock_recover`] hands it out for repair.
-    pub fn lock(&self) -> Result<PiMutexGuard<'_, T>, Error> {
-        self.guard(self.raw.lock())
-    }
-
-    /// Locks, giving up at the absolute deadline (as [`PiMutex::lock`]).
-    pub fn lock_until(&self, deadline_ns: u64) -> Result<PiMutexGuard<'_, T>, Error> {
-        self.guard(self.raw.lock_until(Some(deadline_ns)))
-    }
-
-    /// Locks if free: `Ok(None)` if another thread holds it (owner death as
-    /// [`PiMutex::lock`]).
-    pub fn try_lock(&self) -> Result<Option<PiMutexGuard<'_, T>>, Error> {
-        match self.raw.try_lock() {
+// SAFETY: as for `RawLock` above; a `Busy` try is a refusal, not a hold.
+unsafe impl RawTryLock for RawPiMutex {
+    fn try_acquire(&self) -> Result<Option<Acquired>, Error> {
+        match self.try_lock() {
             Err(Error::Busy) => Ok(None),
-            r => self.guard(r).map(Some),
+            r => held(r).map(Some),
         }
-    }
-
-    /// Locks; `true` with the guard if the previous owner exited holding
-    /// it: repair the data, then [`PiMutexGuard::make_consistent`] — a guard
-    /// dropped without it leaves the mutex unusable.
-    pub fn lock_recover(&self) -> Result<(PiMutexGuard<'_, T>, bool), Error> {
-        match self.raw.lock() {
-            Ok(()) => Ok((PiMutexGuard::new(self), false)),
-            Err(Error::OwnerDead) => Ok((PiMutexGuard::new(self), true)),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn guard(&self, r: Result<(), Error>) -> Result<PiMutexGuard<'_, T>, Error> {
-        match r {
-            Ok(()) => Ok(PiMutexGuard::new(self)),
-            Err(Error::OwnerDead) => {
-                // Held, inconsistent: unlocking makes it not recoverable.
-                let _ = self.raw.unlock();
-                Err(Error::OwnerDead)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The raw mutex.
-    pub fn raw(&self) -> &RawPiMutex {
-        &self.raw
     }
 }
+
+/// The raw mutex's outcome as [`Acquired`]: [`Error::OwnerDead`] means the
+/// caller holds it, from a dead owner.
+fn held(r: Result<(), Error>) -> Result<Acquired, Error> {
+    match r {
+        Ok(()) => Ok(Acquired::Clean),
+        Err(Error::OwnerDead) => Ok(Acquired::OwnerDied),
+        Err(e) => Err(e),
+    }
+}
+
+/// A PI mutex protecting a `T`: [`Mutex`] over [`RawPiMutex`]
+/// ([`Mutex::lock`], [`Mutex::lock_until`], [`Mutex::try_lock`],
+/// [`Mutex::lock_recover`] after its owner's death).
+pub type PiMutex<T> = Mutex<RawPiMutex, T>;
 
 /// Exclusive access to a [`PiMutex`]'s data; unlocks on drop.
-pub struct PiMutexGuard<'a, T: ?Sized> {
-    mutex: &'a PiMutex<T>,
-    _not_send: PhantomData<*const ()>,
+pub type PiMutexGuard<'a, T> = MutexGuard<'a, RawPiMutex, T>;
+
+impl<T> Mutex<RawPiMutex, T> {
+    /// A new unlocked PI mutex holding `v`.
+    pub fn new(v: T) -> Self {
+        Mutex::from_raw(RawPiMutex::new(), v)
+    }
 }
 
-impl<'a, T: ?Sized> PiMutexGuard<'a, T> {
-    fn new(mutex: &'a PiMutex<T>) -> Self {
-        PiMutexGuard {
-            mutex,
-            _not_send: PhantomData,
-        }
-    }
-
-    /// The raw mutex (for [`crate::PiCondvar`]).
-    pub fn raw(&self) -> &RawPiMutex {
-        &self.mutex.raw
-    }
-
-    /// After [`PiMutex::lock_recover`] said the previous owner died: the
+impl<T: ?Sized> MutexGuard<'_, RawPiMutex, T> {
+    /// After [`Mutex::lock_recover`] said the previous owner died: the
     /// data is repaired, the mutex usable again.
     pub fn make_consistent(&self) -> Result<(), Error> {
-        self.mutex.raw.make_consistent()
-    }
-}
-
-impl<T: ?Sized> Deref for PiMutexGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves the calling thread owns the mutex.
-        unsafe { &*self.mutex.data.get() }
-    }
-}
-
-impl<T: ?Sized> DerefMut for PiMutexGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard proves exclusive ownership; `&mut self` that no
-        // other reference from it is live.
-        unsafe { &mut *self.mutex.data.get() }
-    }
-}
-
-impl<T: ?Sized> Drop for PiMutexGuard<'_, T> {
-    fn drop(&mut self) {
-        let _ = self.mutex.raw.unlock();
+        self.raw().make_consistent()
     }
 }

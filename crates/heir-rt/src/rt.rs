@@ -28,14 +28,14 @@
 //! runqueue lock); the deferred step re-reads the engine under the lock, so
 //! it is exact too.
 
-use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use heir_core::{Blocker, Changes, CondId, Engine, MutexId, Protocol, TaskId, Urgency};
+use heir_core::{Changes, CondId, Engine, EngineError, MutexId, ObjId, Protocol, TaskId, Urgency};
 
+use crate::lock::{Acquired, Mutex, MutexGuard, RawLock};
 use crate::sched;
 use crate::sys::{self, SchedAttr};
 use crate::Error;
@@ -65,20 +65,160 @@ struct ThreadRec {
     applied: Urgency,
 }
 
-/// Counters of what heir-rt did to the kernel.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What the registry knows about a thread (the public face is the
+/// `thread` module's `info`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// The attributes saved at join.
+    pub base: SchedAttr,
+    /// The base, as an urgency.
+    pub base_urgency: Urgency,
+    /// The engine's effective urgency now.
+    pub effective: Urgency,
+    /// What heir-rt last applied with `sched_setattr`.
+    pub applied: Urgency,
+    /// What the engine records the thread as blocked on (a contended
+    /// [`crate::PiMutex`], an engine mutex or a [`crate::PiCondvar`]).
+    pub blocked_on: Option<heir_core::ObjId>,
+}
+
+/// Counters of what heir-rt did to the kernel, and of what it could not do
+/// — errors no caller could be given, because they happen while applying
+/// a change on another thread's behalf or while cleaning up after a thread
+/// that left. Read with `thread::apply_stats` (C: `heir_apply_stats`);
+/// `heir run` reports a run's ([`ApplyStats::since`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApplyStats {
     /// `sched_setattr` calls made.
     pub setattr_calls: u64,
-    /// Calls that failed (other than a vanished thread).
+    /// Calls that failed (other than a vanished thread): the thread kept
+    /// the attributes it had.
     pub setattr_errors: u64,
     /// The last failure's errno (0 if none).
     pub last_errno: i32,
-    /// Urgencies that could not be expressed for the target (deadline lent to
-    /// a non-deadline thread) and were not applied.
+    /// The thread whose `sched_setattr` failed last (0 if none).
+    pub last_error_tid: i32,
+    /// Urgencies that could not be expressed for the target (a deadline lent
+    /// to a thread: bandwidth inheritance, seed 001, is future work) and
+    /// were not applied.
     pub unexpressible: u64,
+    /// The thread of the last one (0 if none).
+    pub last_unexpressible_tid: i32,
     /// Threads found gone (`ESRCH`) and dropped from the registry.
     pub vanished: u64,
+    /// Engine operations that failed while heir-rt released, cancelled or
+    /// removed what a departing thread or a dropped condition variable left
+    /// behind (the rest of the clean-up went on).
+    pub engine_errors: u64,
+    /// The last of those (`None` if none).
+    pub last_engine_error: Option<EngineError>,
+}
+
+impl ApplyStats {
+    /// What happened after `before` (an earlier reading): the counts' growth,
+    /// and each "last" field where its count grew (else empty).
+    pub fn since(&self, before: &ApplyStats) -> ApplyStats {
+        let setattr_errors = self.setattr_errors.saturating_sub(before.setattr_errors);
+        let unexpressible = self.unexpressible.saturating_sub(before.unexpressible);
+        let engine_errors = self.engine_errors.saturating_sub(before.engine_errors);
+        ApplyStats {
+            setattr_calls: self.setattr_calls.saturating_sub(before.setattr_calls),
+            setattr_errors,
+            last_errno: if setattr_errors > 0 {
+                self.last_errno
+            } else {
+                0
+            },
+            last_error_tid: if setattr_errors > 0 {
+                self.last_error_tid
+            } else {
+                0
+            },
+            unexpressible,
+            last_unexpressible_tid: if unexpressible > 0 {
+                self.last_unexpressible_tid
+            } else {
+                0
+            },
+            vanished: self.vanished.saturating_sub(before.vanished),
+            engine_errors,
+            last_engine_error: if engine_errors > 0 {
+                self.last_engine_error.clone()
+            } else {
+                None
+            },
+        }
+    }
+
+    fn setattr_failed(&mut self, tid: i32, errno: i32) {
+        self.setattr_errors += 1;
+        self.last_errno = errno;
+        self.last_error_tid = tid;
+    }
+
+    fn engine_failed(&mut self, e: EngineError) {
+        self.engine_errors += 1;
+        self.last_engine_error = Some(e);
+    }
+
+    /// One sentence per kind of trouble counted (none when nothing went
+    /// wrong): failed `sched_setattr` calls, boosts that could not be
+    /// expressed, threads that vanished, engine errors during clean-up. A
+    /// tid is followed by its thread's name when `thread_name` knows it.
+    pub fn problems(&self, thread_name: impl Fn(i32) -> Option<String>) -> Vec<String> {
+        let who = |tid: i32| match thread_name(tid) {
+            Some(name) => format!("{name}, tid {tid}"),
+            None => format!("tid {tid}"),
+        };
+        let last_engine_error = self
+            .last_engine_error
+            .as_ref()
+            .map_or_else(String::new, ToString::to_string);
+        let them = if self.vanished == 1 { "it" } else { "them" };
+        [
+            (
+                self.setattr_errors,
+                "sched_setattr call",
+                format!(
+                    "failed (last: {} on {})",
+                    sys::errno_name(self.last_errno),
+                    who(self.last_error_tid)
+                ),
+            ),
+            (
+                self.unexpressible,
+                "boost",
+                format!(
+                    "could not be expressed (a deadline lent to a thread, last {}: bandwidth inheritance is not implemented)",
+                    who(self.last_unexpressible_tid)
+                ),
+            ),
+            (
+                self.vanished,
+                "thread",
+                format!("vanished before a change reached {them} (dropped from the registry)"),
+            ),
+            (
+                self.engine_errors,
+                "engine error",
+                format!("while cleaning up after a thread or a condition variable (last: {last_engine_error})"),
+            ),
+        ]
+        .into_iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, what, rest)| format!("{n} {what}{} {rest}", plural(n)))
+        .collect()
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// The state behind the engine lock.
@@ -92,16 +232,6 @@ pub(crate) struct State {
     pub stats: ApplyStats,
 }
 
-/// A kernel PI futex lock around `T` (used for the engine lock).
-pub(crate) struct PiLock<T> {
-    word: AtomicU32,
-    data: UnsafeCell<T>,
-}
-
-// SAFETY: the data is only reached through a guard, and a guard exists only
-// while the calling thread owns the futex (mutual exclusion by the kernel).
-unsafe impl<T: Send> Sync for PiLock<T> {}
-
 thread_local! {
     static TID: i32 = sys::gettid();
 }
@@ -111,78 +241,68 @@ pub fn tid() -> i32 {
     TID.try_with(|t| *t).unwrap_or_else(|_| sys::gettid())
 }
 
-impl<T> PiLock<T> {
-    pub(crate) const fn new(v: T) -> Self {
-        PiLock {
+/// The engine lock's raw lock: a kernel PI futex word (0, or the holder's
+/// TID and `FUTEX_WAITERS`), taken with a CAS or `FUTEX_LOCK_PI2`. A futex
+/// error other than an interruption or a timeout aborts the process: it
+/// means this thread already holds the lock (a bug in heir-rt), and going
+/// on would corrupt the engine state.
+pub(crate) struct PiFutex {
+    word: AtomicU32,
+}
+
+impl PiFutex {
+    pub(crate) const fn new() -> Self {
+        PiFutex {
             word: AtomicU32::new(0),
-            data: UnsafeCell::new(v),
         }
     }
+}
 
-    pub(crate) fn lock(&self) -> PiLockGuard<'_, T> {
+// SAFETY: the futex word holds at most one TID. `acquire` returns `Ok` only
+// once the caller's TID is in it: its own CAS from 0, or the kernel's
+// `FUTEX_LOCK_PI2`, which returns 0 only to the thread it made the owner.
+// `release` clears it only if it holds the caller's TID (CAS), else asks
+// the kernel, which refuses a caller that is not the owner (`EPERM`).
+unsafe impl RawLock for PiFutex {
+    fn acquire(&self, deadline_ns: Option<u64>) -> Result<Acquired, Error> {
         let me = tid() as u32;
         if self
             .word
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
+            .is_ok()
         {
-            loop {
-                match sys::futex_lock_pi(&self.word, None) {
-                    0 => break,
-                    e if e == libc::EINTR || e == libc::EAGAIN => continue,
-                    e => {
-                        // EDEADLK: this thread already holds the engine lock,
-                        // a bug in heir-rt. Continuing would corrupt state.
-                        eprintln!("heir: engine lock: futex error {e}; aborting");
-                        std::process::abort();
-                    }
+            return Ok(Acquired::Clean);
+        }
+        loop {
+            match sys::futex_lock_pi(&self.word, deadline_ns) {
+                0 => return Ok(Acquired::Clean),
+                e if e == libc::EINTR || e == libc::EAGAIN => continue,
+                e if e == libc::ETIMEDOUT => return Err(Error::TimedOut),
+                e => {
+                    eprintln!("heir: engine lock: futex error {e}; aborting");
+                    std::process::abort();
                 }
             }
         }
-        PiLockGuard { lock: self, me }
     }
-}
 
-/// Holds a [`PiLock`].
-pub(crate) struct PiLockGuard<'a, T> {
-    lock: &'a PiLock<T>,
-    me: u32,
-}
-
-impl<T> Deref for PiLockGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves this thread owns the futex.
-        unsafe { &*self.lock.data.get() }
-    }
-}
-
-impl<T> DerefMut for PiLockGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard proves this thread owns the futex, and `&mut self`
-        // that no other reference from this guard is live.
-        unsafe { &mut *self.lock.data.get() }
-    }
-}
-
-impl<T> Drop for PiLockGuard<'_, T> {
-    fn drop(&mut self) {
+    fn release(&self) {
+        let me = tid() as u32;
         if self
-            .lock
             .word
-            .compare_exchange(self.me, 0, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
             // Waiters are queued in the kernel: it hands the lock over.
-            let _ = sys::futex_unlock_pi(&self.lock.word);
+            let _ = sys::futex_unlock_pi(&self.word);
         }
     }
 }
 
-static STATE: PiLock<Option<State>> = PiLock::new(None);
+static STATE: Mutex<PiFutex, Option<State>> = Mutex::from_raw(PiFutex::new(), None);
 
 /// The engine lock, held.
-pub(crate) struct StateGuard(PiLockGuard<'static, Option<State>>);
+pub(crate) struct StateGuard(MutexGuard<'static, PiFutex, Option<State>>);
 
 impl Deref for StateGuard {
     type Target = State;
@@ -211,7 +331,15 @@ fn unreachable_state() -> ! {
 
 /// Takes the engine lock.
 pub(crate) fn state() -> StateGuard {
-    let mut g = STATE.lock();
+    let mut g = match STATE.lock() {
+        Ok(g) => g,
+        // Without a deadline `acquire` returns only once it holds the lock
+        // (or aborts): not reached.
+        Err(e) => {
+            eprintln!("heir: engine lock: {e}; aborting");
+            std::process::abort()
+        }
+    };
     if g.is_none() {
         *g = Some(State {
             engine: Engine::new(),
@@ -260,7 +388,7 @@ impl State {
     }
 
     fn register(&mut self, tid: i32, base: SchedAttr) -> TaskId {
-        let base_urgency = sched::urgency_of(&base, tid);
+        let base_urgency = sched::urgency_of(&base);
         let t = self.engine.add_task(base_urgency);
         self.threads.insert(
             t,
@@ -313,23 +441,24 @@ impl State {
         if rec.applied == eff.urgency {
             return true;
         }
+        let tid = rec.shared.tid;
         match sched::attr_for(&rec.base, rec.base_urgency, eff.urgency) {
             None => {
                 self.stats.unexpressible += 1;
+                self.stats.last_unexpressible_tid = tid;
                 rec.applied = eff.urgency;
                 true
             }
             Some(attr) => {
                 self.stats.setattr_calls += 1;
-                match sys::sched_setattr(rec.shared.tid, &attr) {
+                match sys::sched_setattr(tid, &attr) {
                     Ok(()) => {
                         rec.applied = eff.urgency;
                         true
                     }
                     Err(e) if e == libc::ESRCH => false,
                     Err(e) => {
-                        self.stats.setattr_errors += 1;
-                        self.stats.last_errno = e;
+                        self.stats.setattr_failed(tid, e);
                         true
                     }
                 }
@@ -375,32 +504,44 @@ impl State {
     /// Drops `t` from the engine and the registry: releases what it owns in
     /// the engine, cancels its wait, removes it from every helper set, and
     /// applies what that changes for others. Its own attributes are left
-    /// alone (see [`crate::thread::leave`] for a restoring exit).
+    /// alone (`thread::leave` restores them first: [`State::restore_base`]).
     pub(crate) fn purge(&mut self, t: TaskId) {
         let owned: Vec<MutexId> = self
             .engine
             .owned(t)
-            .map(<[MutexId]>::to_vec)
+            .map(Iterator::collect)
             .unwrap_or_default();
         let mut all = Changes::new();
         for m in owned {
-            if let Ok(c) = self.engine.release(t, m) {
-                all.extend(c);
-            }
+            let r = self.engine.release(t, m);
+            self.collect(r, &mut all);
         }
         if matches!(self.engine.blocked_on(t), Ok(Some(_))) {
-            if let Ok(c) = self.engine.cancel_wait(t) {
-                all.extend(c);
-            }
+            let r = self.engine.cancel_wait(t);
+            self.collect(r, &mut all);
         }
-        if let Ok(c) = self.engine.remove_task(t) {
-            all.extend(c);
-        }
+        let r = self.engine.remove_task(t);
+        self.collect(r, &mut all);
         if let Some(rec) = self.threads.remove(&t) {
             self.by_tid.remove(&rec.shared.tid);
         }
         all.retain(|c| c.task != t);
         self.apply(&all);
+    }
+
+    /// Adds the changes of a clean-up step to `all`, or counts its error
+    /// (the clean-up goes on: nobody waits for its outcome).
+    fn collect(&mut self, r: Result<Changes, EngineError>, all: &mut Changes) {
+        match r {
+            Ok(c) => all.extend(c),
+            Err(e) => self.stats.engine_failed(e),
+        }
+    }
+
+    /// Counts an engine error of a clean-up (a dropped object's release,
+    /// helpers removed) that has nobody to report to.
+    pub(crate) fn engine_failed(&mut self, e: EngineError) {
+        self.stats.engine_failed(e);
     }
 
     /// Restores `t`'s base attributes in the kernel (if heir-rt changed
@@ -409,8 +550,9 @@ impl State {
         if let Some(rec) = self.threads.get_mut(&t) {
             if rec.applied != rec.base_urgency {
                 self.stats.setattr_calls += 1;
-                if sys::sched_setattr(rec.shared.tid, &rec.base).is_ok() {
-                    rec.applied = rec.base_urgency;
+                match sys::sched_setattr(rec.shared.tid, &rec.base) {
+                    Ok(()) => rec.applied = rec.base_urgency,
+                    Err(e) => self.stats.setattr_failed(rec.shared.tid, e),
                 }
             }
         }
@@ -430,7 +572,7 @@ impl State {
         if self.engine.owner(m).ok().flatten().is_some() {
             return;
         }
-        if self.waited(Blocker::Mutex(m)) {
+        if self.waited(m.into()) {
             return;
         }
         self.free_mutexes.push((protocol, m));
@@ -451,11 +593,12 @@ impl State {
             .map(|h| h.to_vec())
             .unwrap_or_default();
         for h in helpers {
-            if let Ok(ch) = self.engine.helper_del(c, h) {
-                self.apply(&ch);
+            match self.engine.helper_del(c, h) {
+                Ok(ch) => self.apply(&ch),
+                Err(e) => self.stats.engine_failed(e),
             }
         }
-        if !self.waited(Blocker::Cond(c)) {
+        if !self.waited(c.into()) {
             self.free_conds.push(c);
         }
     }
@@ -502,9 +645,9 @@ impl State {
     }
 
     /// What the registry knows about `t`.
-    pub(crate) fn info(&self, t: TaskId) -> Option<crate::thread::ThreadInfo> {
+    pub(crate) fn info(&self, t: TaskId) -> Option<ThreadInfo> {
         let rec = self.threads.get(&t)?;
-        Some(crate::thread::ThreadInfo {
+        Some(ThreadInfo {
             tid: rec.shared.tid,
             base: rec.base,
             base_urgency: rec.base_urgency,
@@ -516,17 +659,17 @@ impl State {
 
     /// True if some registered thread waits for mutex `m`.
     pub(crate) fn mutex_waited(&self, m: MutexId) -> bool {
-        self.waited(Blocker::Mutex(m))
+        self.waited(m.into())
     }
 
     /// True if some registered thread waits on `c`.
     pub(crate) fn cond_waited(&self, c: CondId) -> bool {
-        self.waited(Blocker::Cond(c))
+        self.waited(c.into())
     }
 
     /// True if some thread waits on `b` (every engine task is a registered
     /// thread: tasks are added in `register` and removed in `purge`).
-    fn waited(&self, b: Blocker) -> bool {
+    fn waited(&self, b: ObjId) -> bool {
         self.engine.waiters(b).is_ok_and(|w| w.len() > 0)
     }
 
@@ -540,7 +683,7 @@ impl State {
         let Some(rec) = self.threads.get_mut(&t) else {
             return Err(Error::NoSuchThread(0));
         };
-        let bu = sched::urgency_of(&base, rec.shared.tid);
+        let bu = sched::urgency_of(&base);
         rec.base = base;
         rec.base_urgency = bu;
         rec.applied = bu;

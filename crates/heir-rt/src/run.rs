@@ -50,12 +50,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use heir_core::{Node, Protocol, Urgency};
+use heir_core::{Node, ObjId};
+use heir_report::{DeadlockReport, Report, ResponseStats, TaskReport};
 use heir_scenario::{
-    messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Task,
-    TimerMode,
+    engine, messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario,
+    Task, TimerMode,
 };
-use heir_sim::{DeadlockReport, Report, ResponseStats, TaskReport};
 
 use crate::caps::Capabilities;
 use crate::ceiling::RawEngineMutex;
@@ -338,6 +338,30 @@ const START_MARGIN_NS: u64 = 20_000_000;
 pub const LATE_START_NS: u64 = 500_000;
 
 impl Shared {
+    /// The run's shared state before any thread starts: the resources
+    /// instantiated, no start yet.
+    fn new(
+        scenario: &Scenario,
+        pi_cv: bool,
+        duration_us: u64,
+        ns_per_loop: f64,
+        cpu_map: Vec<(u32, u32)>,
+    ) -> Shared {
+        Shared {
+            res: make_resources(scenario, pi_cv),
+            res_names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
+            duration_ns: duration_us * 1000,
+            t0_ns: AtomicU64::new(0),
+            failure: Mutex::new(None),
+            ns_per_loop,
+            cpu_map,
+            deadlock: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+            names: Mutex::new(HashMap::new()),
+            seed: scenario.global.seed,
+        }
+    }
+
     /// The run's start: set by the first thread to ask, once the threads are
     /// released ([`START_MARGIN_NS`] from then), so that the start is taken
     /// by a real-time thread that just woke — not by the launching thread,
@@ -404,6 +428,23 @@ pub struct RealRun {
     /// events may be out of the file's order (a later period repeats them,
     /// timers permitting).
     pub late_starts: Vec<(String, f64)>,
+    /// What heir-rt could not apply to the kernel during the run (failed
+    /// `sched_setattr` calls, boosts it cannot express, …) and how many
+    /// calls it made: the process's [`thread::apply_stats`] over the run
+    /// (another user of heir-rt in the same process counts too).
+    pub apply: thread::ApplyStats,
+    /// Each thread's name and kernel tid, in start order.
+    pub tids: Vec<(String, i32)>,
+}
+
+impl RealRun {
+    /// The name of the run's thread `tid`, if it is one.
+    pub fn thread_name(&self, tid: i32) -> Option<String> {
+        self.tids
+            .iter()
+            .find(|(_, t)| *t == tid)
+            .map(|(n, _)| n.clone())
+    }
 }
 
 /// Runs `scenario` on real threads and reports like the simulator
@@ -415,7 +456,113 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
 /// Runs `scenario` on real threads: the report, the CPUs it ran on, and
 /// what else ran there.
 pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError> {
-    let duration_us = config
+    let duration_us = run_duration_us(scenario, config)?;
+    let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
+    let caps = Capabilities::detect();
+    check_privilege(scenario, &caps)?;
+    // Check what the runner cannot do before starting anything.
+    let attrs = task_attrs(scenario, &caps)?;
+    let named = named_cpus(scenario, &caps)?;
+    let survey = Survey::take(&caps.cpus, CPU_SURVEY_NS);
+    let cpu_map = place_cpus(scenario, config, &caps, &survey, &named)?;
+    let physical: Vec<u32> = cpu_map
+        .iter()
+        .map(|&(_, p)| p)
+        .filter(|p| caps.cpus.contains(p))
+        .collect();
+    let _claims = survey.keep(&physical);
+    let ns_per_loop = ns_per_loop(scenario, config, &cpu_map, &physical, &caps);
+    let shared = Arc::new(Shared::new(
+        scenario,
+        pi_cv,
+        duration_us,
+        ns_per_loop,
+        cpu_map.clone(),
+    ));
+    let applied_before = thread::apply_stats();
+    let threads = Threads::start(scenario, &shared, &attrs, &physical)?;
+    let failed = threads.tids.iter().position(|&t| t < 0);
+    let setup = setup_helpers(scenario, &shared, &threads, pi_cv);
+    let watch = cpus::Watch::start();
+    if failed.is_some() || setup.is_err() {
+        // Tell every thread to stop at once.
+        shared.t0_ns.store(ABORTED, Ordering::Release);
+    }
+    let tids = threads
+        .names
+        .iter()
+        .cloned()
+        .zip(threads.tids.clone())
+        .collect();
+    let (names, outs) = threads.release_and_join();
+    let apply = thread::apply_stats().since(&applied_before);
+    let t0 = shared.begin().unwrap_or_else(sys::now_ns);
+    let end = t0 + shared.duration_ns;
+    if let Some(i) = failed {
+        return Err(RunError::NoPrivilege(format!(
+            "thread {} could not set its scheduling attributes or CPU affinity",
+            names[i]
+        )));
+    }
+    setup?;
+    let actual_end = sys::now_ns().min(end);
+    let interference = watch.finish(&physical);
+    let (tasks, events, late_starts) = task_reports(scenario, &cpu_map, names, outs);
+    note_disturbances(config, &physical, &interference, &late_starts);
+    let deadlock = shared.deadlock.lock().ok().and_then(|d| d.clone());
+    if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
+        return Err(e);
+    }
+    Ok(RealRun {
+        report: Report {
+            mode: "real",
+            duration_us: actual_end.saturating_sub(t0) as f64 / 1000.0,
+            tasks,
+            deadlock,
+            events,
+        },
+        cpus: cpu_map,
+        ns_per_loop,
+        interference,
+        late_starts,
+        apply,
+        tids,
+    })
+}
+
+/// Notes what disturbed the run: other programs' real-time threads on its
+/// CPUs, threads that started late.
+fn note_disturbances(
+    config: &RunConfig,
+    physical: &[u32],
+    interference: &[cpus::RtThread],
+    late_starts: &[(String, f64)],
+) {
+    for t in interference {
+        config.note(format!(
+            "during the run, another program's real-time thread ran on its CPUs {physical:?}: {t}; the run's timing includes that work"
+        ));
+    }
+    for (name, us) in late_starts {
+        config.note(format!(
+            "thread {name} started {us:.0} µs late: something outside the run (another program, the hypervisor) held its CPU; the run's first events are out of the file's order"
+        ));
+    }
+}
+
+impl RunConfig {
+    /// Hands a note about the run's CPUs to [`RunConfig::on_note`].
+    fn note(&self, msg: String) {
+        if let Some(f) = self.on_note {
+            f(&msg);
+        }
+    }
+}
+
+/// The run's length (µs): the configuration's, else the file's finite
+/// `global.duration`.
+fn run_duration_us(scenario: &Scenario, config: &RunConfig) -> Result<u64, RunError> {
+    config
         .duration_us
         .or_else(|| {
             scenario
@@ -424,21 +571,27 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
                 .filter(|d| d.is_finite() && *d > 0.0)
                 .map(|d| (d * 1e6) as u64)
         })
-        .ok_or(RunError::NoDuration)?;
-    let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
-    let caps = Capabilities::detect();
+        .ok_or(RunError::NoDuration)
+}
+
+/// Refuses a scenario with real-time policies (a task's or a phase's)
+/// where this process may not use them.
+fn check_privilege(scenario: &Scenario, caps: &Capabilities) -> Result<(), RunError> {
     let needs_rt = scenario.tasks.iter().any(|t| {
         t.sched.policy.is_realtime()
             || t.phases
                 .iter()
                 .any(|p| p.sched.is_some_and(|s| s.policy.is_realtime()))
     });
-    if let Some(why) = caps.realtime_missing() {
-        if needs_rt {
-            return Err(RunError::NoPrivilege(why));
-        }
+    match caps.realtime_missing() {
+        Some(why) if needs_rt => Err(RunError::NoPrivilege(why)),
+        _ => Ok(()),
     }
-    // Check what the runner cannot do before starting anything.
+}
+
+/// Each task's attributes, in task order; refuses a task CPU this process
+/// may not use and `SCHED_DEADLINE` (a task's or a phase's).
+fn task_attrs(scenario: &Scenario, caps: &Capabilities) -> Result<Vec<SchedAttr>, RunError> {
     let mut attrs = Vec::new();
     for t in &scenario.tasks {
         attrs.push(attr_of(t)?);
@@ -463,8 +616,12 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             }
         }
     }
-    // CPUs: the simulator's (0..=the largest named; one when none is
-    // named), placed on free CPUs of this machine.
+    Ok(attrs)
+}
+
+/// Every CPU the file names (tasks' and phases'); refuses a phase CPU this
+/// process may not use.
+fn named_cpus(scenario: &Scenario, caps: &Capabilities) -> Result<Vec<u32>, RunError> {
     let mut named: Vec<u32> = Vec::new();
     for t in &scenario.tasks {
         for p in &t.phases {
@@ -482,98 +639,111 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         named.extend(t.cpus.iter().flatten());
         named.extend(t.phases.iter().filter_map(|p| p.cpus.as_ref()).flatten());
     }
-    let survey = Survey::take(&caps.cpus, CPU_SURVEY_NS);
-    let note = |msg: String| {
-        if let Some(f) = config.on_note {
-            f(&msg);
+    Ok(named)
+}
+
+/// The scenario's CPUs → this machine's: the simulator's CPUs (`0..=` the
+/// largest named; one when none is named), placed on free CPUs of this
+/// machine as `config.placement` says, with a note for each choice that
+/// concerns other work.
+fn place_cpus(
+    scenario: &Scenario,
+    config: &RunConfig,
+    caps: &Capabilities,
+    survey: &Survey,
+    named: &[u32],
+) -> Result<Vec<(u32, u32)>, RunError> {
+    if named.is_empty() {
+        let p = cpus::quietest(&caps.cpus, survey).unwrap_or_else(|| caps.test_cpu());
+        if survey.busy(p) {
+            config.note(format!(
+                "every CPU has other real-time work; the run shares CPU {p} with: {}",
+                survey.why_busy(p)
+            ));
         }
+        return Ok(vec![(0, p)]);
+    }
+    // The simulator's CPUs, counted as it counts them.
+    let n = heir_scenario::messages::cpu_count(scenario, None).map_err(|e| RunError::Invalid {
+        path: e.path,
+        line: e.line,
+        column: e.column,
+        message: e.message,
+    })?;
+    let logical: Vec<u32> = (0..n).collect();
+    let map = match config.placement {
+        Placement::Free => cpus::assign(&logical, &caps.cpus, survey),
+        Placement::AsWritten => logical.iter().map(|&c| (c, c)).collect(),
     };
-    let cpu_map: Vec<(u32, u32)> = match named.iter().max() {
-        None => {
-            let p = cpus::quietest(&caps.cpus, &survey).unwrap_or_else(|| caps.test_cpu());
-            if survey.busy(p) {
-                note(format!(
-                    "every CPU has other real-time work; the run shares CPU {p} with: {}",
-                    survey.why_busy(p)
-                ));
-            }
-            vec![(0, p)]
+    let unnamed = scenario.tasks.iter().any(|t| t.cpus.is_none());
+    for &(l, p) in &map {
+        // A CPU nothing runs on needs no note.
+        let used = named.contains(&l) || (unnamed && caps.cpus.contains(&p));
+        if used {
+            note_placement(config, survey, l, p);
         }
-        Some(_) => {
-            // The simulator's CPUs, counted as it counts them.
-            let n =
-                heir_sim::cpu_count(scenario, &heir_sim::SimConfig::default()).map_err(|e| {
-                    RunError::Invalid {
-                        path: e.path().to_string(),
-                        line: e.position().map_or(0, |p| p.0),
-                        column: e.position().map_or(0, |p| p.1),
-                        message: e.message().to_string(),
-                    }
-                })?;
-            let logical: Vec<u32> = (0..n).collect();
-            let map = match config.placement {
-                Placement::Free => cpus::assign(&logical, &caps.cpus, &survey),
-                Placement::AsWritten => logical.iter().map(|&c| (c, c)).collect(),
-            };
-            let unnamed = scenario.tasks.iter().any(|t| t.cpus.is_none());
-            for &(l, p) in &map {
-                // A CPU nothing runs on needs no note.
-                let used = named.contains(&l) || (unnamed && caps.cpus.contains(&p));
-                if !used {
-                    continue;
-                }
-                if l != p {
-                    note(format!(
-                        "CPU {l} has other real-time work ({}): the file's CPU {l} runs on CPU {p}",
-                        survey.why_busy(l)
-                    ));
-                } else if survey.busy(p) {
-                    let why = match config.placement {
-                        Placement::Free => "no free CPU to move it to",
-                        Placement::AsWritten => "kept as written",
-                    };
-                    note(format!(
-                        "CPU {p} has other real-time work ({}); {why}: the run's timing includes that work",
-                        survey.why_busy(p)
-                    ));
-                }
-            }
-            map
-        }
-    };
-    let physical: Vec<u32> = cpu_map
-        .iter()
-        .map(|&(_, p)| p)
-        .filter(|p| caps.cpus.contains(p))
-        .collect();
-    let _claims = survey.keep(&physical);
+    }
+    Ok(map)
+}
+
+/// The note for the file's CPU `l` running on this machine's CPU `p`, if
+/// other real-time work concerns it.
+fn note_placement(config: &RunConfig, survey: &Survey, l: u32, p: u32) {
+    if l != p {
+        config.note(format!(
+            "CPU {l} has other real-time work ({}): the file's CPU {l} runs on CPU {p}",
+            survey.why_busy(l)
+        ));
+    } else if survey.busy(p) {
+        let why = match config.placement {
+            Placement::Free => "no free CPU to move it to",
+            Placement::AsWritten => "kept as written",
+        };
+        config.note(format!(
+            "CPU {p} has other real-time work ({}); {why}: the run's timing includes that work",
+            survey.why_busy(p)
+        ));
+    }
+}
+
+/// ns per busy loop: the configuration's, the file's, or a calibration on
+/// the first task's first CPU (else the run's first CPU).
+fn ns_per_loop(
+    scenario: &Scenario,
+    config: &RunConfig,
+    cpu_map: &[(u32, u32)],
+    physical: &[u32],
+    caps: &Capabilities,
+) -> f64 {
     let calib_cpu = scenario
         .tasks
         .iter()
         .find_map(|t| t.cpus.as_ref().and_then(|c| c.first().copied()))
-        .map(|c| place(&cpu_map, &[c]))
-        .unwrap_or_else(|| physical.clone())
+        .map(|c| place(cpu_map, &[c]))
+        .unwrap_or_else(|| physical.to_vec())
         .first()
         .copied()
         .unwrap_or_else(|| caps.test_cpu());
-    let ns_per_loop = match config
+    match config
         .calibration_ns_per_loop
         .or(scenario.global.calibration_ns_per_loop)
     {
         Some(v) => v.max(1) as f64,
         None => calibrate(calib_cpu),
-    };
+    }
+}
 
-    // Resources.
-    let mut res = Vec::new();
-    for r in &scenario.resources {
-        res.push(match &r.kind {
+/// The scenario's resources, instantiated, in resource order.
+fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
+    scenario
+        .resources
+        .iter()
+        .map(|r| match &r.kind {
+            // Inheritance is the kernel's own (a PI futex); the other
+            // protocols are the engine's, mapped as every face maps them.
             ResourceKind::Mutex { protocol } => match protocol {
                 MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
-                MutexProtocol::None => Res::Engine(RawEngineMutex::new(Protocol::None)),
-                MutexProtocol::Ceiling { ceiling } => Res::Engine(RawEngineMutex::new(
-                    Protocol::Ceiling(Urgency::fixed((*ceiling).clamp(1, 99) as u8)),
-                )),
+                p => Res::Engine(RawEngineMutex::new(engine::protocol(p))),
             },
             ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),
             ResourceKind::Queue { capacity, .. } => Res::Queue(PrioQueue::new(*capacity as usize)),
@@ -592,161 +762,196 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
                 cond: PiCondvar::new(),
             },
             ResourceKind::Endpoint { .. } => Res::Endpoint(Endpoint::new(pi_cv)),
-        });
-    }
-    let nthreads: usize = scenario.tasks.iter().map(|t| t.instance as usize).sum();
-    let shared = Arc::new(Shared {
-        res,
-        res_names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
-        duration_ns: duration_us * 1000,
-        t0_ns: AtomicU64::new(0),
-        failure: Mutex::new(None),
-        ns_per_loop,
-        cpu_map: cpu_map.clone(),
-        deadlock: Mutex::new(None),
-        stopped: AtomicBool::new(false),
-        names: Mutex::new(HashMap::new()),
-        seed: scenario.global.seed,
-    });
-    // Start: every thread registers, reports its tid, then waits for t0.
-    let ready = Arc::new(Barrier::new(nthreads + 1));
-    let go = Arc::new(Barrier::new(nthreads + 1));
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, i32)>();
-    let mut handles = Vec::new();
-    let mut names = Vec::new();
-    let mut idx = 0usize;
-    for (ti, task) in scenario.tasks.iter().enumerate() {
-        for name in task.thread_names() {
-            let sh = shared.clone();
-            let thread_name = name.clone();
-            let task = task.clone();
-            let attr = attrs[ti];
-            let ready = ready.clone();
-            let go = go.clone();
-            let tx = tid_tx.clone();
-            let my_idx = idx;
-            let cpus = match &task.cpus {
-                Some(c) => place(&cpu_map, c),
-                None => physical.clone(),
-            };
-            let h = std::thread::Builder::new()
-                .name(name.chars().take(15).collect())
-                .spawn(move || {
-                    let ok = sys::set_affinity(0, &cpus).is_ok()
-                        && sys::sched_setattr(sys::gettid(), &attr).is_ok()
-                        && thread::join().is_ok();
-                    let callers = make_callers(&sh, &task);
-                    let _ = tx.send((my_idx, if ok { sys::gettid() } else { -1 }));
-                    ready.wait();
-                    go.wait();
-                    let out = match (callers, sh.begin()) {
-                        (Ok(c), Some(t0)) if ok => {
-                            run_thread(&sh, &task, &thread_name, my_idx, t0, c)
-                        }
-                        _ => ThreadOut::default(),
-                    };
-                    thread::leave();
-                    out
-                })
-                .map_err(|source| RunError::Spawn {
+        })
+        .collect()
+}
+
+/// The run's threads, started: each has set its attributes and CPUs,
+/// joined the registry, reported its tid and waits to be released.
+struct Threads {
+    handles: Vec<std::thread::JoinHandle<ThreadOut>>,
+    /// Thread names, in start order.
+    names: Vec<String>,
+    /// Their tids (-1: the thread could not set its attributes or CPUs).
+    tids: Vec<i32>,
+    go: Arc<Barrier>,
+}
+
+impl Threads {
+    /// Starts one thread per task instance and waits until every one is
+    /// ready.
+    fn start(
+        scenario: &Scenario,
+        shared: &Arc<Shared>,
+        attrs: &[SchedAttr],
+        physical: &[u32],
+    ) -> Result<Threads, RunError> {
+        let nthreads: usize = scenario.tasks.iter().map(|t| t.instance as usize).sum();
+        let ready = Arc::new(Barrier::new(nthreads + 1));
+        let go = Arc::new(Barrier::new(nthreads + 1));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, i32)>();
+        let mut handles = Vec::new();
+        let mut names = Vec::new();
+        for (ti, task) in scenario.tasks.iter().enumerate() {
+            for name in task.thread_names() {
+                let start = ThreadStart {
+                    sh: shared.clone(),
+                    task: task.clone(),
                     name: name.clone(),
-                    source,
-                })?;
-            handles.push(h);
-            names.push(name);
-            idx += 1;
-        }
-    }
-    drop(tid_tx);
-    let mut tids = vec![-1; nthreads];
-    for (i, tid) in tid_rx.iter().take(nthreads) {
-        tids[i] = tid;
-    }
-    ready.wait();
-    let failed = tids.iter().position(|&t| t < 0);
-    // Helpers (PI-CV), servers; names for deadlock reports.
-    let setup = (|| -> Result<(), Error> {
-        if let Ok(mut n) = shared.names.lock() {
-            for (i, &tid) in tids.iter().enumerate() {
-                n.insert(tid, names[i].clone());
-            }
-        }
-        let threads_of = |tis: &[heir_scenario::TaskIdx]| -> Vec<i32> {
-            let mut v = Vec::new();
-            let mut k = 0;
-            for (ti, t) in scenario.tasks.iter().enumerate() {
-                for _ in 0..t.instance {
-                    if tis.iter().any(|x| x.0 == ti) {
-                        v.push(tids[k]);
-                    }
-                    k += 1;
-                }
-            }
-            v
-        };
-        for (ri, r) in scenario.resources.iter().enumerate() {
-            match (&r.kind, &shared.res[ri]) {
-                (ResourceKind::Cond { helpers }, Res::Cond(c)) if pi_cv => {
-                    for tid in threads_of(helpers) {
-                        c.helpers_add(tid)?;
-                    }
-                }
-                (
-                    ResourceKind::Queue {
-                        pushers, poppers, ..
+                    idx: names.len(),
+                    attr: attrs[ti],
+                    cpus: match &task.cpus {
+                        Some(c) => place(&shared.cpu_map, c),
+                        None => physical.to_vec(),
                     },
-                    Res::Queue(q),
-                ) if pi_cv => {
-                    for tid in threads_of(pushers) {
-                        q.add_producer(tid)?;
-                    }
-                    for tid in threads_of(poppers) {
-                        q.add_consumer(tid)?;
-                    }
-                }
-                (ResourceKind::Endpoint { servers, .. }, Res::Endpoint(e)) => {
-                    for tid in threads_of(servers) {
-                        e.add_server(tid)?;
-                    }
-                }
-                _ => {}
+                    tid_tx: tid_tx.clone(),
+                    ready: ready.clone(),
+                    go: go.clone(),
+                };
+                let h = std::thread::Builder::new()
+                    .name(name.chars().take(15).collect())
+                    .spawn(move || start.main())
+                    .map_err(|source| RunError::Spawn {
+                        name: name.clone(),
+                        source,
+                    })?;
+                handles.push(h);
+                names.push(name);
             }
         }
-        Ok(())
-    })();
-    let watch = cpus::Watch::start();
-    if failed.is_some() || setup.is_err() {
-        // Tell every thread to stop at once.
-        shared.t0_ns.store(ABORTED, Ordering::Release);
+        drop(tid_tx);
+        let mut tids = vec![-1; nthreads];
+        for (i, tid) in tid_rx.iter().take(nthreads) {
+            tids[i] = tid;
+        }
+        ready.wait();
+        Ok(Threads {
+            handles,
+            names,
+            tids,
+            go,
+        })
     }
-    // The threads set the start themselves when released (this thread may
-    // be preempted between the release and anything it would do after).
-    go.wait();
-    let mut outs = Vec::new();
-    for h in handles {
-        outs.push(h.join().ok());
+
+    /// The tids of the instances of the tasks `tis`.
+    fn of_tasks(&self, scenario: &Scenario, tis: impl Iterator<Item = usize>) -> Vec<i32> {
+        let tis: Vec<usize> = tis.collect();
+        let mut v = Vec::new();
+        let mut k = 0;
+        for (ti, t) in scenario.tasks.iter().enumerate() {
+            for _ in 0..t.instance {
+                if tis.contains(&ti) {
+                    v.push(self.tids[k]);
+                }
+                k += 1;
+            }
+        }
+        v
     }
-    let t0 = shared.begin().unwrap_or_else(sys::now_ns);
-    let end = t0 + shared.duration_ns;
-    if let Some(i) = failed {
-        return Err(RunError::NoPrivilege(format!(
-            "thread {} could not set its scheduling attributes or CPU affinity",
-            names[i]
-        )));
+
+    /// Releases the threads (they set the start themselves: this thread
+    /// may be preempted between the release and anything it would do
+    /// after) and waits for them: their names and what each handed back.
+    fn release_and_join(self) -> (Vec<String>, Vec<Option<ThreadOut>>) {
+        self.go.wait();
+        let outs = self.handles.into_iter().map(|h| h.join().ok()).collect();
+        (self.names, outs)
     }
-    setup?;
-    let actual_end = sys::now_ns().min(end);
-    let interference = watch.finish(&physical);
-    for t in &interference {
-        note(format!(
-            "during the run, another program's real-time thread ran on its CPUs {:?}: {t}; the run's timing includes that work",
-            physical
-        ));
+}
+
+/// What one thread of the run needs to start.
+struct ThreadStart {
+    sh: Arc<Shared>,
+    task: Task,
+    name: String,
+    /// Its index in start order.
+    idx: usize,
+    attr: SchedAttr,
+    /// This machine's CPUs it runs on.
+    cpus: Vec<u32>,
+    tid_tx: std::sync::mpsc::Sender<(usize, i32)>,
+    ready: Arc<Barrier>,
+    go: Arc<Barrier>,
+}
+
+impl ThreadStart {
+    /// The thread: sets its CPUs and attributes, joins, reports its tid
+    /// (-1 on failure), waits for the release, runs its program unless the
+    /// run was called off, and leaves the registry.
+    fn main(self) -> ThreadOut {
+        let ok = sys::set_affinity(0, &self.cpus).is_ok()
+            && sys::sched_setattr(sys::gettid(), &self.attr).is_ok()
+            && thread::join().is_ok();
+        let callers = make_callers(&self.sh, &self.task);
+        let _ = self
+            .tid_tx
+            .send((self.idx, if ok { sys::gettid() } else { -1 }));
+        self.ready.wait();
+        self.go.wait();
+        let out = match (callers, self.sh.begin()) {
+            (Ok(c), Some(t0)) if ok => {
+                run_thread(&self.sh, &self.task, &self.name, self.idx, t0, c)
+            }
+            _ => ThreadOut::default(),
+        };
+        thread::leave();
+        out
     }
+}
+
+/// Helpers (PI-CV) of conditions and queues, servers of endpoints; the
+/// threads' names for deadlock reports.
+fn setup_helpers(
+    scenario: &Scenario,
+    shared: &Shared,
+    threads: &Threads,
+    pi_cv: bool,
+) -> Result<(), Error> {
+    if let Ok(mut n) = shared.names.lock() {
+        for (i, &tid) in threads.tids.iter().enumerate() {
+            n.insert(tid, threads.names[i].clone());
+        }
+    }
+    // Who pushes, pops and serves: declared or used, as in the simulator.
+    let roles = engine::Roles::of(scenario);
+    for (ri, r) in scenario.resources.iter().enumerate() {
+        match (&r.kind, &shared.res[ri]) {
+            (ResourceKind::Cond { helpers }, Res::Cond(c)) if pi_cv => {
+                for tid in threads.of_tasks(scenario, helpers.iter().map(|t| t.0)) {
+                    c.helpers_add(tid)?;
+                }
+            }
+            (ResourceKind::Queue { .. }, Res::Queue(q)) if pi_cv => {
+                for tid in threads.of_tasks(scenario, roles.pushers[ri].iter().copied()) {
+                    q.add_producer(tid)?;
+                }
+                for tid in threads.of_tasks(scenario, roles.poppers[ri].iter().copied()) {
+                    q.add_consumer(tid)?;
+                }
+            }
+            (ResourceKind::Endpoint { .. }, Res::Endpoint(e)) => {
+                for tid in threads.of_tasks(scenario, roles.servers[ri].iter().copied()) {
+                    e.add_server(tid)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Per thread, its report; the events all threads executed; the threads
+/// first on their CPU that started late (µs).
+fn task_reports(
+    scenario: &Scenario,
+    cpu_map: &[(u32, u32)],
+    names: Vec<String>,
+    outs: Vec<Option<ThreadOut>>,
+) -> (Vec<TaskReport>, u64, Vec<(String, f64)>) {
     let mut tasks = Vec::new();
     let mut events = 0;
     let mut late_starts = Vec::new();
-    let leaders = first_on_their_cpu(scenario, &cpu_map);
+    let leaders = first_on_their_cpu(scenario, cpu_map);
     for (i, (name, out)) in names.into_iter().zip(outs).enumerate() {
         let out = out.unwrap_or_default();
         if leaders.contains(&i) && out.late_ns > LATE_START_NS {
@@ -760,28 +965,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             response_us: out.stats.summary(),
         });
     }
-    for (name, us) in &late_starts {
-        note(format!(
-            "thread {name} started {us:.0} µs late: something outside the run (another program, the hypervisor) held its CPU; the run's first events are out of the file's order"
-        ));
-    }
-    let deadlock = shared.deadlock.lock().ok().and_then(|d| d.clone());
-    if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
-        return Err(e);
-    }
-    Ok(RealRun {
-        report: Report {
-            mode: "real",
-            duration_us: actual_end.saturating_sub(t0) as f64 / 1000.0,
-            tasks,
-            deadlock,
-            events,
-        },
-        cpus: cpu_map,
-        ns_per_loop,
-        interference,
-        late_starts,
-    })
+    (tasks, events, late_starts)
 }
 
 fn make_callers(sh: &Shared, task: &Task) -> Result<HashMap<usize, Caller>, Error> {
@@ -926,9 +1110,9 @@ impl Ctx<'_> {
         let res_name = |n: &Node| -> String {
             for (i, r) in self.sh.res.iter().enumerate() {
                 let hit = match (n, r) {
-                    (Node::Mutex(m), Res::Pi(x)) => x.id() == *m,
-                    (Node::Mutex(m), Res::Engine(x)) => x.id() == *m,
-                    (Node::Cond(c), Res::Cond(x)) => x.id() == *c,
+                    (Node::Object(o), Res::Pi(x)) => ObjId::from(x.id()) == *o,
+                    (Node::Object(o), Res::Engine(x)) => ObjId::from(x.id()) == *o,
+                    (Node::Object(o), Res::Cond(x)) => ObjId::from(x.id()) == *o,
                     _ => false,
                 };
                 if hit {
@@ -1071,67 +1255,20 @@ impl Ctx<'_> {
 
     fn event(&mut self, ev: &Event) -> Result<(), Stop> {
         self.events += 1;
+        self.count_time(&ev.kind)?;
         let end = Some(self.end());
-        let timed = match ev.kind {
-            EventKind::Run(m) | EventKind::Runtime(m) | EventKind::Sleep(m) => m.max() > 0,
-            EventKind::Timer { period, .. } => period.max() > 0,
-            _ => false,
-        };
-        if timed {
-            self.zero_streak = 0;
-        } else {
-            self.zero_time_event()?;
-        }
         match &ev.kind {
-            EventKind::Run(m) => {
-                let us = self.rng.draw(*m);
-                self.run_us(us)?;
-            }
-            EventKind::Runtime(m) => {
-                let us = self.rng.draw(*m);
-                self.busy_until(sys::now_ns() + us * 1000)?;
-            }
-            EventKind::Sleep(m) => {
-                let us = self.rng.draw(*m);
-                let t = sys::now_ns() + us * 1000;
-                sys::sleep_until(t.min(self.end()));
-                if self.over() {
-                    return Err(Stop::End);
-                }
-            }
-            EventKind::Timer { timer, period } => {
-                let p = self.rng.draw(*period);
-                self.timer(timer.0, p)?;
-            }
+            EventKind::Run(_)
+            | EventKind::Runtime(_)
+            | EventKind::Sleep(_)
+            | EventKind::Timer { .. } => self.timed_event(&ev.kind)?,
             EventKind::Lock(r) => self.lock(r.0)?,
             EventKind::Unlock(r) => self.unlock(r.0).map_err(|s| {
                 self.not_held(s, ev, || {
                     messages::mutex_not_held(self.name, &self.sh.res_names[r.0])
                 })
             })?,
-            EventKind::Wait { cond, mutex } => {
-                let c = match &self.sh.res[cond.0] {
-                    Res::Cond(c) => c,
-                    _ => return Ok(()),
-                };
-                let r = match &self.sh.res[mutex.0] {
-                    Res::Pi(m) => c.wait_raw(m, end),
-                    Res::Engine(m) => c.wait_engine(m, end),
-                    _ => Ok(WaitResult::Woken),
-                };
-                let r = r.map_err(|e| self.on_error(e)).map_err(|s| {
-                    self.not_held(s, ev, || {
-                        messages::wait_without_mutex(
-                            self.name,
-                            &self.sh.res_names[cond.0],
-                            &self.sh.res_names[mutex.0],
-                        )
-                    })
-                })?;
-                if r == WaitResult::TimedOut && self.over() {
-                    return Err(Stop::End);
-                }
-            }
+            EventKind::Wait { cond, mutex } => self.wait(ev, cond.0, mutex.0, end)?,
             EventKind::Signal(r) => {
                 if let Res::Cond(c) = &self.sh.res[r.0] {
                     c.signal()?;
@@ -1142,49 +1279,10 @@ impl Ctx<'_> {
                     c.broadcast()?;
                 }
             }
-            EventKind::Barrier(r) => {
-                if let Res::Barrier { state, cond, users } = &self.sh.res[r.0] {
-                    let mut g = state.lock()?;
-                    g.0 += 1;
-                    if g.0 >= *users {
-                        g.0 = 0;
-                        g.1 += 1;
-                        cond.broadcast()?;
-                    } else {
-                        let gen = g.1;
-                        loop {
-                            if g.1 != gen {
-                                break;
-                            }
-                            if cond.wait_raw(g.raw(), end)? == WaitResult::TimedOut && g.1 == gen {
-                                return Err(Stop::End);
-                            }
-                        }
-                    }
-                }
-            }
-            EventKind::Suspend(r) => {
-                if let Res::Suspend { mutex, cond } = &self.sh.res[r.0] {
-                    mutex.lock_until(end)?;
-                    let w = cond.wait_raw(mutex, end);
-                    mutex.unlock()?;
-                    if w? == WaitResult::TimedOut {
-                        return Err(Stop::End);
-                    }
-                }
-            }
-            EventKind::Resume(r) => {
-                if let Res::Suspend { mutex, cond } = &self.sh.res[r.0] {
-                    mutex.lock_until(end)?;
-                    let b = cond.broadcast();
-                    mutex.unlock()?;
-                    b?;
-                }
-            }
-            EventKind::Yield => {
-                // SAFETY: sched_yield takes no arguments.
-                unsafe { libc::sched_yield() };
-            }
+            EventKind::Barrier(r) => self.barrier(r.0, end)?,
+            EventKind::Suspend(r) => self.suspend(r.0, end)?,
+            EventKind::Resume(r) => self.resume(r.0, end)?,
+            EventKind::Yield => sys::sched_yield(),
             EventKind::Push(q) => {
                 if let Res::Queue(q) = &self.sh.res[q.0] {
                     let prio = thread::current_urgency()?;
@@ -1198,33 +1296,167 @@ impl Ctx<'_> {
                     }
                 }
             }
-            EventKind::Call { endpoint, run } => {
-                let us = self.rng.draw(*run);
-                if let (Res::Endpoint(ep), Some(c)) =
-                    (&self.sh.res[endpoint.0], self.callers.get(&endpoint.0))
-                {
-                    let prio = thread::current_urgency()?;
-                    if ep.call_until(c, us, prio, end)?.is_none() {
-                        return Err(Stop::End);
-                    }
-                }
+            EventKind::Call { endpoint, run } => self.call(endpoint.0, *run, end)?,
+            EventKind::Serve(e) => self.serve(e.0, end)?,
+        }
+        Ok(())
+    }
+
+    /// An event that lets time pass (a `run`, `runtime`, `sleep` or
+    /// `timer` of a positive length) ends a zero-time streak; any other
+    /// counts in it ([`Ctx::zero_time_event`]).
+    fn count_time(&mut self, kind: &EventKind) -> Result<(), Stop> {
+        let timed = match kind {
+            EventKind::Run(m) | EventKind::Runtime(m) | EventKind::Sleep(m) => m.max() > 0,
+            EventKind::Timer { period, .. } => period.max() > 0,
+            _ => false,
+        };
+        if timed {
+            self.zero_streak = 0;
+            Ok(())
+        } else {
+            self.zero_time_event()
+        }
+    }
+
+    /// `run`, `runtime`, `sleep` and `timer`.
+    fn timed_event(&mut self, kind: &EventKind) -> Result<(), Stop> {
+        match kind {
+            EventKind::Run(m) => {
+                let us = self.rng.draw(*m);
+                self.run_us(us)
             }
-            EventKind::Serve(e) => {
-                if let Res::Endpoint(ep) = &self.sh.res[e.0] {
-                    let mut stop = None;
-                    let served = ep.serve_until(end, |us| {
-                        if let Err(s) = self.run_us(us) {
-                            stop = Some(s);
-                        }
-                    })?;
-                    if let Some(s) = stop {
-                        return Err(s);
-                    }
-                    if !served {
-                        return Err(Stop::End);
-                    }
-                }
+            EventKind::Runtime(m) => {
+                let us = self.rng.draw(*m);
+                self.busy_until(sys::now_ns() + us * 1000)
             }
+            EventKind::Sleep(m) => {
+                let us = self.rng.draw(*m);
+                let t = sys::now_ns() + us * 1000;
+                sys::sleep_until(t.min(self.end()));
+                if self.over() {
+                    return Err(Stop::End);
+                }
+                Ok(())
+            }
+            EventKind::Timer { timer, period } => {
+                let p = self.rng.draw(*period);
+                self.timer(timer.0, p)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `wait` on condition `cond` with mutex `mutex` (held: the
+    /// simulator's error if not).
+    fn wait(
+        &mut self,
+        ev: &Event,
+        cond: usize,
+        mutex: usize,
+        end: Option<u64>,
+    ) -> Result<(), Stop> {
+        let Res::Cond(c) = &self.sh.res[cond] else {
+            return Ok(());
+        };
+        let r = match &self.sh.res[mutex] {
+            Res::Pi(m) => c.wait_raw(m, end),
+            Res::Engine(m) => c.wait_engine(m, end),
+            _ => Ok(WaitResult::Woken),
+        };
+        let r = r.map_err(|e| self.on_error(e)).map_err(|s| {
+            self.not_held(s, ev, || {
+                messages::wait_without_mutex(
+                    self.name,
+                    &self.sh.res_names[cond],
+                    &self.sh.res_names[mutex],
+                )
+            })
+        })?;
+        if r == WaitResult::TimedOut && self.over() {
+            return Err(Stop::End);
+        }
+        Ok(())
+    }
+
+    /// `barrier` `r`: the last of its users to arrive wakes the others.
+    fn barrier(&self, r: usize, end: Option<u64>) -> Result<(), Stop> {
+        let Res::Barrier { state, cond, users } = &self.sh.res[r] else {
+            return Ok(());
+        };
+        let mut g = state.lock()?;
+        g.0 += 1;
+        if g.0 >= *users {
+            g.0 = 0;
+            g.1 += 1;
+            cond.broadcast()?;
+            return Ok(());
+        }
+        // The generation moves when the last user arrives: the wait
+        // releases and re-takes `state`'s raw lock under the guard.
+        let gen = g.1;
+        loop {
+            if g.1 != gen {
+                return Ok(());
+            }
+            if cond.wait_raw(g.raw(), end)? == WaitResult::TimedOut && g.1 == gen {
+                return Err(Stop::End);
+            }
+        }
+    }
+
+    /// `suspend` on `r` until a `resume`.
+    fn suspend(&self, r: usize, end: Option<u64>) -> Result<(), Stop> {
+        if let Res::Suspend { mutex, cond } = &self.sh.res[r] {
+            mutex.lock_until(end)?;
+            let w = cond.wait_raw(mutex, end);
+            mutex.unlock()?;
+            if w? == WaitResult::TimedOut {
+                return Err(Stop::End);
+            }
+        }
+        Ok(())
+    }
+
+    /// `resume` of `r`'s suspended threads.
+    fn resume(&self, r: usize, end: Option<u64>) -> Result<(), Stop> {
+        if let Res::Suspend { mutex, cond } = &self.sh.res[r] {
+            mutex.lock_until(end)?;
+            let b = cond.broadcast();
+            mutex.unlock()?;
+            b?;
+        }
+        Ok(())
+    }
+
+    /// `call` of endpoint `e` with a request that runs `run`.
+    fn call(&mut self, e: usize, run: Micros, end: Option<u64>) -> Result<(), Stop> {
+        let us = self.rng.draw(run);
+        if let (Res::Endpoint(ep), Some(c)) = (&self.sh.res[e], self.callers.get(&e)) {
+            let prio = thread::current_urgency()?;
+            if ep.call_until(c, us, prio, end)?.is_none() {
+                return Err(Stop::End);
+            }
+        }
+        Ok(())
+    }
+
+    /// `serve` one request of endpoint `e` (running what it asks).
+    fn serve(&self, e: usize, end: Option<u64>) -> Result<(), Stop> {
+        let Res::Endpoint(ep) = &self.sh.res[e] else {
+            return Ok(());
+        };
+        let mut stop = None;
+        let served = ep.serve_until(end, |us| {
+            if let Err(s) = self.run_us(us) {
+                stop = Some(s);
+            }
+        })?;
+        if let Some(s) = stop {
+            return Err(s);
+        }
+        if !served {
+            return Err(Stop::End);
         }
         Ok(())
     }

@@ -5,7 +5,7 @@
 //! exact (policy, priority, nice, `SCHED_FLAG_RESET_ON_FORK`, deadline
 //! parameters, utilisation clamps as reported).
 
-use heir_core::{ServerId, Urgency};
+use heir_core::Urgency;
 
 use crate::sys::{self, SchedAttr};
 
@@ -14,19 +14,30 @@ use crate::sys::{self, SchedAttr};
 /// - `SCHED_FIFO`/`SCHED_RR` → [`Urgency::Fixed`] with the rt priority;
 /// - `SCHED_OTHER`/`SCHED_BATCH` → [`Urgency::Other`] with the nice value;
 /// - `SCHED_IDLE` → [`Urgency::LOWEST`];
-/// - `SCHED_DEADLINE` → [`Urgency::Deadline`] keyed by the *relative*
-///   deadline (deadline-monotonic order) and a server named after the thread;
-///   absolute-deadline tracking is bandwidth inheritance's job (seed 001).
-pub fn urgency_of(attr: &SchedAttr, tid: i32) -> Urgency {
+/// - `SCHED_DEADLINE` → [`deadline_monotonic`] of its *relative* deadline.
+pub fn urgency_of(attr: &SchedAttr) -> Urgency {
     match attr.sched_policy {
         sys::SCHED_FIFO | sys::SCHED_RR => Urgency::fixed(attr.sched_priority.clamp(1, 99) as u8),
-        sys::SCHED_DEADLINE => Urgency::Deadline {
-            abs_ns: attr.sched_deadline,
-            server: ServerId(tid.max(0) as u32),
-        },
+        sys::SCHED_DEADLINE => deadline_monotonic(attr.sched_deadline),
         sys::SCHED_IDLE => Urgency::LOWEST,
         _ => Urgency::other(attr.sched_nice.clamp(-20, 19) as i8),
     }
+}
+
+/// The urgency of a `SCHED_DEADLINE` thread whose *relative* deadline
+/// (`sched_attr.sched_deadline`) is `relative_deadline_ns`:
+/// deadline-monotonic order, the shorter relative deadline first.
+///
+/// The engine's [`Urgency::Deadline`] field is named `abs_ns` because the
+/// engine means an *absolute* deadline (earliest deadline first). heir-rt
+/// does not track a deadline thread's absolute deadline — the kernel moves
+/// it at every replenishment — so it stores the relative deadline there:
+/// between deadline threads that is deadline-monotonic priority, a fixed
+/// order, until bandwidth inheritance (seed 001, the next step) tracks the
+/// absolute deadline and the donor's server. Never compare a value made
+/// here with an absolute deadline.
+pub fn deadline_monotonic(relative_deadline_ns: u64) -> Urgency {
+    Urgency::deadline(relative_deadline_ns)
 }
 
 /// The attributes that make a thread whose base is `base` run at `eff`, or
@@ -99,7 +110,7 @@ pub fn other(nice: i8) -> SchedAttr {
 /// The urgency the kernel is currently told for `tid` (its `sched_getattr`
 /// view, which excludes kernel PI boosting).
 pub fn kernel_urgency(tid: i32) -> Result<Urgency, sys::Errno> {
-    sys::sched_getattr(tid).map(|a| urgency_of(&a, tid))
+    sys::sched_getattr(tid).map(|a| urgency_of(&a))
 }
 
 #[cfg(test)]
@@ -110,7 +121,7 @@ mod tests {
     fn other_thread_boosted_to_fifo_and_restored_exactly() {
         let mut base = other(5);
         base.sched_flags = sys::SCHED_FLAG_RESET_ON_FORK;
-        let bu = urgency_of(&base, 1);
+        let bu = urgency_of(&base);
         assert_eq!(bu, Urgency::other(5));
         let boosted = attr_for(&base, bu, Urgency::fixed(30)).unwrap();
         assert_eq!(boosted.sched_policy, sys::SCHED_FIFO);
@@ -124,21 +135,37 @@ mod tests {
     fn rr_stays_rr_and_deadline_is_not_lent_to_fixed() {
         let mut base = fifo(10);
         base.sched_policy = sys::SCHED_RR;
-        let bu = urgency_of(&base, 1);
+        let bu = urgency_of(&base);
         let b = attr_for(&base, bu, Urgency::fixed(20)).unwrap();
         assert_eq!((b.sched_policy, b.sched_priority), (sys::SCHED_RR, 20));
-        let dl = Urgency::Deadline {
-            abs_ns: 5,
-            server: ServerId(1),
-        };
+        let dl = Urgency::deadline(5);
         assert_eq!(attr_for(&base, bu, dl), None);
         let idle = SchedAttr {
             sched_policy: sys::SCHED_IDLE,
             ..SchedAttr::default()
         };
-        let iu = urgency_of(&idle, 1);
+        let iu = urgency_of(&idle);
         assert_eq!(iu, Urgency::LOWEST);
         let o = attr_for(&idle, iu, Urgency::other(0)).unwrap();
         assert_eq!((o.sched_policy, o.sched_nice), (sys::SCHED_OTHER, 0));
+    }
+
+    #[test]
+    fn deadline_threads_are_ordered_by_relative_deadline() {
+        let dl = |d: u64| SchedAttr {
+            sched_policy: sys::SCHED_DEADLINE,
+            sched_runtime: 1_000_000,
+            sched_deadline: d,
+            sched_period: 20_000_000,
+            ..SchedAttr::default()
+        };
+        let short = urgency_of(&dl(5_000_000));
+        let long = urgency_of(&dl(10_000_000));
+        assert_eq!(short, deadline_monotonic(5_000_000));
+        assert!(short > long, "the shorter relative deadline is more urgent");
+        assert!(
+            long > Urgency::fixed(99),
+            "deadline above every fixed priority"
+        );
     }
 }

@@ -2,9 +2,25 @@
 //! `sched_getattr`/`sched_setattr`, `futex` (wait/wake on a private word,
 //! `FUTEX_LOCK_PI2`/`FUTEX_UNLOCK_PI`), clocks and CPU affinity.
 //!
-//! This is the only module with `unsafe`; every wrapper is a safe function
-//! whose arguments make the call sound (references to live memory, sizes
-//! from `size_of`).
+//! Every system call and libc function heir-rt makes is here, and each
+//! wrapper is a safe function whose arguments make the call sound
+//! (references to live memory, sizes from `size_of`).
+//!
+//! `unsafe` outside this module, each for a reason a wrapper here cannot
+//! take away (the crate root denies undocumented `unsafe` blocks and
+//! `unsafe fn`s without a `# Safety` section):
+//!
+//! - [`crate::lock`]: the `UnsafeCell` behind [`crate::lock::MutexGuard`]
+//!   (the one place data behind a raw lock is reached), and the `unsafe`
+//!   trait [`crate::lock::RawLock`] whose promise of exclusion it relies on;
+//! - `unsafe impl RawLock` beside each raw lock — `rt` (the engine lock's
+//!   PI futex), `mutex` ([`crate::RawPiMutex`]), `ceiling`
+//!   ([`crate::RawEngineMutex`]) — because the argument is about that lock's
+//!   own code;
+//! - [`crate::robust`]: reads and writes of the thread's robust futex list,
+//!   memory shared with glibc and the kernel and reached by address;
+//! - [`crate::capi`]: the C API's raw pointers (`unsafe extern "C"`
+//!   functions, each with its `# Safety`).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -67,10 +83,45 @@ pub struct SchedAttr {
 
 const SCHED_ATTR_SIZE: u32 = std::mem::size_of::<SchedAttr>() as u32;
 
+/// The symbolic name of an errno (`EPERM`), or `errno N` for one this
+/// table lacks.
+pub fn errno_name(e: Errno) -> std::borrow::Cow<'static, str> {
+    let name = match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::ESRCH => "ESRCH",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::E2BIG => "E2BIG",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSYS => "ENOSYS",
+        libc::EDEADLK => "EDEADLK",
+        libc::ELOOP => "ELOOP",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EOWNERDEAD => "EOWNERDEAD",
+        libc::ENOTRECOVERABLE => "ENOTRECOVERABLE",
+        _ => return format!("errno {e}").into(),
+    };
+    name.into()
+}
+
 fn errno() -> Errno {
     std::io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)
+}
+
+/// `sched_yield()`: the calling thread goes to the end of its priority's
+/// run queue.
+pub fn sched_yield() {
+    // SAFETY: sched_yield takes no arguments and cannot fail on Linux.
+    unsafe { libc::sched_yield() };
 }
 
 /// The calling thread's kernel thread id.

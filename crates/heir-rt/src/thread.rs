@@ -10,30 +10,17 @@
 //! released, its wait cancelled, and it is dropped from every helper set, so
 //! nobody keeps an urgency it lent. [`leave`] does the same and restores the
 //! caller's base attributes.
+//!
+//! This module is the public face of the registry, which lives with the
+//! engine lock in [`crate::rt`]: it only calls into `rt`, never the other
+//! way.
 
 use heir_core::Urgency;
 
-use crate::rt::{self, ApplyStats};
+use crate::rt;
+pub use crate::rt::{ApplyStats, ThreadInfo};
 use crate::sys::{self, SchedAttr};
 use crate::Error;
-
-/// What the registry knows about a thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ThreadInfo {
-    /// Kernel thread id.
-    pub tid: i32,
-    /// The attributes saved at join.
-    pub base: SchedAttr,
-    /// The base, as an urgency.
-    pub base_urgency: Urgency,
-    /// The engine's effective urgency now.
-    pub effective: Urgency,
-    /// What heir-rt last applied with `sched_setattr`.
-    pub applied: Urgency,
-    /// What the engine records the thread as blocked on (a contended
-    /// [`crate::PiMutex`], an engine mutex or a [`crate::PiCondvar`]).
-    pub blocked_on: Option<heir_core::Blocker>,
-}
 
 /// The calling thread's kernel tid.
 pub fn current_tid() -> i32 {
@@ -102,9 +89,12 @@ pub fn check_invariants() -> Result<(), Error> {
     rt::state().check()
 }
 
-/// Counters of `sched_setattr` calls and failures.
+/// Counters of what heir-rt applied to the kernel and of what it could
+/// not (failed `sched_setattr` calls, boosts it cannot express, vanished
+/// threads, engine errors during clean-up), with the last error of each
+/// kind: since the process started.
 pub fn apply_stats() -> ApplyStats {
-    rt::state().stats
+    rt::state().stats.clone()
 }
 
 /// Pins the calling thread to `cpus`.

@@ -472,40 +472,48 @@ impl Parser<'_> {
         loop {
             match self.peek() {
                 Some(b' ' | b'\t' | b'\n' | b'\r') => self.pos += 1,
-                Some(b'/') => match self.bytes.get(self.pos + 1) {
-                    Some(b'/') => {
-                        while let Some(b) = self.peek() {
-                            if b == b'\n' {
-                                break;
-                            }
-                            self.pos += 1;
-                        }
-                    }
-                    Some(b'*') => {
-                        let start = self.pos;
-                        match self.text[self.pos + 2..].find("*/") {
-                            Some(i) => self.pos += 2 + i + 2,
-                            None => {
-                                self.hit_end.set(true);
-                                return Err(self.error(
-                                    start,
-                                    "unterminated comment: '/*' has no closing '*/'".into(),
-                                ));
-                            }
-                        }
-                    }
-                    _ => {
-                        return Err(self.error(
-                            self.pos,
-                            format!(
-                                "expected a comment ('//' or '/*') after '/', found {}",
-                                self.found_at(self.pos + 1)
-                            ),
-                        ))
-                    }
-                },
+                Some(b'/') => self.comment()?,
                 _ => return Ok(()),
             }
+        }
+    }
+
+    /// Skips the comment at `self.pos` (a `/`): `// …` to the end of the
+    /// line, or `/* … */`.
+    fn comment(&mut self) -> Result<(), SyntaxError> {
+        match self.bytes.get(self.pos + 1) {
+            Some(b'/') => {
+                while let Some(b) = self.peek() {
+                    if b == b'\n' {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                Ok(())
+            }
+            Some(b'*') => {
+                let start = self.pos;
+                match self.text[self.pos + 2..].find("*/") {
+                    Some(i) => {
+                        self.pos += 2 + i + 2;
+                        Ok(())
+                    }
+                    None => {
+                        self.hit_end.set(true);
+                        Err(self.error(
+                            start,
+                            "unterminated comment: '/*' has no closing '*/'".into(),
+                        ))
+                    }
+                }
+            }
+            _ => Err(self.error(
+                self.pos,
+                format!(
+                    "expected a comment ('//' or '/*') after '/', found {}",
+                    self.found_at(self.pos + 1)
+                ),
+            )),
         }
     }
 
@@ -645,36 +653,7 @@ impl Parser<'_> {
                         "unterminated string: no closing '\"' before the end of the line".into(),
                     ))
                 }
-                '\\' => {
-                    let esc_at = self.pos;
-                    self.pos += 1;
-                    let e = self.peek();
-                    self.pos += 1;
-                    match e {
-                        Some(b'"') => out.push('"'),
-                        Some(b'\\') => out.push('\\'),
-                        Some(b'/') => out.push('/'),
-                        Some(b'b') => out.push('\u{8}'),
-                        Some(b'f') => out.push('\u{c}'),
-                        Some(b'n') => out.push('\n'),
-                        Some(b'r') => out.push('\r'),
-                        Some(b't') => out.push('\t'),
-                        Some(b'u') => out.push(self.unicode_escape(esc_at)?),
-                        _ => {
-                            if e.is_none() {
-                                self.hit_end.set(true);
-                            }
-                            self.pos = esc_at;
-                            let shown: String = self.text[esc_at..].chars().take(2).collect();
-                            return Err(self.error(
-                                esc_at,
-                                format!(
-                                    "bad escape '{shown}' in string: expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX"
-                                ),
-                            ));
-                        }
-                    }
-                }
+                '\\' => self.escape(&mut out)?,
                 c if (c as u32) < 0x20 && c != '\t' => {
                     return Err(self.error(
                         self.pos,
@@ -690,6 +669,40 @@ impl Parser<'_> {
                 }
             }
         }
+    }
+
+    /// Decodes the escape at `self.pos` (a `\`) of a string into `out`.
+    fn escape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
+        let esc_at = self.pos;
+        self.pos += 1;
+        let e = self.peek();
+        self.pos += 1;
+        let c = match e {
+            Some(b'"') => '"',
+            Some(b'\\') => '\\',
+            Some(b'/') => '/',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(b'n') => '\n',
+            Some(b'r') => '\r',
+            Some(b't') => '\t',
+            Some(b'u') => self.unicode_escape(esc_at)?,
+            _ => {
+                if e.is_none() {
+                    self.hit_end.set(true);
+                }
+                self.pos = esc_at;
+                let shown: String = self.text[esc_at..].chars().take(2).collect();
+                return Err(self.error(
+                    esc_at,
+                    format!(
+                        "bad escape '{shown}' in string: expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX"
+                    ),
+                ));
+            }
+        };
+        out.push(c);
+        Ok(())
     }
 
     /// After `\u` (self.pos is on the first hex digit).
@@ -782,42 +795,7 @@ impl Parser<'_> {
                     );
                 }
             }
-            let key_start = self.pos;
-            let key = self.string()?;
-            let key_span = Span {
-                start: key_start,
-                end: self.pos,
-            };
-            let name = names.name(&key);
-            self.skip_ws()?;
-            let value = match self.peek() {
-                Some(b':') => {
-                    self.pos += 1;
-                    self.path.push(PathSeg::Key(name.clone()));
-                    self.skip_ws()?;
-                    let v = self.value(depth + 1)?;
-                    self.path.pop();
-                    Some(v)
-                }
-                // A member without a value: `"suspend",` or `"suspend" }`.
-                Some(b',' | b'}') => None,
-                _ => {
-                    return Err(self.error(
-                        key_span.end,
-                        format!(
-                            "expected ':' after key {}, found {}",
-                            quote_short(&key),
-                            self.found()
-                        ),
-                    ))
-                }
-            };
-            members.push(Member {
-                key,
-                name,
-                key_span,
-                value,
-            });
+            members.push(self.member(&mut names, depth)?);
             let key = &members[members.len() - 1].key;
             if self.item_end(b'}', || {
                 format!("expected ',' or '}}' after the member {}", quote_short(key))
@@ -831,6 +809,48 @@ impl Parser<'_> {
                 start,
                 end: self.pos,
             },
+        })
+    }
+
+    /// The member at `self.pos` (its key's opening quote) of an object at
+    /// `depth`, whose keys so far `names` has seen: the key, then `:` and
+    /// the value, or no value (`"suspend",`).
+    fn member(&mut self, names: &mut WorkgenNames, depth: usize) -> Result<Member, SyntaxError> {
+        let key_start = self.pos;
+        let key = self.string()?;
+        let key_span = Span {
+            start: key_start,
+            end: self.pos,
+        };
+        let name = names.name(&key);
+        self.skip_ws()?;
+        let value = match self.peek() {
+            Some(b':') => {
+                self.pos += 1;
+                self.path.push(PathSeg::Key(name.clone()));
+                self.skip_ws()?;
+                let v = self.value(depth + 1)?;
+                self.path.pop();
+                Some(v)
+            }
+            // A member without a value: `"suspend",` or `"suspend" }`.
+            Some(b',' | b'}') => None,
+            _ => {
+                return Err(self.error(
+                    key_span.end,
+                    format!(
+                        "expected ':' after key {}, found {}",
+                        quote_short(&key),
+                        self.found()
+                    ),
+                ))
+            }
+        };
+        Ok(Member {
+            key,
+            name,
+            key_span,
+            value,
         })
     }
 

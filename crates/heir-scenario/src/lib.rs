@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 mod build;
+pub mod engine;
 pub mod json;
 pub mod limits;
 pub mod messages;

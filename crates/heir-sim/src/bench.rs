@@ -82,115 +82,7 @@ pub fn large_scenario(seed: u64, tasks: usize, cpus: u32) -> Scenario {
     let cpus = cpus.max(1);
     let cells = (tasks / CELL_TASKS).max(1);
     let mut rng = SplitMix64::new(seed);
-    let mut resources = Vec::new();
-    let mut out_tasks = Vec::new();
-    for k in 0..cells {
-        let cpu = (k as u32) % cpus;
-        let base = resources.len();
-        let (m, q, ep, tp, tk) = (base, base + 1, base + 2, base + 3, base + 4);
-        let ti = out_tasks.len();
-        let (p_idx, c_idx, k_idx, s_idx) = (ti, ti + 1, ti + 2, ti + 3);
-        resources.push(resource(
-            format!("m{k}"),
-            ResourceKind::Mutex {
-                protocol: MutexProtocol::Inherit,
-            },
-        ));
-        resources.push(resource(
-            format!("q{k}"),
-            ResourceKind::Queue {
-                capacity: 4,
-                pushers: vec![TaskIdx(p_idx)],
-                poppers: vec![TaskIdx(c_idx)],
-            },
-        ));
-        resources.push(resource(
-            format!("ep{k}"),
-            ResourceKind::Endpoint {
-                servers: vec![TaskIdx(s_idx)],
-                callers: vec![TaskIdx(k_idx)],
-            },
-        ));
-        for name in [format!("tp{k}"), format!("tk{k}")] {
-            resources.push(resource(
-                name,
-                ResourceKind::Timer {
-                    mode: TimerMode::Absolute,
-                    unique: false,
-                },
-            ));
-        }
-        // Periods in whole ms, 5..=50.
-        let per_p = rng.uniform(5, 50) * 1000;
-        let per_k = rng.uniform(5, 50) * 1000;
-        let pct = |period: u64, tenths: u64| (period * tenths / 1000).max(1);
-        let (pn, cn, kn, sn) = (
-            format!("P{k}"),
-            format!("C{k}"),
-            format!("K{k}"),
-            format!("S{k}"),
-        );
-        let p_events = vec![
-            ev(
-                &pn,
-                "timer",
-                EventKind::Timer {
-                    timer: ResIdx(tp),
-                    period: Micros::Fixed(per_p),
-                },
-            ),
-            ev(
-                &pn,
-                "run",
-                EventKind::Run(Micros::Uniform {
-                    min: pct(per_p, 5),
-                    max: pct(per_p, 10),
-                }),
-            ),
-            ev(&pn, "lock", EventKind::Lock(ResIdx(m))),
-            ev(&pn, "run1", EventKind::Run(Micros::Fixed(pct(per_p, 5)))),
-            ev(&pn, "unlock", EventKind::Unlock(ResIdx(m))),
-            ev(&pn, "push", EventKind::Push(ResIdx(q))),
-        ];
-        let c_events = vec![
-            ev(&cn, "pop", EventKind::Pop(ResIdx(q))),
-            ev(&cn, "lock", EventKind::Lock(ResIdx(m))),
-            ev(&cn, "run", EventKind::Run(Micros::Fixed(pct(per_p, 5)))),
-            ev(&cn, "unlock", EventKind::Unlock(ResIdx(m))),
-        ];
-        let k_events = vec![
-            ev(
-                &kn,
-                "timer",
-                EventKind::Timer {
-                    timer: ResIdx(tk),
-                    period: Micros::Fixed(per_k),
-                },
-            ),
-            ev(&kn, "run", EventKind::Run(Micros::Fixed(pct(per_k, 10)))),
-            ev(
-                &kn,
-                "call",
-                EventKind::Call {
-                    endpoint: ResIdx(ep),
-                    run: Micros::Uniform {
-                        min: pct(per_k, 5),
-                        max: pct(per_k, 10),
-                    },
-                },
-            ),
-        ];
-        let s_events = vec![ev(&sn, "serve", EventKind::Serve(ResIdx(ep)))];
-        let prio_p = 99 - (per_p / 1000) as i32;
-        let prio_k = 99 - (per_k / 1000) as i32;
-        let prio_c = rng.uniform(20, 45) as i32;
-        let prio_s = rng.uniform(1, 4) as i32;
-        out_tasks.push(task(pn, prio_p, cpu, p_events));
-        out_tasks.push(task(cn, prio_c, cpu, c_events));
-        out_tasks.push(task(kn, prio_k, cpu, k_events));
-        out_tasks.push(task(sn, prio_s, cpu, s_events));
-    }
-    Scenario {
+    let mut out = Scenario {
         global: Global {
             duration_s: Some(10.0),
             default_policy: Policy::Fifo,
@@ -199,8 +91,121 @@ pub fn large_scenario(seed: u64, tasks: usize, cpus: u32) -> Scenario {
             seed,
             calibration_ns_per_loop: None,
         },
-        resources,
-        tasks: out_tasks,
+        resources: Vec::new(),
+        tasks: Vec::new(),
         warnings: Vec::new(),
+    };
+    for k in 0..cells {
+        add_cell(&mut out, &mut rng, k, (k as u32) % cpus);
     }
+    out
+}
+
+/// Cell `k` on CPU `cpu`: its resources (PI mutex `m`, queue `q`, endpoint
+/// `ep`, timers `tp`, `tk`) and its four tasks (producer `P`, consumer `C`,
+/// client `K`, server `S`).
+fn add_cell(sc: &mut Scenario, rng: &mut SplitMix64, k: usize, cpu: u32) {
+    let base = sc.resources.len();
+    let (m, q, ep, tp, tk) = (base, base + 1, base + 2, base + 3, base + 4);
+    let ti = sc.tasks.len();
+    let (p_idx, c_idx, k_idx, s_idx) = (ti, ti + 1, ti + 2, ti + 3);
+    sc.resources.push(resource(
+        format!("m{k}"),
+        ResourceKind::Mutex {
+            protocol: MutexProtocol::Inherit,
+        },
+    ));
+    sc.resources.push(resource(
+        format!("q{k}"),
+        ResourceKind::Queue {
+            capacity: 4,
+            pushers: vec![TaskIdx(p_idx)],
+            poppers: vec![TaskIdx(c_idx)],
+        },
+    ));
+    sc.resources.push(resource(
+        format!("ep{k}"),
+        ResourceKind::Endpoint {
+            servers: vec![TaskIdx(s_idx)],
+            callers: vec![TaskIdx(k_idx)],
+        },
+    ));
+    for name in [format!("tp{k}"), format!("tk{k}")] {
+        sc.resources.push(resource(
+            name,
+            ResourceKind::Timer {
+                mode: TimerMode::Absolute,
+                unique: false,
+            },
+        ));
+    }
+    // Periods in whole ms, 5..=50.
+    let per_p = rng.uniform(5, 50) * 1000;
+    let per_k = rng.uniform(5, 50) * 1000;
+    let pct = |period: u64, tenths: u64| (period * tenths / 1000).max(1);
+    let (pn, cn, kn, sn) = (
+        format!("P{k}"),
+        format!("C{k}"),
+        format!("K{k}"),
+        format!("S{k}"),
+    );
+    let p_events = vec![
+        ev(
+            &pn,
+            "timer",
+            EventKind::Timer {
+                timer: ResIdx(tp),
+                period: Micros::Fixed(per_p),
+            },
+        ),
+        ev(
+            &pn,
+            "run",
+            EventKind::Run(Micros::Uniform {
+                min: pct(per_p, 5),
+                max: pct(per_p, 10),
+            }),
+        ),
+        ev(&pn, "lock", EventKind::Lock(ResIdx(m))),
+        ev(&pn, "run1", EventKind::Run(Micros::Fixed(pct(per_p, 5)))),
+        ev(&pn, "unlock", EventKind::Unlock(ResIdx(m))),
+        ev(&pn, "push", EventKind::Push(ResIdx(q))),
+    ];
+    let c_events = vec![
+        ev(&cn, "pop", EventKind::Pop(ResIdx(q))),
+        ev(&cn, "lock", EventKind::Lock(ResIdx(m))),
+        ev(&cn, "run", EventKind::Run(Micros::Fixed(pct(per_p, 5)))),
+        ev(&cn, "unlock", EventKind::Unlock(ResIdx(m))),
+    ];
+    let k_events = vec![
+        ev(
+            &kn,
+            "timer",
+            EventKind::Timer {
+                timer: ResIdx(tk),
+                period: Micros::Fixed(per_k),
+            },
+        ),
+        ev(&kn, "run", EventKind::Run(Micros::Fixed(pct(per_k, 10)))),
+        ev(
+            &kn,
+            "call",
+            EventKind::Call {
+                endpoint: ResIdx(ep),
+                run: Micros::Uniform {
+                    min: pct(per_k, 5),
+                    max: pct(per_k, 10),
+                },
+            },
+        ),
+    ];
+    let s_events = vec![ev(&sn, "serve", EventKind::Serve(ResIdx(ep)))];
+    let prio_p = 99 - (per_p / 1000) as i32;
+    let prio_k = 99 - (per_k / 1000) as i32;
+    let prio_c = rng.uniform(20, 45) as i32;
+    let prio_s = rng.uniform(1, 4) as i32;
+    sc.tasks.push(task(pn, prio_p, cpu, p_events));
+    sc.tasks.push(task(cn, prio_c, cpu, c_events));
+    sc.tasks.push(task(kn, prio_k, cpu, k_events));
+    sc.tasks.push(task(sn, prio_s, cpu, s_events));
 }

@@ -170,19 +170,19 @@
 
 pub mod bench;
 mod queue;
-pub mod report;
 mod rng;
 mod sim;
-pub mod stats;
-pub mod trace;
 
-pub use report::{DeadlockReport, Report, TaskReport};
+/// The report and trace types, from `heir-report` (shared with the
+/// real-time face and the chart writers).
+pub use heir_report::{
+    DeadlockReport, InstantKind, NullObserver, Observer, Report, ResponseStats, ResponseSummary,
+    TaskReport, ThreadInfo, TraceEvent, TraceInfo,
+};
 pub use rng::SplitMix64;
 pub use sim::{
     cpu_count, Footprint, Simulator, OTHER_BASE_SLICE_NS, RR_SLICE_NS, ZERO_TIME_STEP_LIMIT,
 };
-pub use stats::{ResponseStats, ResponseSummary};
-pub use trace::{InstantKind, NullObserver, Observer, SimInfo, ThreadInfo, TraceEvent};
 
 use heir_scenario::Scenario;
 
@@ -246,6 +246,17 @@ impl SimError {
     pub fn message(&self) -> &str {
         match self {
             SimError::Invalid { message, .. } => message,
+        }
+    }
+}
+
+impl From<heir_scenario::messages::Refusal> for SimError {
+    fn from(r: heir_scenario::messages::Refusal) -> SimError {
+        SimError::Invalid {
+            path: r.path,
+            line: r.line,
+            column: r.column,
+            message: r.message,
         }
     }
 }

@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use std::io::{self, BufWriter, Write};
 
 use heir_core::Urgency;
-use heir_sim::{Observer, SimInfo, TraceEvent};
+use heir_report::{Observer, TraceEvent, TraceInfo};
 
 use crate::style::{instant_name, json_str, us};
 
@@ -79,11 +79,11 @@ struct Track {
 ///
 /// ```
 /// use heir_viz::ChromeTrace;
-/// use heir_sim::{Observer, SimInfo, ThreadInfo, TraceEvent};
+/// use heir_report::{Observer, TraceInfo, ThreadInfo, TraceEvent};
 /// use heir_core::Urgency;
 ///
 /// let mut trace = ChromeTrace::new(Vec::new());
-/// trace.start(&SimInfo {
+/// trace.start(&TraceInfo {
 ///     cpus: 1,
 ///     threads: vec![ThreadInfo { name: "A".into(), base: Urgency::fixed(10) }],
 ///     resources: vec![],
@@ -215,7 +215,7 @@ impl<W: Write> ChromeTrace<W> {
         self.emit_line();
     }
 
-    fn header(&mut self, info: &SimInfo) {
+    fn header(&mut self, info: &TraceInfo) {
         self.cpus = info.cpus;
         self.threads = info
             .threads
@@ -363,7 +363,7 @@ impl<W: Write> ChromeTrace<W> {
 }
 
 impl<W: Write> Observer for ChromeTrace<W> {
-    fn start(&mut self, info: &SimInfo) {
+    fn start(&mut self, info: &TraceInfo) {
         if self.phase == Phase::Idle {
             self.header(info);
         }

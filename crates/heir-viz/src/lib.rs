@@ -1,6 +1,6 @@
 //! heir-viz: observers that write down what a run did.
 //!
-//! Every writer here is an [`heir_sim::Observer`]: the simulator (`heir sim`)
+//! Every writer here is an [`heir_report::Observer`]: the simulator (`heir sim`)
 //! and the real-time runner (`heir run`) stream [`TraceEvent`]s into it while
 //! they run, so nothing has to keep the whole run in memory.
 //!
@@ -46,4 +46,4 @@ pub use svg::{SvgGantt, SvgOptions};
 pub use tee::Tee;
 
 #[doc(no_inline)]
-pub use heir_sim::{Observer, SimInfo, TraceEvent};
+pub use heir_report::{Observer, TraceEvent, TraceInfo};

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use heir_sim::InstantKind;
+use heir_report::InstantKind;
 
 /// Formats `ns` as µs with exactly three decimals (ns precision, no float
 /// rounding): `12345` → `12.345`.

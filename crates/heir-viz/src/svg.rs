@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use heir_sim::{Observer, SimInfo, ThreadInfo, TraceEvent};
+use heir_report::{Observer, ThreadInfo, TraceEvent, TraceInfo};
 
 use crate::style::{colour, ms, xml};
 
@@ -80,11 +80,11 @@ const PENDING_JOBS: usize = 64;
 ///
 /// ```
 /// use heir_viz::{SvgGantt, SvgOptions};
-/// use heir_sim::{Observer, SimInfo, ThreadInfo, TraceEvent};
+/// use heir_report::{Observer, TraceInfo, ThreadInfo, TraceEvent};
 /// use heir_core::Urgency;
 ///
 /// let mut svg = SvgGantt::new(SvgOptions { window_ns: 10_000_000, ..SvgOptions::default() });
-/// svg.start(&SimInfo {
+/// svg.start(&TraceInfo {
 ///     cpus: 1,
 ///     threads: vec![ThreadInfo { name: "A".into(), base: Urgency::fixed(10) }],
 ///     resources: vec![],
@@ -200,7 +200,7 @@ impl SvgGantt {
 }
 
 impl Observer for SvgGantt {
-    fn start(&mut self, info: &SimInfo) {
+    fn start(&mut self, info: &TraceInfo) {
         self.cpus = info.cpus;
         self.threads = info.threads.clone();
         self.pending = vec![VecDeque::new(); info.threads.len()];

@@ -1,6 +1,6 @@
 //! Fan-out of one event stream to several observers.
 
-use heir_sim::{Observer, SimInfo, TraceEvent};
+use heir_report::{Observer, TraceEvent, TraceInfo};
 
 /// An [`Observer`] that forwards every call to each of its observers, in the
 /// order they were added.
@@ -14,7 +14,7 @@ use heir_sim::{Observer, SimInfo, TraceEvent};
 /// tee.push(&mut trace);
 /// tee.push(&mut svg);
 /// assert_eq!(tee.len(), 2);
-/// // heir_sim::simulate(&scenario, &config, &mut tee) …
+/// // heir_report::simulate(&scenario, &config, &mut tee) …
 /// ```
 #[derive(Default)]
 pub struct Tee<'a> {
@@ -52,7 +52,7 @@ impl<'a> Tee<'a> {
 }
 
 impl Observer for Tee<'_> {
-    fn start(&mut self, info: &SimInfo) {
+    fn start(&mut self, info: &TraceInfo) {
         for o in &mut self.observers {
             o.start(info);
         }

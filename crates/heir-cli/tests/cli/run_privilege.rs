@@ -63,3 +63,54 @@ fn demo_without_rt_privilege_shows_the_simulation_only() {
     let r = one_json(&o);
     assert_eq!(r["runs"].as_array().map(Vec::len), Some(2));
 }
+
+/// Two SCHED_OTHER threads share a PI mutex: Low (nice 10) holds it for
+/// 3 ms of every 10 ms, High (nice 0) wants it 1 ms into each period, and
+/// heir-rt boosts Low to nice 0 — which takes CAP_SYS_NICE. No real-time
+/// priority is involved, so the run goes ahead without the privilege.
+const NICE_BOOST: &str = r#"{
+  "global" : { "duration" : 0.5, "default_policy" : "SCHED_OTHER", "pi_enabled" : true },
+  "tasks" : {
+    "Low" : { "priority" : 10, "cpus" : [0], "lock" : "m", "run" : 3000, "unlock" : "m",
+              "timer" : { "ref" : "unique", "period" : 10000 } },
+    "High" : { "priority" : 0, "cpus" : [0], "delay" : 1000, "lock" : "m", "run" : 100,
+               "unlock" : "m", "timer" : { "ref" : "unique", "period" : 10000 } }
+  }
+}
+"#;
+
+#[test]
+fn boosts_the_kernel_refuses_are_reported_in_the_table_and_the_json() {
+    let _rt = rt_serial("run_privilege::refused_boosts");
+    let dir = TempDir::new("refused-boosts");
+    let file = dir.write("nice.json", NICE_BOOST);
+    let file = file.to_str().unwrap();
+    let Some(o) = heir_without_sys_nice(&["run", file]) else {
+        return;
+    };
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("heir run: "))
+        .unwrap_or_else(|| panic!("no line about the refused boosts: {out}"));
+    assert!(line.contains(" failed (last: EPERM on Low, tid "), "{line}");
+    assert!(line.contains(" sched_setattr call"), "{line}");
+
+    let Some(o) = heir_without_sys_nice(&["run", file, "--json"]) else {
+        return;
+    };
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = one_json(&o);
+    assert_eq!(
+        keys(&r),
+        ["mode", "duration_us", "tasks", "deadlock", "apply"]
+    );
+    let a = &r["apply"];
+    assert!(a["setattr_errors"].as_u64().unwrap() >= 1, "{a}");
+    assert_eq!(a["last_setattr_error"]["name"], "EPERM", "{a}");
+    assert_eq!(a["last_setattr_error"]["errno"], 1, "EPERM: {a}");
+    assert_eq!(a["last_setattr_error"]["thread"], "Low", "{a}");
+    assert!(a["last_setattr_error"]["tid"].as_i64().unwrap() > 0, "{a}");
+    assert_eq!(a["unexpressible"], 0, "{a}");
+}

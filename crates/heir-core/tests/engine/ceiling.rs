@@ -3,7 +3,7 @@
 //! maximum and unwind in any order; waiters do not donate.
 //!
 //! ```text
-//! T(10) owns c50 (ceiling 50)          T at 50, donor T (a floor, not a boost)
+//! T(10) owns c50 (ceiling 50)          T at 50, source c50@T (a floor)
 //! T(10) owns c50, c70                  T at 70
 //! H(90) ─▶ c50 ─▶ T                    T stays at 50: ceiling waiters donate nothing
 //! ```
@@ -31,19 +31,19 @@ fn ceiling_floor() {
         world,
         &[
             Case {
-                name: "lock raises the owner at once, donor itself",
+                name: "lock raises the owner at once, source the ceiling",
                 setup: &[],
                 op: Lock("T", "c50"),
                 value: "acquired",
-                changes: &[("T", 10, "T", 50, "T")],
-                after: &[("T", 50, "T")],
+                changes: &[("T", 10, "T", 50, "c50@T")],
+                after: &[("T", 50, "c50@T")],
             },
             Case {
                 name: "unlock restores",
                 setup: &[Lock("T", "c50")],
                 op: Unlock("T", "c50"),
                 value: "-",
-                changes: &[("T", 50, "T", 10, "T")],
+                changes: &[("T", 50, "c50@T", 10, "T")],
                 after: &[("T", 10, "T")],
             },
             Case {
@@ -51,16 +51,16 @@ fn ceiling_floor() {
                 setup: &[Lock("T", "c50")],
                 op: Lock("T", "c70"),
                 value: "acquired",
-                changes: &[("T", 50, "T", 70, "T")],
-                after: &[("T", 70, "T")],
+                changes: &[("T", 50, "c50@T", 70, "c70@T")],
+                after: &[("T", 70, "c70@T")],
             },
             Case {
                 name: "nested, LIFO unwind: back to the outer ceiling",
                 setup: &[Lock("T", "c50"), Lock("T", "c70")],
                 op: Unlock("T", "c70"),
                 value: "-",
-                changes: &[("T", 70, "T", 50, "T")],
-                after: &[("T", 50, "T")],
+                changes: &[("T", 70, "c70@T", 50, "c50@T")],
+                after: &[("T", 50, "c50@T")],
             },
             Case {
                 name: "nested, non-LIFO unwind: releasing the lower keeps the higher",
@@ -68,7 +68,7 @@ fn ceiling_floor() {
                 op: Unlock("T", "c50"),
                 value: "-",
                 changes: &[],
-                after: &[("T", 70, "T")],
+                after: &[("T", 70, "c70@T")],
             },
             Case {
                 name: "a ceiling below the base changes nothing",
@@ -84,39 +84,39 @@ fn ceiling_floor() {
                 op: Lock("H", "c50"),
                 value: "blocked",
                 changes: &[],
-                after: &[("T", 50, "T"), ("H", 90, "H")],
+                after: &[("T", 50, "c50@T"), ("H", 90, "H")],
             },
             Case {
                 name: "handoff: the new owner gets the floor, the old one loses it",
                 setup: &[Lock("T", "c70"), Lock("U", "c70")],
                 op: Unlock("T", "c70"),
                 value: "U",
-                changes: &[("T", 70, "T", 10, "T"), ("U", 20, "U", 70, "U")],
-                after: &[("T", 10, "T"), ("U", 70, "U")],
+                changes: &[("T", 70, "c70@T", 10, "T"), ("U", 20, "U", 70, "c70@U")],
+                after: &[("T", 10, "T"), ("U", 70, "c70@U")],
             },
             Case {
                 name: "inheritance above the ceiling wins, donor the waiter",
                 setup: &[Lock("T", "c50"), Lock("T", "pi")],
                 op: Lock("W", "pi"),
                 value: "blocked",
-                changes: &[("T", 50, "T", 60, "W")],
+                changes: &[("T", 50, "c50@T", 60, "W")],
                 after: &[("T", 60, "W")],
             },
             Case {
-                name: "inheritance equal to the ceiling: the floor (self) wins the tie",
+                name: "inheritance equal to the ceiling: the floor wins the tie",
                 setup: &[Lock("T", "c50"), Lock("T", "pi")],
                 op: Lock("X", "pi"),
                 value: "blocked",
                 changes: &[],
-                after: &[("T", 50, "T")],
+                after: &[("T", 50, "c50@T")],
             },
             Case {
                 name: "the ceiling holder passes its floor on when it blocks on a PI mutex",
                 setup: &[Lock("U", "pi"), Lock("T", "c70")],
                 op: Lock("T", "pi"),
                 value: "blocked",
-                changes: &[("U", 20, "U", 70, "T")],
-                after: &[("T", 70, "T"), ("U", 70, "T")],
+                changes: &[("U", 20, "U", 70, "c70@T")],
+                after: &[("T", 70, "c70@T"), ("U", 70, "c70@T")],
             },
         ],
     );

@@ -138,7 +138,7 @@ fn long_chain_boosts_every_link() {
             e.effective(t).unwrap().urgency,
             crate::support::fx(10 + n as u8 - 1)
         );
-        assert_eq!(e.effective(t).unwrap().donor, tasks[n - 1]);
+        assert_eq!(e.effective(t).unwrap().donor(), tasks[n - 1]);
     }
     // The most urgent task times out: every link falls to the next head.
     let ch = e.cancel_wait(tasks[n - 1]).unwrap();
@@ -147,7 +147,7 @@ fn long_chain_boosts_every_link() {
         // Propagation order: from the head of the chain to its tail.
         assert_eq!(c.task, tasks[n - 2 - k]);
         assert_eq!(c.new.urgency, crate::support::fx(10 + n as u8 - 2));
-        assert_eq!(c.new.donor, tasks[n - 2]);
+        assert_eq!(c.new.donor(), tasks[n - 2]);
     }
     e.check_invariants().unwrap();
 }

@@ -2,13 +2,13 @@
 //! and final new value, donors included, in propagation order; tasks that
 //! end where they started are not reported.
 
-use heir_core::{Effective, Engine, Protocol, Urgency};
+use heir_core::{Effective, Engine, Protocol, Source, Urgency};
 
 use crate::support::{fx, Op::*, World};
 
 /// ```text
 /// before: H(40) owns c (ceiling 95), H ─▶ m ─▶ L(10), M(50) ─▶ m
-///         L at 95 (donor H: H's floor is H's own value)
+///         L at 95 (source c@H: H's ceiling, through m)
 /// unlock(L, m): L back to 10; H owns m, unchanged at 95
 /// unlock(H, c): H falls to what M gives it: 50, donor M
 /// ```
@@ -26,13 +26,13 @@ fn unlock_changes_in_order_with_donors() {
         Lock("H", "m"),
         Lock("M", "m"),
     ]);
-    w.assert_eff(&[("L", 95, "H"), ("H", 95, "H")], "before");
+    w.assert_eff(&[("L", 95, "c@H"), ("H", 95, "c@H")], "before");
     let (v, ch) = w.apply(Unlock("L", "m")).unwrap();
     assert_eq!(v, "H");
-    assert_eq!(w.change_rows(&ch), vec![("L", 95, "H", 10, "L")]);
+    assert_eq!(w.change_rows(&ch), vec![("L", 95, "c@H", 10, "L")]);
     // H drops its ceiling: it now inherits M (50 > 40), donor M.
     let (_, ch) = w.apply(Unlock("H", "c")).unwrap();
-    assert_eq!(w.change_rows(&ch), vec![("H", 95, "H", 50, "M")]);
+    assert_eq!(w.change_rows(&ch), vec![("H", 95, "c@H", 50, "M")]);
 }
 
 /// A task whose value goes away and comes back within one op is not
@@ -58,14 +58,14 @@ fn net_zero_changes_are_dropped() {
         out.changes[0].new,
         Effective {
             urgency: Urgency::fixed(10),
-            donor: o
+            source: Source::Task(o)
         }
     );
     assert_eq!(
         e.effective(a).unwrap(),
         Effective {
             urgency: Urgency::fixed(70),
-            donor: a
+            source: Source::Task(a)
         }
     );
 }
@@ -85,20 +85,13 @@ fn donor_only_change_is_reported() {
 
 /// Deadline urgencies flow through the same edges: the earliest deadline
 /// is the most urgent and wins over fixed priorities (SCHED_DEADLINE >
-/// SCHED_FIFO), and the donor's server travels with it.
+/// SCHED_FIFO); the donor is the waiter whose deadline it is.
 #[test]
 fn deadline_urgency_is_inherited_like_any_other() {
-    use heir_core::ServerId;
     let mut e = Engine::new();
     let owner = e.add_task(Urgency::fixed(99));
-    let d1 = Urgency::Deadline {
-        abs_ns: 2_000_000,
-        server: ServerId(1),
-    };
-    let d2 = Urgency::Deadline {
-        abs_ns: 1_000_000,
-        server: ServerId(2),
-    };
+    let d1 = Urgency::deadline(2_000_000);
+    let d2 = Urgency::deadline(1_000_000);
     let w1 = e.add_task(d1);
     let w2 = e.add_task(d2);
     let m = e.add_mutex(Protocol::Inherit);
@@ -108,7 +101,7 @@ fn deadline_urgency_is_inherited_like_any_other() {
         ch[0].new,
         Effective {
             urgency: d1,
-            donor: w1
+            source: Source::Task(w1)
         }
     );
     let ch = e.lock(w2, m).unwrap().changes;
@@ -116,13 +109,27 @@ fn deadline_urgency_is_inherited_like_any_other() {
         ch[0].new,
         Effective {
             urgency: d2,
-            donor: w2
+            source: Source::Task(w2)
         }
     );
-    assert_eq!(
-        e.waiters(heir_core::Blocker::Mutex(m))
-            .unwrap()
-            .collect::<Vec<_>>(),
-        vec![w2, w1]
-    );
+    assert_eq!(e.waiters(m).unwrap().collect::<Vec<_>>(), vec![w2, w1]);
+}
+
+/// Equal deadlines are equal (FIFO among them, as Linux's EDF): a second
+/// waiter with the same absolute deadline queues behind the first and does
+/// not take over as the owner's donor.
+#[test]
+fn equal_deadlines_are_fifo() {
+    let mut e = Engine::new();
+    let owner = e.add_task(Urgency::fixed(10));
+    let d = Urgency::deadline(5_000_000);
+    let w1 = e.add_task(d);
+    let w2 = e.add_task(d);
+    let m = e.add_mutex(Protocol::Inherit);
+    e.lock(owner, m).unwrap();
+    e.lock(w2, m).unwrap();
+    let ch = e.lock(w1, m).unwrap().changes;
+    assert!(ch.is_empty(), "{ch:?}");
+    assert_eq!(e.effective(owner).unwrap().donor(), w2);
+    assert_eq!(e.waiters(m).unwrap().collect::<Vec<_>>(), vec![w2, w1]);
 }

@@ -33,9 +33,9 @@ fn two_lock_deadlock_names_the_cycle() {
         EngineError::Cycle {
             cycle: vec![
                 Node::Task(a),
-                Node::Mutex(m2),
+                Node::Object(m2.into()),
                 Node::Task(b),
-                Node::Mutex(m1),
+                Node::Object(m1.into()),
                 Node::Task(a),
             ],
         },
@@ -56,7 +56,7 @@ fn self_relock_is_a_two_node_cycle() {
     w.refuse(
         Lock("A", "m1"),
         EngineError::Cycle {
-            cycle: vec![Node::Task(a), Node::Mutex(m1), Node::Task(a)],
+            cycle: vec![Node::Task(a), Node::Object(m1.into()), Node::Task(a)],
         },
     );
     // Same for a ceiling mutex (no donation, still a wait-for edge).
@@ -65,7 +65,7 @@ fn self_relock_is_a_two_node_cycle() {
     w.refuse(
         Lock("A", "mc"),
         EngineError::Cycle {
-            cycle: vec![Node::Task(a), Node::Mutex(mc), Node::Task(a)],
+            cycle: vec![Node::Task(a), Node::Object(mc.into()), Node::Task(a)],
         },
     );
 }
@@ -84,9 +84,9 @@ fn cycle_through_a_condvar() {
         EngineError::Cycle {
             cycle: vec![
                 Node::Task(b),
-                Node::Mutex(m1),
+                Node::Object(m1.into()),
                 Node::Task(a),
-                Node::Cond(cv),
+                Node::Object(cv.into()),
                 Node::Task(b),
             ],
         },
@@ -104,7 +104,7 @@ fn waiting_on_a_condvar_one_helps() {
     w.refuse(
         Wait("A", "cv"),
         EngineError::Cycle {
-            cycle: vec![Node::Task(a), Node::Cond(cv), Node::Task(a)],
+            cycle: vec![Node::Task(a), Node::Object(cv.into()), Node::Task(a)],
         },
     );
 }
@@ -124,9 +124,9 @@ fn helper_add_that_closes_a_cycle() {
         EngineError::Cycle {
             cycle: vec![
                 Node::Task(b),
-                Node::Mutex(m1),
+                Node::Object(m1.into()),
                 Node::Task(c),
-                Node::Cond(cv),
+                Node::Object(cv.into()),
                 Node::Task(b),
             ],
         },
@@ -134,7 +134,7 @@ fn helper_add_that_closes_a_cycle() {
     w.refuse(
         HelperAdd("cv", "C"),
         EngineError::Cycle {
-            cycle: vec![Node::Task(c), Node::Cond(cv), Node::Task(c)],
+            cycle: vec![Node::Task(c), Node::Object(cv.into()), Node::Task(c)],
         },
     );
     // Adding a helper that is not upstream is fine.
@@ -157,9 +157,9 @@ fn late_acquire_that_closes_a_cycle() {
         EngineError::Cycle {
             cycle: vec![
                 Node::Task(a),
-                Node::Cond(cv),
+                Node::Object(cv.into()),
                 Node::Task(b),
-                Node::Mutex(m1),
+                Node::Object(m1.into()),
                 Node::Task(a),
             ],
         },
@@ -232,8 +232,8 @@ fn chain_longer_than_the_bound_is_refused() {
 
     // After the cut, the head fits: head, t[0..500] is 501 blocked tasks.
     e.lock(head, m[0]).unwrap();
-    assert_eq!(e.effective(t[500]).unwrap().donor, head);
-    assert_eq!(e.effective(t[0]).unwrap().donor, head);
+    assert_eq!(e.effective(t[500]).unwrap().donor(), head);
+    assert_eq!(e.effective(t[0]).unwrap().donor(), head);
     e.check_invariants().unwrap();
 }
 
@@ -287,7 +287,7 @@ fn helper_add_longer_than_the_bound_is_refused() {
     e.cancel_wait(d[0]).unwrap();
     let changes = e.helper_add(cv, d[1]).unwrap();
     assert_eq!(changes.len(), b);
-    assert_eq!(e.effective(d[b]).unwrap().donor, u[0]);
+    assert_eq!(e.effective(d[b]).unwrap().donor(), u[0]);
     assert_eq!(e.effective(d[b]).unwrap().urgency, Urgency::fixed(90));
     e.check_invariants().unwrap();
 }

@@ -2,7 +2,7 @@
 //! helper set, set_base re-propagates, acquire/release record ownership the
 //! engine did not see.
 
-use heir_core::{Blocker, EngineError, Protocol};
+use heir_core::{EngineError, ObjId, Protocol};
 
 use crate::support::{fx, run_table, Case, Op::*, World};
 
@@ -137,7 +137,7 @@ fn acquire_and_release() {
     let (_, ch) = w.apply(Release("P", "m")).unwrap();
     assert_eq!(w.change_rows(&ch), vec![("P", 50, "X", 10, "P")]);
     assert_eq!(w.e.owner(m).unwrap(), None);
-    assert_eq!(w.e.blocked_on(x).unwrap(), Some(Blocker::Mutex(m)));
+    assert_eq!(w.e.blocked_on(x).unwrap(), Some(ObjId::from(m)));
     // The kernel gives m to Q (not the top waiter): Q is unblocked, owns m
     // and inherits X.
     let (_, ch) = w.apply(Acquire("Q", "m")).unwrap();
@@ -176,7 +176,7 @@ fn late_acquire_while_blocked_elsewhere() {
     );
     assert_eq!(
         w.e.blocked_on(w.t("O")).unwrap(),
-        Some(Blocker::Cond(w.c("cv")))
+        Some(ObjId::from(w.c("cv")))
     );
 }
 
@@ -191,5 +191,5 @@ fn lock_of_a_released_mutex_with_waiters() {
     assert_eq!(w.change_rows(&ch), vec![("P", 10, "P", 50, "X")]);
     let (v, ch) = w.apply(Lock("P", "mc")).unwrap();
     assert_eq!(v, "acquired");
-    assert_eq!(w.change_rows(&ch), vec![("P", 50, "X", 60, "P")]);
+    assert_eq!(w.change_rows(&ch), vec![("P", 50, "X", 60, "mc@P")]);
 }

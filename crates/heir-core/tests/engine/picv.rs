@@ -336,12 +336,12 @@ fn sixteen_helpers_all_inherit_and_unwind() {
     assert_eq!(ch.iter().map(|c| c.task).collect::<Vec<_>>(), helpers);
     assert!(ch
         .iter()
-        .all(|c| c.new.urgency == fx(90) && c.new.donor == client));
+        .all(|c| c.new.urgency == fx(90) && c.new.donor() == client));
     let out = e.cond_signal(cv).unwrap();
     assert_eq!(out.value, Some(client));
     assert_eq!(out.changes.len(), 16);
     for (c, &h) in out.changes.iter().zip(&helpers) {
-        assert_eq!((c.task, c.new.donor), (h, h));
+        assert_eq!((c.task, c.new.donor()), (h, h));
     }
     assert_eq!(e.helpers(cv).unwrap(), helpers.as_slice());
     assert_eq!(e.base(helpers[3]).unwrap(), Urgency::fixed(4));

@@ -6,19 +6,25 @@
 //! - the returned `Changes` are exactly the diff of `effective()` over all
 //!   tasks before and after (each changed task once, with both values);
 //! - every effective value equals a reference evaluation written here, on
-//!   the public queries only (blocked_on, owner, protocol, helpers, base)
-//!   plus the enqueue order this test tracks itself, and every wait queue is
+//!   the public queries only (blocked_on, targets, spec, base) plus the
+//!   enqueue and join order this test tracks itself, and every wait queue is
 //!   in the reference order;
 //! - a refused cycle is a real cycle of the current graph closed by the
-//!   refused edge;
+//!   refused edge (for a wait that gives its mutex up: of the graph after
+//!   the release);
 //! - each call's own postcondition holds (owner after lock/unlock, woken
 //!   tasks runnable, ...).
+//!
+//! The reference evaluation reads each object's [`Spec`] and nothing else
+//! about its kind: the world has mutexes, condvars, an endpoint, a gang and
+//! — in one test — a kind made up here (a latch), all driven by the same
+//! oracle.
 
 use std::collections::HashMap;
 
 use heir_core::{
-    Blocker, CondId, Effective, Engine, EngineError, LockResult, MutexId, Node, Protocol, ServerId,
-    TaskId, Urgency,
+    CondId, Effective, Engine, EngineError, LockResult, MutexId, Node, ObjId, ObjKind, Protocol,
+    Source, Spec, TaskId, Urgency,
 };
 use proptest::prelude::*;
 
@@ -34,14 +40,20 @@ const PALETTE: [Urgency; 10] = [
     Urgency::Fixed { prio: 20 },
     Urgency::Fixed { prio: 50 },
     Urgency::Fixed { prio: 90 },
-    Urgency::Deadline {
-        abs_ns: 1_000,
-        server: ServerId(1),
-    },
+    Urgency::Deadline { abs_ns: 1_000 },
 ];
 
 const INITIAL_TASKS: usize = 12;
 const MAX_TASKS: usize = 16;
+
+/// A kind made up by this test: a latch lends its waiters' urgency to the
+/// one task that will open it. One description, no engine code.
+const LATCH: Spec = Spec {
+    kind: ObjKind::Other("latch"),
+    donates: true,
+    max_targets: Some(1),
+    floor: None,
+};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -72,6 +84,14 @@ enum Op {
     Cancel(u8),
     HelperAdd(u8, u8),
     HelperDel(u8, u8),
+    // Generic operations, on objects of every kind.
+    Block(u8, u8),
+    WakeTop(u8),
+    WakeAll(u8),
+    AddTarget(u8, u8),
+    RemoveTarget(u8, u8),
+    /// Sets (palette index) or clears (index ≥ palette) an object's floor.
+    SetFloor(u8, u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -96,15 +116,22 @@ fn op() -> impl Strategy<Value = Op> {
         4 => i().prop_map(Op::Cancel),
         8 => (i(), i()).prop_map(|(a, b)| Op::HelperAdd(a, b)),
         4 => (i(), i()).prop_map(|(a, b)| Op::HelperDel(a, b)),
+        8 => (i(), i()).prop_map(|(a, b)| Op::Block(a, b)),
+        4 => i().prop_map(Op::WakeTop),
+        1 => i().prop_map(Op::WakeAll),
+        8 => (i(), i()).prop_map(|(a, b)| Op::AddTarget(a, b)),
+        4 => (i(), i()).prop_map(|(a, b)| Op::RemoveTarget(a, b)),
+        3 => (i(), i()).prop_map(|(a, b)| Op::SetFloor(a, b)),
     ]
 }
 
 /// The `k`-th mutex `t` owns (modulo), or `fallback` if it owns none (the
 /// call is then mostly refused).
 fn owned_or(e: &Engine, t: TaskId, k: u8, fallback: MutexId) -> MutexId {
-    match e.owned(t) {
-        Ok(owned) if !owned.is_empty() => owned[k as usize % owned.len()],
-        _ => fallback,
+    let owned: Vec<MutexId> = e.owned(t).map(Iterator::collect).unwrap_or_default();
+    match owned.len() {
+        0 => fallback,
+        n => owned[k as usize % n],
     }
 }
 
@@ -144,7 +171,7 @@ fn wait_cond(e: &Engine, conds: &[CondId], c: u8, m: MutexId, fallback: CondId) 
         let blocked_helper = |&cv: &CondId| {
             e.helpers(cv).is_ok_and(|hs| {
                 hs.iter()
-                    .any(|&x| e.blocked_on(x).ok().flatten() == Some(Blocker::Mutex(m)))
+                    .any(|&x| e.blocked_on(x).ok().flatten() == Some(m.into()))
             })
         };
         if let Some(cv) = conds.iter().copied().find(blocked_helper) {
@@ -159,9 +186,15 @@ struct Harness {
     ntasks: usize,
     mutexes: Vec<MutexId>,
     conds: Vec<CondId>,
+    /// Every object, of every kind (mutexes and condvars included).
+    objs: Vec<ObjId>,
     /// Enqueue order of each blocked task, tracked by the test.
     seq: HashMap<TaskId, u64>,
-    next_seq: u64,
+    /// When each (object, target) pair was made, and when each object's
+    /// floor was last set, tracked by the test.
+    joined: HashMap<(ObjId, TaskId), u64>,
+    floor_set: HashMap<ObjId, u64>,
+    clock: u64,
     /// `Some`: lock, unlock, cond_wait and cond_signal go through their
     /// `*_into` variants, all writing into this one buffer (never emptied
     /// by the test between calls).
@@ -178,7 +211,9 @@ enum Value {
 }
 
 impl Harness {
-    fn new() -> Harness {
+    /// The standard world: mutexes of every protocol, condvars, an
+    /// endpoint and a gang, plus objects of `extra` specs.
+    fn with_kinds(extra: &[Spec]) -> Harness {
         let mut e = Engine::new();
         for i in 0..INITIAL_TASKS {
             e.add_task(PALETTE[i % PALETTE.len()]);
@@ -194,17 +229,29 @@ impl Harness {
             Protocol::Ceiling(Urgency::fixed(60)),
             Protocol::Ceiling(Urgency::other(-10)),
         ];
-        let mutexes = protocols.iter().map(|p| e.add_mutex(*p)).collect();
-        let conds = (0..4).map(|_| e.add_cond()).collect();
+        let mutexes: Vec<MutexId> = protocols.iter().map(|p| e.add_mutex(*p)).collect();
+        let conds: Vec<CondId> = (0..4).map(|_| e.add_cond()).collect();
+        let mut objs: Vec<ObjId> = mutexes.iter().map(|&m| m.into()).collect();
+        objs.extend(conds.iter().map(|&c| ObjId::from(c)));
+        for spec in [Spec::ENDPOINT, Spec::GANG].iter().chain(extra) {
+            objs.push(e.add_object(*spec));
+        }
         Harness {
             e,
             ntasks: INITIAL_TASKS,
             mutexes,
             conds,
+            objs,
             seq: HashMap::new(),
-            next_seq: 0,
+            joined: HashMap::new(),
+            floor_set: HashMap::new(),
+            clock: 1,
             into: None,
         }
+    }
+
+    fn new() -> Harness {
+        Harness::with_kinds(&[])
     }
 
     /// A harness whose engine is driven through the `*_into` calls, with a
@@ -214,11 +261,11 @@ impl Harness {
             task: TaskId(0),
             old: Effective {
                 urgency: Urgency::fixed(1),
-                donor: TaskId(0),
+                source: Source::Task(TaskId(0)),
             },
             new: Effective {
                 urgency: Urgency::fixed(2),
-                donor: TaskId(1),
+                source: Source::Task(TaskId(1)),
             },
         };
         Harness {
@@ -231,21 +278,42 @@ impl Harness {
     fn task(&self, i: u8) -> TaskId {
         TaskId((i as usize % (self.ntasks + 1)) as u32)
     }
+    /// An id from `ids`, or (one time in n+1) an id that names none.
+    fn pick<T: Copy>(ids: &[T], i: u8, none: T) -> T {
+        ids.get(i as usize % (ids.len() + 1))
+            .copied()
+            .unwrap_or(none)
+    }
     fn mutex(&self, i: u8) -> MutexId {
-        let n = self.mutexes.len();
-        MutexId((i as usize % (n + 1)) as u32)
+        Self::pick(&self.mutexes, i, MutexId(u32::MAX))
     }
     fn cond(&self, i: u8) -> CondId {
-        let n = self.conds.len();
-        CondId((i as usize % (n + 1)) as u32)
+        Self::pick(&self.conds, i, CondId(u32::MAX))
+    }
+    fn obj(&self, i: u8) -> ObjId {
+        Self::pick(&self.objs, i, ObjId(u32::MAX))
     }
 
     fn apply(&mut self, op: &Op) -> Result<(Value, heir_core::Changes), EngineError> {
         use Value::*;
-        let (nt, nm, nc) = (self.ntasks, self.mutexes.len(), self.conds.len());
+        let (nt, mutexes, conds, objs) = (
+            self.ntasks,
+            self.mutexes.clone(),
+            self.conds.clone(),
+            self.objs.clone(),
+        );
         let task = |i: u8| TaskId((i as usize % (nt + 1)) as u32);
-        let mutex = |i: u8| MutexId((i as usize % (nm + 1)) as u32);
-        let cond = |i: u8| CondId((i as usize % (nc + 1)) as u32);
+        let mutex = |i: u8| Self::pick(&mutexes, i, MutexId(u32::MAX));
+        let cond = |i: u8| Self::pick(&conds, i, CondId(u32::MAX));
+        let obj = |i: u8| Self::pick(&objs, i, ObjId(u32::MAX));
+        // Arguments that depend on the state, picked before the call.
+        let wait_args = self.wait_args(op);
+        let helper_lock = match *op {
+            Op::HelperLock(c, i, k) => Some(self.helper_lock_args(c, i, k)),
+            _ => None,
+        };
+        let owned_pick = |e: &Engine, t: u8, k: u8| owned_or(e, task(t), k, mutex(k));
+        let owner_of = |e: &Engine, m: MutexId| e.owner(m).ok().flatten().unwrap_or(TaskId(0));
         let e = &mut self.e;
         if let Some(buf) = self.into.as_mut() {
             // The `*_into` variants: the value comes back, the changes are
@@ -254,11 +322,9 @@ impl Harness {
                 Op::Lock(t, m) => Some(e.lock_into(task(t), mutex(m), buf).map(Lock)),
                 Op::Unlock(t, m) => Some(e.unlock_into(task(t), mutex(m), buf).map(Task)),
                 Op::Wait(t, c) => Some(e.cond_wait_into(task(t), cond(c), buf).map(|()| Unit)),
-                Op::WaitUnlock(t, c, k) => {
-                    let t = task(t);
-                    let m = owned_or(e, t, k, mutex(k));
-                    let c = wait_cond(e, &self.conds, c, m, cond(c));
-                    Some(e.cond_wait_unlock_into(t, c, m, buf).map(Task))
+                Op::WaitUnlock(t, ..) => {
+                    let (c, m) = wait_args.unwrap_or((cond(0), mutex(0)));
+                    Some(e.cond_wait_unlock_into(task(t), c, m, buf).map(Task))
                 }
                 Op::Signal(c) => Some(e.cond_signal_into(cond(c), buf).map(Task)),
                 _ => None,
@@ -294,19 +360,17 @@ impl Harness {
                 (Task(o.value), o.changes)
             }
             Op::UnlockOwned(t, k) => {
-                let t = task(t);
-                let m = owned_or(e, t, k, mutex(k));
-                let o = e.unlock(t, m)?;
+                let m = owned_pick(e, t, k);
+                let o = e.unlock(task(t), m)?;
                 (Task(o.value), o.changes)
             }
             Op::UnlockOwner(m) => {
                 let m = mutex(m);
-                let t = e.owner(m).ok().flatten().unwrap_or(TaskId(0));
-                let o = e.unlock(t, m)?;
+                let o = e.unlock(owner_of(e, m), m)?;
                 (Task(o.value), o.changes)
             }
-            Op::HelperLock(c, i, k) => {
-                let (t, m) = helper_lock_args(e, &self.mutexes, cond(c), i, k, task(i), mutex(k));
+            Op::HelperLock(..) => {
+                let (t, m) = helper_lock.unwrap_or((task(0), mutex(0)));
                 let o = e.lock(t, m)?;
                 (Lock(o.value), o.changes)
             }
@@ -314,22 +378,17 @@ impl Harness {
             Op::Release(t, m) => (Unit, e.release(task(t), mutex(m))?),
             Op::ReleaseOwner(m) => {
                 let m = mutex(m);
-                let t = e.owner(m).ok().flatten().unwrap_or(TaskId(0));
-                (Unit, e.release(t, m)?)
+                (Unit, e.release(owner_of(e, m), m)?)
             }
             Op::Wait(t, c) => (Unit, e.cond_wait(task(t), cond(c))?),
-            Op::WaitUnlock(t, c, k) => {
-                let t = task(t);
-                let m = owned_or(e, t, k, mutex(k));
-                let c = wait_cond(e, &self.conds, c, m, cond(c));
-                let o = e.cond_wait_unlock(t, c, m)?;
+            Op::WaitUnlock(t, ..) => {
+                let (c, m) = wait_args.unwrap_or((cond(0), mutex(0)));
+                let o = e.cond_wait_unlock(task(t), c, m)?;
                 (Task(o.value), o.changes)
             }
-            Op::WaitRelease(t, c, k) => {
-                let t = task(t);
-                let m = owned_or(e, t, k, mutex(k));
-                let c = wait_cond(e, &self.conds, c, m, cond(c));
-                (Unit, e.cond_wait_release(t, c, m)?)
+            Op::WaitRelease(t, ..) => {
+                let (c, m) = wait_args.unwrap_or((cond(0), mutex(0)));
+                (Unit, e.cond_wait_release(task(t), c, m)?)
             }
             Op::Signal(c) => {
                 let o = e.cond_signal(cond(c))?;
@@ -342,121 +401,22 @@ impl Harness {
             Op::Cancel(t) => (Unit, e.cancel_wait(task(t))?),
             Op::HelperAdd(c, t) => (Unit, e.helper_add(cond(c), task(t))?),
             Op::HelperDel(c, t) => (Unit, e.helper_del(cond(c), task(t))?),
+            Op::Block(t, o) => (Unit, e.block(task(t), obj(o))?),
+            Op::WakeTop(o) => {
+                let out = e.wake_top(obj(o))?;
+                (Task(out.value), out.changes)
+            }
+            Op::WakeAll(o) => {
+                let out = e.wake_all(obj(o))?;
+                (Tasks(out.value), out.changes)
+            }
+            Op::AddTarget(o, t) => (Unit, e.add_target(obj(o), task(t))?),
+            Op::RemoveTarget(o, t) => (Unit, e.remove_target(obj(o), task(t))?),
+            Op::SetFloor(o, u) => {
+                let floor = PALETTE.get(u as usize).copied();
+                (Unit, e.set_floor(obj(o), floor)?)
+            }
         })
-    }
-
-    fn live(&self) -> Vec<TaskId> {
-        self.e.tasks().collect()
-    }
-
-    fn snapshot(&self) -> HashMap<TaskId, Effective> {
-        self.live()
-            .into_iter()
-            .map(|t| (t, self.e.effective(t).unwrap()))
-            .collect()
-    }
-
-    /// The reference evaluation (public queries only).
-    fn reference(&self) -> HashMap<TaskId, Effective> {
-        let live = self.live();
-        let mut memo: HashMap<TaskId, Effective> = HashMap::new();
-        for &t in &live {
-            self.ref_eff(t, &live, &mut memo);
-        }
-        memo
-    }
-
-    fn waiters_of(&self, live: &[TaskId], b: Blocker) -> Vec<TaskId> {
-        live.iter()
-            .copied()
-            .filter(|&w| self.e.blocked_on(w).unwrap() == Some(b))
-            .collect()
-    }
-
-    fn ref_eff(
-        &self,
-        t: TaskId,
-        live: &[TaskId],
-        memo: &mut HashMap<TaskId, Effective>,
-    ) -> Effective {
-        if let Some(v) = memo.get(&t) {
-            return *v;
-        }
-        let e = &self.e;
-        let mut own = e.base(t).unwrap();
-        let mut donating = Vec::new();
-        for &m in &self.mutexes {
-            if e.owner(m).unwrap() == Some(t) {
-                match e.protocol(m).unwrap() {
-                    Protocol::Ceiling(c) => own = own.max(c),
-                    Protocol::Inherit => donating.push(Blocker::Mutex(m)),
-                    Protocol::None => {}
-                }
-            }
-        }
-        for &c in &self.conds {
-            if e.helpers(c).unwrap().contains(&t) {
-                donating.push(Blocker::Cond(c));
-            }
-        }
-        let mut best = Effective {
-            urgency: own,
-            donor: t,
-        };
-        let mut best_seq: Option<u64> = None;
-        for b in donating {
-            let mut top: Option<(Effective, u64)> = None;
-            for w in self.waiters_of(live, b) {
-                let we = self.ref_eff(w, live, memo);
-                let s = self.seq[&w];
-                let wins = match top {
-                    None => true,
-                    Some((te, ts)) => {
-                        we.urgency > te.urgency || (we.urgency == te.urgency && s < ts)
-                    }
-                };
-                if wins {
-                    top = Some((we, s));
-                }
-            }
-            if let Some((te, s)) = top {
-                if te.urgency > best.urgency
-                    || (te.urgency == best.urgency && best_seq.is_some_and(|bs| s < bs))
-                {
-                    best = te;
-                    best_seq = Some(s);
-                }
-            }
-        }
-        memo.insert(t, best);
-        best
-    }
-
-    /// Is `a → b` an edge of the current wait-for graph?
-    fn edge(&self, a: Node, b: Node) -> bool {
-        let e = &self.e;
-        match (a, b) {
-            (Node::Task(t), Node::Mutex(m)) => {
-                e.blocked_on(t).ok().flatten() == Some(Blocker::Mutex(m))
-            }
-            (Node::Task(t), Node::Cond(c)) => {
-                e.blocked_on(t).ok().flatten() == Some(Blocker::Cond(c))
-            }
-            (Node::Mutex(m), Node::Task(t)) => e.owner(m).ok().flatten() == Some(t),
-            (Node::Cond(c), Node::Task(t)) => e.helpers(c).is_ok_and(|h| h.contains(&t)),
-            _ => false,
-        }
-    }
-
-    /// The condvar and mutex a wait-release op uses (as the op picks them).
-    fn wait_args(&self, op: &Op) -> Option<(CondId, MutexId)> {
-        match *op {
-            Op::WaitUnlock(t, c, k) | Op::WaitRelease(t, c, k) => {
-                let m = owned_or(&self.e, self.task(t), k, self.mutex(k));
-                Some((wait_cond(&self.e, &self.conds, c, m, self.cond(c)), m))
-            }
-            _ => None,
-        }
     }
 
     fn helper_lock_args(&self, c: u8, i: u8, k: u8) -> (TaskId, MutexId) {
@@ -471,38 +431,199 @@ impl Harness {
         )
     }
 
+    /// The condvar and mutex a wait-release op uses (as the op picks them).
+    fn wait_args(&self, op: &Op) -> Option<(CondId, MutexId)> {
+        match *op {
+            Op::WaitUnlock(t, c, k) | Op::WaitRelease(t, c, k) => {
+                let m = owned_or(&self.e, self.task(t), k, self.mutex(k));
+                Some((wait_cond(&self.e, &self.conds, c, m, self.cond(c)), m))
+            }
+            _ => None,
+        }
+    }
+
+    fn live(&self) -> Vec<TaskId> {
+        self.e.tasks().collect()
+    }
+
+    fn snapshot(&self) -> HashMap<TaskId, Effective> {
+        self.live()
+            .into_iter()
+            .map(|t| (t, self.e.effective(t).unwrap()))
+            .collect()
+    }
+
+    /// Every (object, target) pair, and which tasks are blocked.
+    fn relations(&self) -> (Vec<(ObjId, TaskId)>, HashMap<TaskId, ObjId>) {
+        let pairs = self
+            .objs
+            .iter()
+            .flat_map(|&o| {
+                self.e
+                    .targets(o)
+                    .unwrap()
+                    .iter()
+                    .map(move |&t| (o, t))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let blocked = self
+            .live()
+            .into_iter()
+            .filter_map(|t| self.e.blocked_on(t).unwrap().map(|o| (t, o)))
+            .collect();
+        (pairs, blocked)
+    }
+
+    /// Records, after a successful call, the order facts the reference
+    /// needs: a task that newly blocked was enqueued now; a pair that newly
+    /// appeared joined now; a floor that was set was set now.
+    fn track(&mut self, op: &Op, before: &(Vec<(ObjId, TaskId)>, HashMap<TaskId, ObjId>)) {
+        let (pairs, blocked) = self.relations();
+        for (t, o) in &blocked {
+            if before.1.get(t) != Some(o) {
+                self.seq.insert(*t, self.clock);
+                self.clock += 1;
+            }
+        }
+        for p in &pairs {
+            if !before.0.contains(p) {
+                self.joined.insert(*p, self.clock);
+                self.clock += 1;
+            }
+        }
+        if let Op::SetFloor(o, _) = *op {
+            self.floor_set.insert(self.obj(o), self.clock);
+            self.clock += 1;
+        }
+    }
+
+    /// The reference evaluation (public queries and tracked order only).
+    fn reference(&self) -> HashMap<TaskId, Effective> {
+        let live = self.live();
+        let mut memo: HashMap<TaskId, Effective> = HashMap::new();
+        for &t in &live {
+            self.ref_eff(t, &live, &mut memo);
+        }
+        memo
+    }
+
+    fn waiters_of(&self, live: &[TaskId], o: ObjId) -> Vec<TaskId> {
+        live.iter()
+            .copied()
+            .filter(|&w| self.e.blocked_on(w).unwrap() == Some(o))
+            .collect()
+    }
+
+    /// `eff(t)` = the best of `t`'s base (rank 0), each object's floor
+    /// (rank 1, by how long it has applied to `t`) and, for objects that
+    /// donate, the top waiter (rank 2, by enqueue order), over every object
+    /// `t` is a target of.
+    fn ref_eff(
+        &self,
+        t: TaskId,
+        live: &[TaskId],
+        memo: &mut HashMap<TaskId, Effective>,
+    ) -> Effective {
+        if let Some(v) = memo.get(&t) {
+            return *v;
+        }
+        let e = &self.e;
+        let mut best = Effective {
+            urgency: e.base(t).unwrap(),
+            source: Source::Task(t),
+        };
+        let mut key = (0u8, 0u64);
+        for &o in &self.objs {
+            if !e.targets(o).unwrap().contains(&t) {
+                continue;
+            }
+            let spec = e.spec(o).unwrap();
+            let mut candidates = Vec::new();
+            if let Some(f) = spec.floor {
+                let since = self.joined[&(o, t)].max(self.floor_set.get(&o).copied().unwrap_or(0));
+                let floor = Effective {
+                    urgency: f,
+                    source: Source::Floor { object: o, task: t },
+                };
+                candidates.push((floor, (1, since)));
+            }
+            if spec.donates {
+                let mut top: Option<(Effective, u64)> = None;
+                for w in self.waiters_of(live, o) {
+                    let we = self.ref_eff(w, live, memo);
+                    let s = self.seq[&w];
+                    let wins = match top {
+                        None => true,
+                        Some((te, ts)) => {
+                            we.urgency > te.urgency || (we.urgency == te.urgency && s < ts)
+                        }
+                    };
+                    if wins {
+                        top = Some((we, s));
+                    }
+                }
+                if let Some((te, s)) = top {
+                    candidates.push((te, (2, s)));
+                }
+            }
+            for (c, k) in candidates {
+                if c.urgency > best.urgency || (c.urgency == best.urgency && k < key) {
+                    best = c;
+                    key = k;
+                }
+            }
+        }
+        memo.insert(t, best);
+        best
+    }
+
+    /// Is `a → b` an edge of the current wait-for graph?
+    fn edge(&self, a: Node, b: Node) -> bool {
+        let e = &self.e;
+        match (a, b) {
+            (Node::Task(t), Node::Object(o)) => e.blocked_on(t).ok().flatten() == Some(o),
+            (Node::Object(o), Node::Task(t)) => e.targets(o).is_ok_and(|ts| ts.contains(&t)),
+            _ => false,
+        }
+    }
+
     /// The edge the refused op tried to add.
     fn proposed(&self, op: &Op) -> Option<(Node, Node)> {
+        let t = |i: u8| Node::Task(self.task(i));
+        let obj = |o: ObjId| Node::Object(o);
         match *op {
-            Op::Lock(t, m) => Some((Node::Task(self.task(t)), Node::Mutex(self.mutex(m)))),
+            Op::Lock(a, m) => Some((t(a), obj(self.mutex(m).into()))),
             Op::HelperLock(c, i, k) => {
-                let (t, m) = self.helper_lock_args(c, i, k);
-                Some((Node::Task(t), Node::Mutex(m)))
+                let (a, m) = self.helper_lock_args(c, i, k);
+                Some((Node::Task(a), obj(m.into())))
             }
-            Op::Wait(t, c) => Some((Node::Task(self.task(t)), Node::Cond(self.cond(c)))),
-            Op::WaitUnlock(t, ..) | Op::WaitRelease(t, ..) => {
+            Op::Wait(a, c) => Some((t(a), obj(self.cond(c).into()))),
+            Op::WaitUnlock(a, ..) | Op::WaitRelease(a, ..) => {
                 let (c, _) = self.wait_args(op)?;
-                Some((Node::Task(self.task(t)), Node::Cond(c)))
+                Some((t(a), obj(c.into())))
             }
-            Op::HelperAdd(c, t) => Some((Node::Cond(self.cond(c)), Node::Task(self.task(t)))),
-            Op::Acquire(t, m) => Some((Node::Mutex(self.mutex(m)), Node::Task(self.task(t)))),
+            Op::HelperAdd(c, a) => Some((obj(self.cond(c).into()), t(a))),
+            Op::Acquire(a, m) => Some((obj(self.mutex(m).into()), t(a))),
+            Op::Block(a, o) => Some((t(a), obj(self.obj(o)))),
+            Op::AddTarget(o, a) => Some((obj(self.obj(o)), t(a))),
             _ => None,
         }
     }
 }
 
 fn run(ops: &[Op]) -> Result<(), TestCaseError> {
-    let mut h = Harness::new();
+    run_in(Harness::new(), ops)
+}
+
+fn run_in(mut h: Harness, ops: &[Op]) -> Result<(), TestCaseError> {
     for (step, op) in ops.iter().enumerate() {
         let before_engine = h.e.clone();
         let before = h.snapshot();
+        let relations = h.relations();
         let wait_args = h.wait_args(op);
         let released = wait_args.map(|(_, m)| m);
         let proposed = h.proposed(op);
-        let helper_lock = match *op {
-            Op::HelperLock(c, i, k) => Some(h.helper_lock_args(c, i, k)),
-            _ => None,
-        };
         let res = h.apply(op);
         let (value, changes) = match res {
             Err(err) => {
@@ -536,7 +657,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     // after the release: no cycle goes through that mutex.
                     if let Some(m) = released {
                         prop_assert!(
-                            !cycle.contains(&Node::Mutex(m)),
+                            !cycle.contains(&Node::Object(m.into())),
                             "step {}: {:?} refused with {:?} through the released {:?}",
                             step,
                             op,
@@ -554,21 +675,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         if let Err(inv) = h.e.check_invariants() {
             return Err(TestCaseError::fail(format!("step {step} {op:?}: {inv}")));
         }
-
-        // Track enqueue order: only the caller of lock/cond_wait can block.
-        if let (Some((t, _)), Value::Lock(LockResult::Blocked)) = (helper_lock, &value) {
-            h.seq.insert(t, h.next_seq);
-            h.next_seq += 1;
-        }
-        match (op, &value) {
-            (Op::Lock(t, _), Value::Lock(LockResult::Blocked))
-            | (Op::Wait(t, _) | Op::WaitUnlock(t, ..) | Op::WaitRelease(t, ..), _) => {
-                let t = h.task(*t);
-                h.seq.insert(t, h.next_seq);
-                h.next_seq += 1;
-            }
-            _ => {}
-        }
+        h.track(op, &relations);
 
         // Changes == diff of effective() before/after.
         let after = h.snapshot();
@@ -627,99 +734,208 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             );
         }
         let live = h.live();
-        let objs: Vec<Blocker> = h
-            .mutexes
-            .iter()
-            .map(|m| Blocker::Mutex(*m))
-            .chain(h.conds.iter().map(|c| Blocker::Cond(*c)))
-            .collect();
-        for b in objs {
-            let mut expect = h.waiters_of(&live, b);
+        for &o in &h.objs {
+            let mut expect = h.waiters_of(&live, o);
             expect.sort_by(|x, y| {
                 reference[y]
                     .urgency
                     .cmp(&reference[x].urgency)
                     .then(h.seq[x].cmp(&h.seq[y]))
             });
-            let got: Vec<TaskId> = h.e.waiters(b).unwrap().collect();
-            prop_assert_eq!(got, expect, "step {} {:?}: order of {:?}", step, op, b);
+            let got: Vec<TaskId> = h.e.waiters(o).unwrap().collect();
+            prop_assert_eq!(got, expect, "step {} {:?}: order of {:?}", step, op, o);
         }
 
+        // Contexts: who may lend time to whom, and where time goes.
+        check_contexts(&h, &reference, step, op)?;
+
         // The call's own postcondition.
-        let e = &h.e;
-        match (op, &value) {
-            (Op::Lock(t, m), Value::Lock(r)) => {
-                let (t, m) = (h.task(*t), h.mutex(*m));
-                match r {
-                    LockResult::Acquired => prop_assert_eq!(e.owner(m).unwrap(), Some(t)),
-                    LockResult::Blocked => {
-                        prop_assert_eq!(e.blocked_on(t).unwrap(), Some(Blocker::Mutex(m)))
-                    }
-                }
-            }
-            (Op::Unlock(_, m) | Op::UnlockOwner(m), Value::Task(next)) => {
-                let m = h.mutex(*m);
-                prop_assert_eq!(e.owner(m).unwrap(), *next);
-                if let Some(n) = next {
-                    prop_assert_eq!(e.blocked_on(*n).unwrap(), None);
-                }
-            }
-            (Op::UnlockOwned(..), Value::Task(Some(n))) => {
-                prop_assert_eq!(e.blocked_on(*n).unwrap(), None);
-                prop_assert!(!e.owned(*n).unwrap().is_empty());
-            }
-            (Op::Acquire(t, m), _) => {
-                let (t, m) = (h.task(*t), h.mutex(*m));
-                prop_assert_eq!(e.owner(m).unwrap(), Some(t));
-                prop_assert_ne!(e.blocked_on(t).unwrap(), Some(Blocker::Mutex(m)));
-            }
-            (Op::Release(_, m) | Op::ReleaseOwner(m), _) => {
-                prop_assert_eq!(e.owner(h.mutex(*m)).unwrap(), None);
-            }
-            (Op::Wait(t, c), _) => {
-                prop_assert_eq!(
-                    e.blocked_on(h.task(*t)).unwrap(),
-                    Some(Blocker::Cond(h.cond(*c)))
-                );
-            }
-            (Op::WaitUnlock(t, ..) | Op::WaitRelease(t, ..), _) => {
-                let t = h.task(*t);
-                let (c, m) = wait_args.unwrap_or((CondId(u32::MAX), MutexId(u32::MAX)));
-                prop_assert_eq!(e.blocked_on(t).unwrap(), Some(Blocker::Cond(c)));
-                prop_assert!(!e.owned(t).unwrap().contains(&m));
-                match value {
-                    Value::Task(next) => {
-                        prop_assert_eq!(e.owner(m).unwrap(), next);
-                        if let Some(n) = next {
-                            prop_assert_eq!(e.blocked_on(n).unwrap(), None);
+        postcondition(&h, op, &value, &changes, wait_args, step)?;
+    }
+    Ok(())
+}
+
+/// [`Engine::donors`] and [`Engine::time_goes_to`] against a reference on
+/// the public queries: the donors of `t` are `t` and every task upstream
+/// of it through donating objects, with their bases, plus the floors on
+/// the way, most urgent first and led by `eff(t)`; the time of a blocked
+/// task goes to the runnable ends of its donating chains.
+fn check_contexts(
+    h: &Harness,
+    reference: &HashMap<TaskId, Effective>,
+    step: usize,
+    op: &Op,
+) -> Result<(), TestCaseError> {
+    let e = &h.e;
+    let live = h.live();
+    let mut donors = Vec::new();
+    let mut ends = Vec::new();
+    for &t in &live {
+        e.donors(t, &mut donors).unwrap();
+        prop_assert_eq!(
+            donors.first().map(|d| d.urgency),
+            Some(reference[&t].urgency),
+            "step {} {:?}: donors of {:?} {:?}",
+            step,
+            op,
+            t,
+            &donors
+        );
+        prop_assert!(donors.windows(2).all(|w| w[0].urgency >= w[1].urgency));
+        // Upstream through donating objects, from the public queries.
+        let mut up = vec![t];
+        let mut k = 0;
+        while k < up.len() {
+            let u = up[k];
+            k += 1;
+            for &o in &h.objs {
+                let spec = e.spec(o).unwrap();
+                if spec.donates && e.targets(o).unwrap().contains(&u) {
+                    for w in h.waiters_of(&live, o) {
+                        if !up.contains(&w) {
+                            up.push(w);
                         }
                     }
-                    _ => prop_assert_eq!(e.owner(m).unwrap(), None),
                 }
             }
-            (Op::Signal(_), Value::Task(Some(w))) => {
+        }
+        let mut lenders: Vec<TaskId> = Vec::new();
+        for d in &donors {
+            if let Source::Task(x) = d.source {
+                prop_assert_eq!(d.urgency, e.base(x).unwrap());
+                prop_assert_eq!(d.context, e.context(x).unwrap());
+                lenders.push(x);
+            }
+        }
+        lenders.sort();
+        up.sort();
+        prop_assert_eq!(lenders, up, "step {} {:?}: lenders of {:?}", step, op, t);
+
+        // Time: runnable ends of the donating chains, or a stall.
+        let r = e.time_goes_to(t, &mut ends);
+        match e.blocked_on(t).unwrap() {
+            None => prop_assert_eq!(&ends, &vec![t]),
+            Some(_) => {
+                let mut expect = Vec::new();
+                let mut stack = vec![t];
+                while let Some(u) = stack.pop() {
+                    match e.blocked_on(u).unwrap() {
+                        None => {
+                            if !expect.contains(&u) {
+                                expect.push(u)
+                            }
+                        }
+                        Some(o) if e.spec(o).unwrap().donates => {
+                            stack.extend(e.targets(o).unwrap().iter().rev());
+                        }
+                        Some(_) => {}
+                    }
+                }
+                prop_assert_eq!(&ends, &expect, "step {} {:?}: time of {:?}", step, op, t);
+                prop_assert_eq!(r.is_err(), expect.is_empty());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn postcondition(
+    h: &Harness,
+    op: &Op,
+    value: &Value,
+    changes: &heir_core::Changes,
+    wait_args: Option<(CondId, MutexId)>,
+    step: usize,
+) -> Result<(), TestCaseError> {
+    let e = &h.e;
+    match (op, value) {
+        (Op::Lock(t, m), Value::Lock(r)) => {
+            let (t, m) = (h.task(*t), h.mutex(*m));
+            match r {
+                LockResult::Acquired => prop_assert_eq!(e.owner(m).unwrap(), Some(t)),
+                LockResult::Blocked => prop_assert_eq!(e.blocked_on(t).unwrap(), Some(m.into())),
+            }
+        }
+        (Op::Unlock(_, m) | Op::UnlockOwner(m), Value::Task(next)) => {
+            let m = h.mutex(*m);
+            prop_assert_eq!(e.owner(m).unwrap(), *next);
+            if let Some(n) = next {
+                prop_assert_eq!(e.blocked_on(*n).unwrap(), None);
+            }
+        }
+        (Op::UnlockOwned(..), Value::Task(Some(n))) => {
+            prop_assert_eq!(e.blocked_on(*n).unwrap(), None);
+            prop_assert!(e.owned(*n).unwrap().next().is_some());
+        }
+        (Op::Acquire(t, m), _) => {
+            let (t, m) = (h.task(*t), h.mutex(*m));
+            prop_assert_eq!(e.owner(m).unwrap(), Some(t));
+            prop_assert_ne!(e.blocked_on(t).unwrap(), Some(m.into()));
+        }
+        (Op::Release(_, m) | Op::ReleaseOwner(m), _) => {
+            prop_assert_eq!(e.owner(h.mutex(*m)).unwrap(), None);
+        }
+        (Op::Wait(t, c), _) => {
+            prop_assert_eq!(e.blocked_on(h.task(*t)).unwrap(), Some(h.cond(*c).into()));
+        }
+        (Op::WaitUnlock(t, ..) | Op::WaitRelease(t, ..), _) => {
+            let t = h.task(*t);
+            let (c, m) = wait_args.unwrap_or((CondId(u32::MAX), MutexId(u32::MAX)));
+            prop_assert_eq!(e.blocked_on(t).unwrap(), Some(c.into()));
+            prop_assert!(!e.owned(t).unwrap().any(|x| x == m));
+            match value {
+                Value::Task(next) => {
+                    prop_assert_eq!(e.owner(m).unwrap(), *next);
+                    if let Some(n) = next {
+                        prop_assert_eq!(e.blocked_on(*n).unwrap(), None);
+                    }
+                }
+                _ => prop_assert_eq!(e.owner(m).unwrap(), None),
+            }
+        }
+        (Op::Signal(_) | Op::WakeTop(_), Value::Task(Some(w))) => {
+            prop_assert_eq!(e.blocked_on(*w).unwrap(), None);
+        }
+        (Op::Broadcast(c), Value::Tasks(ws)) => {
+            prop_assert_eq!(e.waiters(h.cond(*c)).unwrap().len(), 0);
+            for w in ws {
                 prop_assert_eq!(e.blocked_on(*w).unwrap(), None);
             }
-            (Op::Broadcast(c), Value::Tasks(ws)) => {
-                prop_assert_eq!(e.waiters(Blocker::Cond(h.cond(*c))).unwrap().len(), 0);
-                for w in ws {
-                    prop_assert_eq!(e.blocked_on(*w).unwrap(), None);
-                }
-            }
-            (Op::Cancel(t), _) => prop_assert_eq!(e.blocked_on(h.task(*t)).unwrap(), None),
-            (Op::HelperAdd(c, t), _) => {
-                prop_assert!(e.helpers(h.cond(*c)).unwrap().contains(&h.task(*t)))
-            }
-            (Op::HelperDel(c, t), _) => {
-                prop_assert!(!e.helpers(h.cond(*c)).unwrap().contains(&h.task(*t)))
-            }
-            (Op::Remove(t), _) => {
-                let t = h.task(*t);
-                prop_assert_eq!(e.effective(t), Err(EngineError::UnknownTask(t)));
-                prop_assert!(changes.is_empty());
-            }
-            _ => {}
         }
+        (Op::WakeAll(o), Value::Tasks(ws)) => {
+            prop_assert_eq!(e.waiters(h.obj(*o)).unwrap().len(), 0);
+            for w in ws {
+                prop_assert_eq!(e.blocked_on(*w).unwrap(), None);
+            }
+        }
+        (Op::Cancel(t), _) => prop_assert_eq!(e.blocked_on(h.task(*t)).unwrap(), None),
+        (Op::HelperAdd(c, t), _) => {
+            prop_assert!(e.helpers(h.cond(*c)).unwrap().contains(&h.task(*t)))
+        }
+        (Op::HelperDel(c, t), _) => {
+            prop_assert!(!e.helpers(h.cond(*c)).unwrap().contains(&h.task(*t)))
+        }
+        (Op::Block(t, o), _) => {
+            prop_assert_eq!(e.blocked_on(h.task(*t)).unwrap(), Some(h.obj(*o)))
+        }
+        (Op::AddTarget(o, t), _) => {
+            prop_assert!(e.targets(h.obj(*o)).unwrap().contains(&h.task(*t)))
+        }
+        (Op::RemoveTarget(o, t), _) => {
+            prop_assert!(!e.targets(h.obj(*o)).unwrap().contains(&h.task(*t)))
+        }
+        (Op::SetFloor(o, u), _) => {
+            prop_assert_eq!(
+                e.spec(h.obj(*o)).unwrap().floor,
+                PALETTE.get(*u as usize).copied()
+            )
+        }
+        (Op::Remove(t), _) => {
+            let t = h.task(*t);
+            prop_assert_eq!(e.effective(t), Err(EngineError::UnknownTask(t)));
+            prop_assert!(changes.is_empty(), "step {step}: {changes:?}");
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -735,6 +951,14 @@ proptest! {
     #[test]
     fn random_operation_sequences(ops in prop::collection::vec(op(), 500)) {
         run(&ops)?;
+    }
+
+    /// A new object kind is one description: a latch (donates to the one
+    /// task that will open it) joins the world and the same oracle checks
+    /// it, with no change to the engine or to the reference evaluation.
+    #[test]
+    fn a_latch_kind_passes_the_unchanged_oracle(ops in prop::collection::vec(op(), 500)) {
+        run_in(Harness::with_kinds(&[LATCH, LATCH]), &ops)?;
     }
 
     /// The `*_into` calls (one reused buffer) return what the by-value
@@ -762,7 +986,7 @@ proptest! {
 
 /// A deterministic long run (the same every time), with statistics that
 /// show the sequences do reach the interesting states: deep chains, boosts
-/// through condvars, cycles refused.
+/// through condvars, cycles refused, floors and generic kinds in use.
 #[test]
 fn long_deterministic_sequence_reaches_deep_states() {
     use proptest::strategy::ValueTree;
@@ -771,25 +995,26 @@ fn long_deterministic_sequence_reaches_deep_states() {
         Config::default(),
         TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
     );
-    let ops = prop::collection::vec(op(), 20_000)
+    let ops = prop::collection::vec(op(), 30_000)
         .new_tree(&mut runner)
         .unwrap()
         .current();
-    run(&ops).unwrap();
+    run_in(Harness::with_kinds(&[LATCH]), &ops).unwrap();
 
     // Replay to gather statistics about what the run exercised.
-    let mut h = Harness::new();
-    let (mut cycles, mut boosted_changes, mut max_depth) = (0, 0, 0);
+    let mut h = Harness::with_kinds(&[LATCH]);
+    let (mut cycles, mut boosted, mut floors, mut max_depth) = (0, 0, 0, 0);
     // Waits that released a mutex a helper of their condvar was blocked on
     // (the textbook pattern the two-step wait refused as a cycle).
     let mut textbook = 0;
     for op in &ops {
+        let relations = h.relations();
         let pattern = match h.wait_args(op) {
             Some((c, m)) => h.e.helpers(c).is_ok_and(|hs| {
                 hs.iter()
-                    .any(|&x| h.e.blocked_on(x).ok().flatten() == Some(Blocker::Mutex(m)))
+                    .any(|&x| h.e.blocked_on(x).ok().flatten() == Some(m.into()))
             }),
-            _ => false,
+            None => false,
         };
         let r = h.apply(op);
         if pattern && r.is_ok() {
@@ -798,18 +1023,21 @@ fn long_deterministic_sequence_reaches_deep_states() {
         match r {
             Err(EngineError::Cycle { .. }) => cycles += 1,
             Ok((_, ch)) => {
-                boosted_changes += ch.iter().filter(|c| c.new.donor != c.task).count();
+                h.track(op, &relations);
+                for c in &ch {
+                    match c.new.source {
+                        Source::Task(d) if d != c.task => boosted += 1,
+                        Source::Floor { .. } => floors += 1,
+                        _ => {}
+                    }
+                }
                 for t in h.live() {
                     let mut depth = 0;
                     let mut cur = t;
-                    while let Some(b) = h.e.blocked_on(cur).unwrap() {
+                    while let Some(o) = h.e.blocked_on(cur).unwrap() {
                         depth += 1;
-                        let next = match b {
-                            Blocker::Mutex(m) => h.e.owner(m).unwrap(),
-                            Blocker::Cond(c) => h.e.helpers(c).unwrap().first().copied(),
-                        };
-                        match next {
-                            Some(n) => cur = n,
+                        match h.e.targets(o).unwrap().first() {
+                            Some(&n) => cur = n,
                             None => break,
                         }
                     }
@@ -819,11 +1047,12 @@ fn long_deterministic_sequence_reaches_deep_states() {
             Err(_) => {}
         }
     }
+    eprintln!(
+        "cycles {cycles}, boosts {boosted}, floors {floors}, depth {max_depth}, textbook waits {textbook}"
+    );
     assert!(cycles >= 50, "only {cycles} cycles refused");
-    assert!(boosted_changes > 100, "only {boosted_changes} boosts");
+    assert!(boosted > 100, "only {boosted} boosts");
+    assert!(floors > 20, "only {floors} floor changes");
     assert!(max_depth >= 4, "deepest chain {max_depth}");
     assert!(textbook >= 20, "only {textbook} textbook-pattern waits");
-    eprintln!(
-        "cycles {cycles}, boosts {boosted_changes}, depth {max_depth}, textbook waits {textbook}"
-    );
 }

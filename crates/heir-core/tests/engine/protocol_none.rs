@@ -59,9 +59,9 @@ fn no_pi_mutexes_still_form_cycles() {
         EngineError::Cycle {
             cycle: vec![
                 Node::Task(w.t("H")),
-                Node::Mutex(w.m("m")),
+                Node::Object(w.m("m").into()),
                 Node::Task(w.t("L")),
-                Node::Mutex(w.m("pi")),
+                Node::Object(w.m("pi").into()),
                 Node::Task(w.t("H")),
             ],
         },

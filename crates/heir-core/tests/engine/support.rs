@@ -2,7 +2,7 @@
 //! data, and table rows that state the exact outcome of one op.
 
 use heir_core::{
-    Blocker, Changes, CondId, Effective, Engine, EngineError, LockResult, MutexId, Protocol,
+    Changes, CondId, Effective, Engine, EngineError, LockResult, MutexId, ObjId, Protocol, Source,
     TaskId, Urgency,
 };
 
@@ -32,7 +32,8 @@ pub enum Op {
     Remove(&'static str),
 }
 
-/// `(task, old prio, old donor, new prio, new donor)`.
+/// `(task, old prio, old source, new prio, new source)`: a source is the
+/// donor's name, or `object@task` for the floor of `object` under `task`.
 pub type ChangeRow = (&'static str, u8, &'static str, u8, &'static str);
 /// `(task, prio, donor)`.
 pub type EffRow = (&'static str, u8, &'static str);
@@ -180,9 +181,33 @@ impl World {
         self.row(self.e.effective(self.t(name)).unwrap())
     }
 
+    /// The name of an object (mutex or condvar).
+    pub fn obj_name(&self, o: ObjId) -> &'static str {
+        self.mutexes
+            .iter()
+            .find(|(_, m)| ObjId::from(*m) == o)
+            .map(|(n, _)| *n)
+            .or_else(|| {
+                self.conds
+                    .iter()
+                    .find(|(_, c)| ObjId::from(*c) == o)
+                    .map(|(n, _)| *n)
+            })
+            .unwrap_or_else(|| panic!("no name for {o:?}"))
+    }
+
+    /// `(prio, source)`: the donor's name, or `object@task` for a floor.
     fn row(&self, e: Effective) -> (u8, &'static str) {
+        let source = match e.source {
+            Source::Task(t) => self.name(t),
+            Source::Floor { object, task } => {
+                let s = format!("{}@{}", self.obj_name(object), self.name(task));
+                &*Box::leak(s.into_boxed_str())
+            }
+            s => panic!("unknown source {s:?}"),
+        };
         match e.urgency {
-            Urgency::Fixed { prio } => (prio, self.name(e.donor)),
+            Urgency::Fixed { prio } => (prio, source),
             u => panic!("not a fixed priority: {u}"),
         }
     }
@@ -206,10 +231,10 @@ impl World {
 
     /// Waiters of a mutex or condvar, by name, in wake order.
     pub fn waiters(&self, obj: &str) -> String {
-        let b = if self.mutexes.iter().any(|(n, _)| *n == obj) {
-            Blocker::Mutex(self.m(obj))
+        let b: ObjId = if self.mutexes.iter().any(|(n, _)| *n == obj) {
+            self.m(obj).into()
         } else {
-            Blocker::Cond(self.c(obj))
+            self.c(obj).into()
         };
         let ts: Vec<TaskId> = self.e.waiters(b).unwrap().collect();
         self.names(&ts)

@@ -77,7 +77,7 @@ fn waits_that_release_their_mutex() {
                 setup: &[Lock("L", "pc"), HelperAdd("cv", "P")],
                 op: WaitUnlock("L", "cv", "pc"),
                 value: "-",
-                changes: &[("L", 70, "L", 30, "L"), ("P", 10, "P", 30, "L")],
+                changes: &[("L", 70, "pc@L", 30, "L"), ("P", 10, "P", 30, "L")],
                 after: &[("L", 30, "L"), ("P", 30, "L")],
             },
         ],
@@ -96,9 +96,9 @@ fn wait_before_unlock_sees_a_cycle_that_the_atomic_wait_does_not() {
         EngineError::Cycle {
             cycle: vec![
                 Node::Task(c),
-                Node::Cond(cv),
+                Node::Object(cv.into()),
                 Node::Task(p),
-                Node::Mutex(m),
+                Node::Object(m.into()),
                 Node::Task(c),
             ],
         },
@@ -132,9 +132,9 @@ fn a_cycle_through_another_mutex_is_still_refused() {
     let (c, p, m2, cv) = (w.t("C"), w.t("P"), w.m("m2"), w.c("cv"));
     let cycle = vec![
         Node::Task(c),
-        Node::Cond(cv),
+        Node::Object(cv.into()),
         Node::Task(p),
-        Node::Mutex(m2),
+        Node::Object(m2.into()),
         Node::Task(c),
     ];
     w.refuse(

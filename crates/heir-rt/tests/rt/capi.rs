@@ -95,11 +95,24 @@ fn header_compiles_standalone_with_warnings_as_errors() {
     assert!(st.success());
 }
 
-fn build_example(cc: &str, flags: &[String], out: &Path) {
-    let src = crate_dir().join("../../examples/c/producer_consumer.c");
+/// Flags that compile against `heir.h` and link the freshly built
+/// `libheir.so` (found at run time through the rpath).
+fn heir_flags() -> Vec<String> {
+    let lib = lib_dir();
+    vec![
+        format!("-I{}", crate_dir().join("include").display()),
+        format!("-L{}", lib.display()),
+        "-lheir".to_string(),
+        format!("-Wl,-rpath,{}", lib.display()),
+        "-lpthread".to_string(),
+    ]
+}
+
+/// Builds the C program `src` (C11, warnings as errors) into `out`.
+fn build_c(cc: &str, src: &Path, flags: &[String], out: &Path) {
     let output = Command::new(cc)
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"])
-        .arg(&src)
+        .arg(src)
         .args(flags)
         .arg("-o")
         .arg(out)
@@ -107,9 +120,28 @@ fn build_example(cc: &str, flags: &[String], out: &Path) {
         .expect("cc");
     assert!(
         output.status.success(),
-        "building the C example failed: {}",
+        "building {} failed: {}",
+        src.display(),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Runs the built program `exe` with `args`, removes it, and returns its
+/// stdout; fails the test if the program failed.
+fn run_c(exe: &Path, args: &[String]) -> String {
+    let out = Command::new(exe)
+        .args(args)
+        .output()
+        .expect("run C program");
+    let _ = std::fs::remove_file(exe);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{} failed: {stdout}{}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
 
 #[test]
@@ -157,26 +189,9 @@ fn c_producer_consumer_example_runs_with_helpers() {
         return;
     };
     let exe = std::env::temp_dir().join(format!("heir-example-{}", std::process::id()));
-    let lib = lib_dir();
-    let flags = vec![
-        format!("-I{}", crate_dir().join("include").display()),
-        format!("-L{}", lib.display()),
-        "-lheir".to_string(),
-        format!("-Wl,-rpath,{}", lib.display()),
-        "-lpthread".to_string(),
-    ];
-    build_example(&cc, &flags, &exe);
-    let out = Command::new(&exe)
-        .arg(rt.cpu.to_string())
-        .output()
-        .expect("run example");
-    let _ = std::fs::remove_file(&exe);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "example failed: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let src = crate_dir().join("../../examples/c/producer_consumer.c");
+    build_c(&cc, &src, &heir_flags(), &exe);
+    let stdout = run_c(&exe, &[rt.cpu.to_string()]);
     // The producer saw its own priority raised to the consumer's while the
     // consumer waited, and back to its base afterwards.
     assert!(
@@ -191,4 +206,28 @@ fn c_producer_consumer_example_runs_with_helpers() {
         stdout.contains("consumed 5 items in priority order"),
         "{stdout}"
     );
+}
+
+#[test]
+fn c_reads_a_refused_boost_with_heir_apply_stats() {
+    let Some(cc) = need_cc("capi::apply_stats") else {
+        return;
+    };
+    let exe = std::env::temp_dir().join(format!("heir-apply-stats-{}", std::process::id()));
+    let src = crate_dir().join("tests/rt/apply_stats.c");
+    build_c(&cc, &src, &heir_flags(), &exe);
+    let stdout = run_c(&exe, &[]);
+    // The C struct is the Rust one.
+    type S = heir::capi::heir_apply_stats_t;
+    let layout = format!(
+        "layout {} {} {}",
+        std::mem::size_of::<S>(),
+        std::mem::offset_of!(S, last_engine_errno),
+        std::mem::offset_of!(S, engine_errors)
+    );
+    assert!(stdout.contains(&layout), "{layout}: {stdout}");
+    assert!(stdout.contains("null 1"), "{stdout}");
+    assert!(stdout.contains("timedwait ETIMEDOUT"), "{stdout}");
+    assert!(stdout.contains(" errno 1 on-helper 1"), "{stdout}");
+    assert!(!stdout.contains("failed 0 "), "{stdout}");
 }

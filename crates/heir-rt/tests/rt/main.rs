@@ -6,6 +6,7 @@
 
 mod common;
 
+mod apply_errors;
 mod bad_args;
 mod capi;
 mod ceiling;

@@ -14,7 +14,7 @@
 //! too: it is repeated, a bounded number of times.
 
 use heir::run::{run, RealRun, RunConfig, RunError};
-use heir_sim::TaskReport;
+use heir_report::TaskReport;
 
 use crate::common::*;
 
@@ -73,7 +73,7 @@ fn refuses_a_scenario_without_a_finite_duration() {
     assert!(matches!(r, Err(RunError::NoDuration)), "{r:?}");
 }
 
-fn task<'a>(r: &'a heir_sim::Report, name: &str) -> &'a TaskReport {
+fn task<'a>(r: &'a heir_report::Report, name: &str) -> &'a TaskReport {
     r.tasks.iter().find(|t| t.name == name).expect("task")
 }
 

@@ -87,7 +87,7 @@ fn random_operations_leave_everyone_at_base() {
                                     // The wait gives mutex 0 up as it starts
                                     // waiting: a helper blocked on it is no
                                     // cycle (it was, falsely, before).
-                                    let m0 = heir::Node::Mutex(ms[0].raw().id());
+                                    let m0 = heir::Node::Object(ms[0].raw().id().into());
                                     assert!(!cycle.contains(&m0), "false deadlock {cycle:?}");
                                     refused += 1
                                 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use heir::sys::now_ns;
 use heir::{PiCondvar, PiMutex};
-use heir_core::Blocker;
+use heir_core::ObjId;
 
 use crate::common::*;
 
@@ -45,7 +45,7 @@ fn wait_releases_the_mutex_a_blocked_helper_needs() {
     let cons = spawn_fifo(cpu, 30, move || {
         let mut g = mc.lock().expect("consumer locks m");
         go_tx.send(()).expect("go");
-        let blocked = Some(Blocker::Mutex(mc.raw().id()));
+        let blocked = Some(ObjId::from(mc.raw().id()));
         while heir::thread::info(prod_tid).and_then(|i| i.blocked_on) != blocked {
             assert!(now_ns() < limit, "the producer never blocked on m");
             heir::sys::sleep_until(now_ns() + MS);

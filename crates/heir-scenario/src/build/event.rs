@@ -19,7 +19,8 @@ impl Builder<'_> {
         }
     }
 
-    /// Reads one event of task `task` into `out` (two for `sync`).
+    /// Reads one event of task `task` into `out` (two for `sync`, none for a
+    /// `resume` that wakes nobody).
     pub(super) fn event(
         &mut self,
         task: TaskIdx,
@@ -46,226 +47,264 @@ impl Builder<'_> {
             Ev::Run => emit(EventKind::Run(micros(v, at, &path, "run")?)),
             Ev::Runtime => emit(EventKind::Runtime(micros(v, at, &path, "runtime")?)),
             Ev::Sleep => emit(EventKind::Sleep(micros(v, at, &path, "sleep")?)),
-            Ev::Lock | Ev::Unlock => {
-                let name = Self::name_operand(m, "mutex", &path)?;
-                let r = self.res(name, Ns::Mutex, &path, at);
-                emit(if ev == Ev::Lock {
-                    EventKind::Lock(r)
-                } else {
-                    EventKind::Unlock(r)
-                });
-            }
-            Ev::Signal | Ev::Broad => {
-                let name = Self::name_operand(m, "cond", &path)?;
-                let r = self.res(name, Ns::Cond, &path, at);
-                emit(if ev == Ev::Signal {
-                    EventKind::Signal(r)
-                } else {
-                    EventKind::Broadcast(r)
-                });
-            }
+            Ev::Lock => emit(EventKind::Lock(self.operand(m, Ns::Mutex, &path)?)),
+            Ev::Unlock => emit(EventKind::Unlock(self.operand(m, Ns::Mutex, &path)?)),
+            Ev::Signal => emit(EventKind::Signal(self.operand(m, Ns::Cond, &path)?)),
+            Ev::Broad => emit(EventKind::Broadcast(self.operand(m, Ns::Cond, &path)?)),
             Ev::Wait | Ev::Sync => {
-                let what = if ev == Ev::Wait { "wait" } else { "sync" };
-                let fields = object_fields(
-                    m,
-                    &path,
-                    &["ref", "mutex"],
-                    what,
-                    "{\"ref\": cond, \"mutex\": mutex}",
-                )?;
-                let (cond_name, cond_at) = required_str(fields, m, "ref", "cond", &path, what)?;
-                let (mutex_name, mutex_at) =
-                    required_str(fields, m, "mutex", "mutex", &path, what)?;
-                let cond = self.res(cond_name, Ns::Cond, &key_path(&path, "ref"), cond_at);
-                let mutex = self.res(mutex_name, Ns::Mutex, &key_path(&path, "mutex"), mutex_at);
-                if cond_name == mutex_name {
-                    self.paired.insert(cond_name.to_string());
-                }
+                let (cond, mutex) = self.wait_operands(m, ev, &path)?;
                 if ev == Ev::Sync {
                     emit(EventKind::Signal(cond));
                 }
                 emit(EventKind::Wait { cond, mutex });
             }
-            Ev::Timer => {
-                let fields = object_fields(
-                    m,
-                    &path,
-                    &["ref", "period", "mode"],
-                    "timer",
-                    "{\"ref\": name, \"period\": µs, \"mode\": \"relative\"|\"absolute\"}",
-                )?;
-                let (tref, ref_at) = required_str(fields, m, "ref", "timer", &path, "timer")?;
-                let Some(p) = fields.iter().find(|f| f.key == "period") else {
-                    return fail(
-                        at,
-                        &path,
-                        "missing \"period\": a timer needs \"ref\" (its name) and \"period\" (µs > 0)",
-                    );
-                };
-                let p_path = key_path(&path, "period");
-                let period = match int_of(p.value.as_ref()) {
-                    Some(n) if n <= 0 => {
-                        return fail(
-                            value_at(p),
-                            &p_path,
-                            format!("period must be positive (µs > 0), found {n}"),
-                        )
-                    }
-                    _ => micros(p.value.as_ref(), value_at(p), &p_path, "period")?,
-                };
-                if period.min() == 0 {
-                    return fail(
-                        value_at(p),
-                        &p_path,
-                        "period must be positive (µs > 0), found a \"min\" of 0",
-                    );
-                }
-                let mode = match fields.iter().find(|f| f.key == "mode") {
-                    None => None,
-                    Some(f) => match f.value.as_ref().and_then(Value::as_str) {
-                        Some("relative") => Some((TimerMode::Relative, f)),
-                        Some("absolute") => Some((TimerMode::Absolute, f)),
-                        _ => {
-                            return Err(expected(
-                                f,
-                                key_path(&path, "mode"),
-                                "\"relative\" or \"absolute\"",
-                            ))
-                        }
-                    },
-                };
-                let unique = tref.starts_with("unique");
-                let name = if unique {
-                    format!("{tref}@{task_name}")
-                } else {
-                    tref.to_string()
-                };
-                let r = self.res(&name, Ns::Timer, &key_path(&path, "ref"), ref_at);
-                if let ResourceKind::Timer { unique: u, .. } = &mut self.resources[r.0].kind {
-                    *u = unique;
-                }
-                if let Some((mode, f)) = mode {
-                    let mode_path = key_path(&path, "mode");
-                    match &self.usage[r.0].timer_mode {
-                        Some((prev, prev_path)) if *prev != mode => {
-                            return fail(
-                                value_at(f),
-                                &mode_path,
-                                format!(
-                                "timer {} is {} here but {} at {prev_path}: one timer has one mode",
-                                quote_short(tref),
-                                mode_word(mode),
-                                mode_word(*prev)
-                            ),
-                            )
-                        }
-                        Some(_) => {}
-                        None => {
-                            self.usage[r.0].timer_mode = Some((mode, mode_path));
-                            if let ResourceKind::Timer { mode: m, .. } =
-                                &mut self.resources[r.0].kind
-                            {
-                                *m = mode;
-                            }
-                        }
-                    }
-                }
-                emit(EventKind::Timer { timer: r, period });
-            }
-            Ev::Suspend => {
-                let r = self.suspend_point(task, &path);
-                self.usage[r.0]
-                    .first_suspend
-                    .get_or_insert_with(|| (path.clone(), m.key_span.start));
-                emit(EventKind::Suspend(r));
-            }
+            Ev::Timer => emit(self.timer(m, task_name, &path)?),
+            Ev::Suspend => emit(self.suspend(task, m, &path)),
             Ev::Resume => {
-                let target = Self::name_operand(m, "task", &path)?;
-                match self.task_by_name.get(target) {
-                    Some(&t) => {
-                        let r = self.suspend_point(t, &path);
-                        self.usage[r.0]
-                            .first_resume
-                            .get_or_insert_with(|| (path.clone(), at));
-                        emit(EventKind::Resume(r));
-                    }
-                    None => self.warn(
-                        at,
-                        &path,
-                        format!(
-                            "resume target {} is not a task: rt-app's suspend always waits under the \
-                             suspending task's own name, so this resume wakes nobody; heir leaves it out",
-                            quote_short(target)
-                        ),
-                    ),
+                if let Some(kind) = self.resume(m, &path)? {
+                    emit(kind);
                 }
             }
             Ev::Yield => emit(EventKind::Yield),
-            Ev::Barrier => {
-                let name = Self::name_operand(m, "barrier", &path)?;
-                let r = self.res(name, Ns::Barrier, &path, at);
-                push_unique(&mut self.usage[r.0].barrier_tasks, task);
-                emit(EventKind::Barrier(r));
-            }
-            Ev::Push | Ev::Pop => {
-                let name = Self::name_operand(m, "queue", &path)?;
-                let r = self.res(name, Ns::Queue, &path, at);
-                let u = &mut self.usage[r.0];
-                push_unique(
-                    if ev == Ev::Push {
-                        &mut u.pushers
-                    } else {
-                        &mut u.poppers
-                    },
-                    task,
-                );
-                emit(if ev == Ev::Push {
-                    EventKind::Push(r)
-                } else {
-                    EventKind::Pop(r)
-                });
-            }
-            Ev::Serve => {
-                let name = Self::name_operand(m, "endpoint", &path)?;
-                let r = self.res(name, Ns::Endpoint, &path, at);
-                let u = &mut self.usage[r.0];
-                push_unique(&mut u.servers, task);
-                u.first_serve.get_or_insert_with(|| (path.clone(), at));
-                emit(EventKind::Serve(r));
-            }
-            Ev::Call => {
-                let fields = object_fields(
-                    m,
-                    &path,
-                    &["server", "run"],
-                    "call",
-                    "{\"server\": endpoint, \"run\": µs}",
-                )?;
-                let (server, server_at) =
-                    required_str(fields, m, "server", "endpoint", &path, "call")?;
-                let Some(run) = fields.iter().find(|f| f.key == "run") else {
-                    return fail(
-                        at,
-                        &path,
-                        "missing \"run\": a call needs \"server\" (an endpoint) and \"run\" (µs of work done by the server)",
-                    );
-                };
-                let run = micros(
-                    run.value.as_ref(),
-                    value_at(run),
-                    &key_path(&path, "run"),
-                    "run",
-                )?;
-                let s_path = key_path(&path, "server");
-                let r = self.res(server, Ns::Endpoint, &s_path, server_at);
-                let u = &mut self.usage[r.0];
-                push_unique(&mut u.callers, task);
-                u.first_call
-                    .get_or_insert_with(|| (s_path.clone(), server_at));
-                emit(EventKind::Call { endpoint: r, run });
-            }
+            Ev::Barrier => emit(self.barrier(task, m, &path)?),
+            Ev::Push | Ev::Pop => emit(self.queue_event(task, m, ev, &path)?),
+            Ev::Serve => emit(self.serve(task, m, &path)?),
+            Ev::Call => emit(self.call(task, m, &path)?),
         }
         Ok(())
+    }
+
+    /// The resource of kind `ns` that the string operand of event `m` (at
+    /// `path`) names (`"lock": "m"`).
+    fn operand(&mut self, m: &Member, ns: Ns, path: &str) -> R<ResIdx> {
+        let name = Self::name_operand(m, ns.word(), path)?;
+        Ok(self.res(name, ns, path, value_at(m)))
+    }
+
+    /// The cond and the mutex of a `wait` or `sync` (`ev`):
+    /// `{"ref": cond, "mutex": mutex}`.
+    fn wait_operands(&mut self, m: &Member, ev: Ev, path: &str) -> R<(ResIdx, ResIdx)> {
+        let what = if ev == Ev::Wait { "wait" } else { "sync" };
+        let fields = object_fields(
+            m,
+            path,
+            &["ref", "mutex"],
+            what,
+            "{\"ref\": cond, \"mutex\": mutex}",
+        )?;
+        let (cond_name, cond_at) = required_str(fields, m, "ref", "cond", path, what)?;
+        let (mutex_name, mutex_at) = required_str(fields, m, "mutex", "mutex", path, what)?;
+        let cond = self.res(cond_name, Ns::Cond, &key_path(path, "ref"), cond_at);
+        let mutex = self.res(mutex_name, Ns::Mutex, &key_path(path, "mutex"), mutex_at);
+        if cond_name == mutex_name {
+            self.paired.insert(cond_name.to_string());
+        }
+        Ok((cond, mutex))
+    }
+
+    /// A `timer` of task `task_name`: `{"ref": name, "period": µs, "mode":
+    /// …}`; a `unique…` timer is the task's own.
+    fn timer(&mut self, m: &Member, task_name: &str, path: &str) -> R<EventKind> {
+        let fields = object_fields(
+            m,
+            path,
+            &["ref", "period", "mode"],
+            "timer",
+            "{\"ref\": name, \"period\": µs, \"mode\": \"relative\"|\"absolute\"}",
+        )?;
+        let (tref, ref_at) = required_str(fields, m, "ref", "timer", path, "timer")?;
+        let period = timer_period(fields, value_at(m), path)?;
+        let mode = timer_mode(fields, path)?;
+        let unique = tref.starts_with("unique");
+        let name = if unique {
+            format!("{tref}@{task_name}")
+        } else {
+            tref.to_string()
+        };
+        let r = self.res(&name, Ns::Timer, &key_path(path, "ref"), ref_at);
+        if let ResourceKind::Timer { unique: u, .. } = &mut self.resources[r.0].kind {
+            *u = unique;
+        }
+        if let Some((mode, f)) = mode {
+            self.set_timer_mode(r, tref, mode, f, path)?;
+        }
+        Ok(EventKind::Timer { timer: r, period })
+    }
+
+    /// Timer `r` (`tref` in the file) is given `mode` by member `f` of the
+    /// timer at `path`: its mode from now on, unless an earlier timer event
+    /// gave it another.
+    fn set_timer_mode(
+        &mut self,
+        r: ResIdx,
+        tref: &str,
+        mode: TimerMode,
+        f: &Member,
+        path: &str,
+    ) -> R<()> {
+        let mode_path = key_path(path, "mode");
+        match &self.usage[r.0].timer_mode {
+            Some((prev, prev_path)) if *prev != mode => fail(
+                value_at(f),
+                &mode_path,
+                format!(
+                    "timer {} is {} here but {} at {prev_path}: one timer has one mode",
+                    quote_short(tref),
+                    mode_word(mode),
+                    mode_word(*prev)
+                ),
+            ),
+            Some(_) => Ok(()),
+            None => {
+                self.usage[r.0].timer_mode = Some((mode, mode_path));
+                if let ResourceKind::Timer { mode: m, .. } = &mut self.resources[r.0].kind {
+                    *m = mode;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A `suspend` of task `task`: it waits at its own suspend point.
+    fn suspend(&mut self, task: TaskIdx, m: &Member, path: &str) -> EventKind {
+        let r = self.suspend_point(task, path);
+        self.usage[r.0]
+            .first_suspend
+            .get_or_insert_with(|| (path.to_string(), m.key_span.start));
+        EventKind::Suspend(r)
+    }
+
+    /// A `resume` of the task `m` names; `None` (with a warning) when it
+    /// names no task.
+    fn resume(&mut self, m: &Member, path: &str) -> R<Option<EventKind>> {
+        let at = value_at(m);
+        let target = Self::name_operand(m, "task", path)?;
+        let Some(&t) = self.task_by_name.get(target) else {
+            self.warn(
+                at,
+                path,
+                format!(
+                    "resume target {} is not a task: rt-app's suspend always waits under the \
+                     suspending task's own name, so this resume wakes nobody; heir leaves it out",
+                    quote_short(target)
+                ),
+            );
+            return Ok(None);
+        };
+        let r = self.suspend_point(t, path);
+        self.usage[r.0]
+            .first_resume
+            .get_or_insert_with(|| (path.to_string(), at));
+        Ok(Some(EventKind::Resume(r)))
+    }
+
+    /// A `barrier` of task `task` on the barrier `m` names.
+    fn barrier(&mut self, task: TaskIdx, m: &Member, path: &str) -> R<EventKind> {
+        let r = self.operand(m, Ns::Barrier, path)?;
+        push_unique(&mut self.usage[r.0].barrier_tasks, task);
+        Ok(EventKind::Barrier(r))
+    }
+
+    /// A `push` or `pop` (`ev`) of task `task` on the queue `m` names.
+    fn queue_event(&mut self, task: TaskIdx, m: &Member, ev: Ev, path: &str) -> R<EventKind> {
+        let r = self.operand(m, Ns::Queue, path)?;
+        let u = &mut self.usage[r.0];
+        if ev == Ev::Push {
+            push_unique(&mut u.pushers, task);
+            Ok(EventKind::Push(r))
+        } else {
+            push_unique(&mut u.poppers, task);
+            Ok(EventKind::Pop(r))
+        }
+    }
+
+    /// A `serve` by task `task` of the endpoint `m` names.
+    fn serve(&mut self, task: TaskIdx, m: &Member, path: &str) -> R<EventKind> {
+        let r = self.operand(m, Ns::Endpoint, path)?;
+        let u = &mut self.usage[r.0];
+        push_unique(&mut u.servers, task);
+        u.first_serve
+            .get_or_insert_with(|| (path.to_string(), value_at(m)));
+        Ok(EventKind::Serve(r))
+    }
+
+    /// A `call` by task `task`: `{"server": endpoint, "run": µs}`.
+    fn call(&mut self, task: TaskIdx, m: &Member, path: &str) -> R<EventKind> {
+        let fields = object_fields(
+            m,
+            path,
+            &["server", "run"],
+            "call",
+            "{\"server\": endpoint, \"run\": µs}",
+        )?;
+        let (server, server_at) = required_str(fields, m, "server", "endpoint", path, "call")?;
+        let Some(run) = fields.iter().find(|f| f.key == "run") else {
+            return fail(
+                value_at(m),
+                path,
+                "missing \"run\": a call needs \"server\" (an endpoint) and \"run\" (µs of work done by the server)",
+            );
+        };
+        let run = micros(
+            run.value.as_ref(),
+            value_at(run),
+            &key_path(path, "run"),
+            "run",
+        )?;
+        let s_path = key_path(path, "server");
+        let r = self.res(server, Ns::Endpoint, &s_path, server_at);
+        let u = &mut self.usage[r.0];
+        push_unique(&mut u.callers, task);
+        u.first_call
+            .get_or_insert_with(|| (s_path.clone(), server_at));
+        Ok(EventKind::Call { endpoint: r, run })
+    }
+}
+
+/// A timer's `period` (µs > 0, or a range whose `min` is > 0); `at` is the
+/// timer's value, for a missing period.
+fn timer_period(fields: &[Member], at: usize, path: &str) -> R<Micros> {
+    let Some(p) = fields.iter().find(|f| f.key == "period") else {
+        return fail(
+            at,
+            path,
+            "missing \"period\": a timer needs \"ref\" (its name) and \"period\" (µs > 0)",
+        );
+    };
+    let p_path = key_path(path, "period");
+    let period = match int_of(p.value.as_ref()) {
+        Some(n) if n <= 0 => {
+            return fail(
+                value_at(p),
+                &p_path,
+                format!("period must be positive (µs > 0), found {n}"),
+            )
+        }
+        _ => micros(p.value.as_ref(), value_at(p), &p_path, "period")?,
+    };
+    if period.min() == 0 {
+        return fail(
+            value_at(p),
+            &p_path,
+            "period must be positive (µs > 0), found a \"min\" of 0",
+        );
+    }
+    Ok(period)
+}
+
+/// A timer's `mode`, if given, and the member that gives it.
+fn timer_mode<'f>(fields: &'f [Member], path: &str) -> R<Option<(TimerMode, &'f Member)>> {
+    let Some(f) = fields.iter().find(|f| f.key == "mode") else {
+        return Ok(None);
+    };
+    match f.value.as_ref().and_then(Value::as_str) {
+        Some("relative") => Ok(Some((TimerMode::Relative, f))),
+        Some("absolute") => Ok(Some((TimerMode::Absolute, f))),
+        _ => Err(expected(
+            f,
+            key_path(path, "mode"),
+            "\"relative\" or \"absolute\"",
+        )),
     }
 }
 
@@ -358,11 +397,7 @@ fn object_fields<'v>(
                 format!(
                     "unknown key {} in a {what}: expected {}",
                     quote_short(&f.key),
-                    allowed
-                        .iter()
-                        .map(|a| format!("\"{a}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    quoted_list(allowed)
                 ),
             );
         }

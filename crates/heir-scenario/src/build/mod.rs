@@ -130,6 +130,35 @@ fn check_name(name: &str, at: usize, path: &str) -> R<()> {
     )
 }
 
+/// The value of `m` (at `path`) as a number of `unit` from `min` to `max`;
+/// `what` says what is expected when it is not an integer ≥ `min`.
+fn count_within(m: &Member, path: String, min: u64, max: u32, what: &str, unit: &str) -> R<u32> {
+    let v = m.value.as_ref();
+    let Some(n) = count_of(v).filter(|&n| n >= min) else {
+        return Err(expected(m, path, what));
+    };
+    match u32::try_from(n) {
+        Ok(n) if n <= max => Ok(n),
+        _ => fail(
+            value_at(m),
+            &path,
+            format!(
+                "{} {} is over heir's limit of {max} {unit}",
+                m.key,
+                found(v)
+            ),
+        ),
+    }
+}
+
+/// Keys for a message: `"a", "b", "c"`.
+fn quoted_list(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The value as an integer, if it is a number written as one.
 fn int_of(v: Option<&Value>) -> Option<i128> {
     match v.map(|v| &v.kind) {
@@ -177,6 +206,18 @@ enum Ns {
 }
 
 impl Ns {
+    /// The word: "mutex", "endpoint".
+    fn word(self) -> &'static str {
+        match self {
+            Ns::Mutex => "mutex",
+            Ns::Cond => "cond",
+            Ns::Queue => "queue",
+            Ns::Barrier => "barrier",
+            Ns::Timer => "timer",
+            Ns::Endpoint => "endpoint",
+        }
+    }
+
     /// The word with its article: "a mutex", "an endpoint".
     fn a_word(self) -> &'static str {
         match self {
@@ -310,9 +351,38 @@ impl Builder<'_> {
         )
     }
 
-    /// Steps 1 to 5, in order.
+    /// Steps 1 to 6, in order.
     fn scenario(&mut self, root: &Value) -> R<Scenario> {
-        // Step 1: the top level.
+        let top = self.top_level(root)?;
+        // Step 2: global, then the task names.
+        if let Some(g) = top.global {
+            self.global(g)?;
+        }
+        let tasks_obj = self.task_names(top.tasks)?;
+        // Step 3: declared resources.
+        if let Some(r) = top.resources {
+            self.declared_resources(r)?;
+        }
+        // Step 4: the tasks.
+        let mut out = Vec::with_capacity(tasks_obj.len());
+        for (i, m) in tasks_obj.iter().enumerate() {
+            out.push(self.task(TaskIdx(i), m)?);
+        }
+        // Step 5: whole-scenario checks and derived lists.
+        self.finish(&out)?;
+        // Step 6: the programs.
+        self.check_programs(&out)?;
+        Ok(Scenario {
+            global: self.global.clone(),
+            resources: std::mem::take(&mut self.resources),
+            tasks: out,
+            warnings: std::mem::take(&mut self.warnings),
+        })
+    }
+
+    /// Step 1: the top-level object, its keys each at most once and among
+    /// `tasks` (required), `global` and `resources`.
+    fn top_level<'v>(&self, root: &'v Value) -> R<TopLevel<'v>> {
         let Some(top) = root.as_object() else {
             return fail(
                 root.span.start,
@@ -349,11 +419,17 @@ impl Builder<'_> {
                 "missing \"tasks\": expected an object of tasks at the top level",
             );
         };
+        Ok(TopLevel {
+            tasks,
+            global,
+            resources,
+        })
+    }
 
-        // Step 2: global, then the task names.
-        if let Some(g) = global {
-            self.global(g)?;
-        }
+    /// Step 2: the names of the tasks of `tasks`, which must be an object of
+    /// at least one task, each name unique, not empty and within limits.
+    /// Returns the task members.
+    fn task_names<'v>(&mut self, tasks: &'v Member) -> R<&'v [Member]> {
         let tasks_obj = match tasks.value.as_ref().map(|v| &v.kind) {
             Some(Kind::Object(ms)) => ms,
             _ => {
@@ -383,28 +459,7 @@ impl Builder<'_> {
             self.task_by_name.insert(m.key.clone(), TaskIdx(i));
             self.task_names.push(m.key.clone());
         }
-
-        // Step 3: declared resources.
-        if let Some(r) = resources {
-            self.declared_resources(r)?;
-        }
-
-        // Step 4: the tasks.
-        let mut out = Vec::with_capacity(tasks_obj.len());
-        for (i, m) in tasks_obj.iter().enumerate() {
-            out.push(self.task(TaskIdx(i), m)?);
-        }
-
-        // Step 5: whole-scenario checks and derived lists.
-        self.finish(&out)?;
-        // Step 6: the programs.
-        self.check_programs(&out)?;
-        Ok(Scenario {
-            global: self.global.clone(),
-            resources: std::mem::take(&mut self.resources),
-            tasks: out,
-            warnings: std::mem::take(&mut self.warnings),
-        })
+        Ok(tasks_obj)
     }
 
     /// Step 2: the `global` object.
@@ -419,64 +474,23 @@ impl Builder<'_> {
         self.unique_keys(members, "global")?;
         for m in members {
             let path = key_path("global", &m.key);
-            let v = m.value.as_ref();
-            let at = value_at(m);
             match m.key.as_str() {
-                "duration" => {
-                    let secs = match v.map(|v| &v.kind) {
-                        Some(Kind::Number(n)) => Some(n.as_f64()),
-                        _ => None,
-                    };
-                    self.global.duration_s = match secs {
-                        Some(-1.0) => None,
-                        Some(s) if seconds_to_us(s).is_some() => Some(s),
-                        Some(s) if s > 0.0 => {
-                            return fail(at, &path, beyond_time_limit_s("duration", &found(v)))
-                        }
-                        _ => {
-                            return fail(
-                                at,
-                                &path,
-                                format!(
-                                    "expected seconds (a number ≥ 0), or -1 for no limit, found {}",
-                                    found(v)
-                                ),
-                            )
-                        }
-                    };
-                }
+                "duration" => self.global.duration_s = duration(m, &path)?,
                 "default_policy" => self.global.default_policy = policy(m, &path)?,
                 "pi_enabled" => self.global.pi_enabled = boolean(m, &path)?,
                 "pi_cv" => self.global.pi_cv = boolean(m, &path)?,
                 "seed" => {
-                    self.global.seed =
-                        int_of(v)
-                            .and_then(|i| u64::try_from(i).ok())
-                            .ok_or_else(|| {
-                                expected(
-                                    m,
-                                    path.clone(),
-                                    &format!("a seed (an integer 0..={})", u64::MAX),
-                                )
-                            })?;
-                }
-                "calibration" => {
-                    self.global.calibration_ns_per_loop = match (v.map(|v| &v.kind), int_of(v)) {
-                        (Some(Kind::String(_)), _) => None,
-                        (_, Some(0)) => None,
-                        (_, Some(n)) if n > 0 => u64::try_from(n).ok(),
-                        _ => {
-                            return fail(
-                                at,
-                                &path,
-                                format!(
-                                    "expected a CPU to calibrate on (\"CPU0\") or ns per loop (an integer ≥ 0), found {}",
-                                    found(v)
-                                ),
+                    self.global.seed = int_of(m.value.as_ref())
+                        .and_then(|i| u64::try_from(i).ok())
+                        .ok_or_else(|| {
+                            expected(
+                                m,
+                                path.clone(),
+                                &format!("a seed (an integer 0..={})", u64::MAX),
                             )
-                        }
-                    };
+                        })?;
                 }
+                "calibration" => self.global.calibration_ns_per_loop = calibration(m, &path)?,
                 k if IGNORED_GLOBALS.contains(&k) => {}
                 k => self.warn(
                     m.key_span.start,
@@ -567,9 +581,21 @@ impl Builder<'_> {
 
     /// Step 5: whole-scenario checks and the lists derived from uses.
     fn finish(&mut self, tasks: &[Task]) -> R<()> {
-        // One name, one kind — except a cond and a mutex of the same name
-        // that some wait/sync uses together (rt-app keys resources by name
-        // and type, and its own video-short.json relies on it).
+        self.one_kind_per_name()?;
+        let mut links = 0u64;
+        for i in 0..self.resources.len() {
+            let u = std::mem::take(&mut self.usage[i]);
+            self.count_links(&mut links, i, &u, tasks)?;
+            self.check_uses(i, &u)?;
+            self.derive_lists(i, u, tasks);
+        }
+        Ok(())
+    }
+
+    /// One name, one kind — except a cond and a mutex of the same name
+    /// that some wait/sync uses together (rt-app keys resources by name
+    /// and type, and its own video-short.json relies on it).
+    fn one_kind_per_name(&self) -> R<()> {
         for name in &self.use_order {
             let uses = &self.uses[name];
             let first = &uses[0];
@@ -598,90 +624,95 @@ impl Builder<'_> {
                 );
             }
         }
+        Ok(())
+    }
 
-        let mut links = 0u64;
-        for i in 0..self.resources.len() {
-            let name = self.resources[i].name.clone();
-            let u = std::mem::take(&mut self.usage[i]);
-            self.count_links(&mut links, i, &u, tasks)?;
-            match &mut self.resources[i].kind {
-                ResourceKind::Queue {
-                    pushers, poppers, ..
-                } => {
-                    *pushers = u.pushers;
-                    *poppers = u.poppers;
-                }
-                ResourceKind::Endpoint { servers, callers } => {
-                    if u.servers.is_empty() {
-                        if let Some((path, at)) = &u.first_call {
-                            return fail(
-                                *at,
-                                path,
-                                format!(
-                                    "endpoint {} is called but no task serves it: add \"serve\": {} to a server task",
-                                    quote_short(&name),
-                                    quote_short(&name)
-                                ),
-                            );
-                        }
-                    }
-                    if u.callers.is_empty() {
-                        if let Some((path, at)) = &u.first_serve {
-                            self.warnings.push(warning(
-                                self.lines,
-                                *at,
-                                path,
-                                format!(
-                                    "endpoint {} is served but no task calls it",
-                                    quote_short(&name)
-                                ),
-                            ));
-                        }
-                    }
-                    *servers = u.servers;
-                    *callers = u.callers;
-                }
-                ResourceKind::Barrier { users } => {
-                    *users = u
-                        .barrier_tasks
-                        .iter()
-                        .map(|t| tasks[t.0].instance)
-                        .fold(0u32, u32::saturating_add);
-                }
-                ResourceKind::Suspend { task } => {
-                    let task_name = quote_short(&self.task_names[task.0]);
-                    match (&u.first_suspend, &u.first_resume) {
-                        (Some((path, at)), None) => self.warnings.push(warning(
-                            self.lines,
+    /// What the uses `u` of resource `i` say: an endpoint called but not
+    /// served is refused; an endpoint served but not called, a suspend that
+    /// nobody resumes, a resume of a task that never suspends and a
+    /// declaration never used are warned about.
+    fn check_uses(&mut self, i: usize, u: &Usage) -> R<()> {
+        let name = quote_short(&self.resources[i].name);
+        match self.resources[i].kind {
+            ResourceKind::Endpoint { .. } => {
+                if u.servers.is_empty() {
+                    if let Some((path, at)) = &u.first_call {
+                        return fail(
                             *at,
                             path,
-                            format!("no task resumes {task_name}: this suspend blocks it for good"),
-                        )),
-                        (None, Some((path, at))) => self.warnings.push(warning(
-                            self.lines,
-                            *at,
-                            path,
-                            format!("task {task_name} never suspends: this resume is always lost"),
-                        )),
-                        _ => {}
+                            format!(
+                                "endpoint {name} is called but no task serves it: add \"serve\": {name} to a server task"
+                            ),
+                        );
                     }
                 }
-                ResourceKind::Mutex { .. }
-                | ResourceKind::Cond { .. }
-                | ResourceKind::Timer { .. } => {}
+                if u.callers.is_empty() {
+                    if let Some((path, at)) = &u.first_serve {
+                        self.warn(
+                            *at,
+                            path,
+                            format!("endpoint {name} is served but no task calls it"),
+                        );
+                    }
+                }
             }
-            if !u.used {
-                if let Some((path, at)) = &u.declared {
-                    self.warnings.push(warning(
-                        self.lines,
+            ResourceKind::Suspend { task } => {
+                let task_name = quote_short(&self.task_names[task.0]);
+                match (&u.first_suspend, &u.first_resume) {
+                    (Some((path, at)), None) => self.warn(
                         *at,
                         path,
-                        format!("resource {} is declared but never used", quote_short(&name)),
-                    ));
+                        format!("no task resumes {task_name}: this suspend blocks it for good"),
+                    ),
+                    (None, Some((path, at))) => self.warn(
+                        *at,
+                        path,
+                        format!("task {task_name} never suspends: this resume is always lost"),
+                    ),
+                    _ => {}
                 }
+            }
+            _ => {}
+        }
+        if !u.used {
+            if let Some((path, at)) = &u.declared {
+                self.warn(
+                    *at,
+                    path,
+                    format!("resource {name} is declared but never used"),
+                );
             }
         }
         Ok(())
+    }
+
+    /// The lists of resource `i` derived from its uses `u`: a queue's
+    /// pushers and poppers, an endpoint's servers and callers, a barrier's
+    /// number of threads.
+    fn derive_lists(&mut self, i: usize, u: Usage, tasks: &[Task]) {
+        match &mut self.resources[i].kind {
+            ResourceKind::Queue {
+                pushers, poppers, ..
+            } => {
+                *pushers = u.pushers;
+                *poppers = u.poppers;
+            }
+            ResourceKind::Endpoint { servers, callers } => {
+                *servers = u.servers;
+                *callers = u.callers;
+            }
+            ResourceKind::Barrier { users } => {
+                *users = u
+                    .barrier_tasks
+                    .iter()
+                    .map(|t| tasks[t.0].instance)
+                    .fold(0u32, u32::saturating_add);
+            }
+            ResourceKind::Suspend { .. }
+            | ResourceKind::Mutex { .. }
+            | ResourceKind::Cond { .. }
+            | ResourceKind::Timer { .. } => {}
+        }
     }
 }
 
@@ -743,13 +774,56 @@ impl Builder<'_> {
     }
 }
 
-fn warning(lines: &LineIndex<'_>, at: usize, path: &str, message: String) -> Warning {
-    let (line, column) = lines.line_col(at);
-    Warning {
-        path: path.to_string(),
-        line,
-        column,
-        message,
+/// The members of the top-level object.
+struct TopLevel<'v> {
+    tasks: &'v Member,
+    global: Option<&'v Member>,
+    resources: Option<&'v Member>,
+}
+
+/// `global.duration`: seconds ≥ 0 within heir's time limit, or -1 (`None`)
+/// for no limit.
+fn duration(m: &Member, path: &str) -> R<Option<f64>> {
+    let v = m.value.as_ref();
+    let secs = match v.map(|v| &v.kind) {
+        Some(Kind::Number(n)) => Some(n.as_f64()),
+        _ => None,
+    };
+    match secs {
+        Some(-1.0) => Ok(None),
+        Some(s) if seconds_to_us(s).is_some() => Ok(Some(s)),
+        Some(s) if s > 0.0 => fail(
+            value_at(m),
+            path,
+            beyond_time_limit_s("duration", &found(v)),
+        ),
+        _ => fail(
+            value_at(m),
+            path,
+            format!(
+                "expected seconds (a number ≥ 0), or -1 for no limit, found {}",
+                found(v)
+            ),
+        ),
+    }
+}
+
+/// `global.calibration`: ns per loop, `None` for a CPU to calibrate on
+/// (`"CPU0"`) or 0.
+fn calibration(m: &Member, path: &str) -> R<Option<u64>> {
+    let v = m.value.as_ref();
+    match (v.map(|v| &v.kind), int_of(v)) {
+        (Some(Kind::String(_)), _) => Ok(None),
+        (_, Some(0)) => Ok(None),
+        (_, Some(n)) if n > 0 => Ok(u64::try_from(n).ok()),
+        _ => fail(
+            value_at(m),
+            path,
+            format!(
+                "expected a CPU to calibrate on (\"CPU0\") or ns per loop (an integer ≥ 0), found {}",
+                found(v)
+            ),
+        ),
     }
 }
 

@@ -44,6 +44,19 @@ enum Last<'t> {
     Unlocked(&'t Event, When),
 }
 
+/// `then` relative to `now` in `t`'s walk: "", " on its previous loop",
+/// " on the previous pass of phase …".
+fn since(t: &Task, then: When, now: When) -> String {
+    if then.tloop < now.tloop {
+        " on its previous loop".to_string()
+    } else if then.phase == now.phase && then.pass < now.pass {
+        let name = t.phases.get(now.phase).map_or("", |p| p.name.as_str());
+        format!(" on the previous pass of phase {}", quote_short(name))
+    } else {
+        String::new()
+    }
+}
+
 impl Builder<'_> {
     /// Step 6: every task's program (see the module docs).
     pub(super) fn check_programs(&self, tasks: &[Task]) -> R<()> {
@@ -73,94 +86,100 @@ impl Builder<'_> {
     /// The held set along the program: no relock, no unlock or wait
     /// without the mutex.
     fn check_locks(&self, t: &Task) -> R<()> {
-        let task = quote_short(&t.name);
         let mut last: HashMap<ResIdx, Last<'_>> = HashMap::new();
-        // `When` relative to `now`: "", " on its previous loop", ...
-        let since = |then: When, now: When| -> String {
-            if then.tloop < now.tloop {
-                " on its previous loop".to_string()
-            } else if then.phase == now.phase && then.pass < now.pass {
-                let name = t.phases.get(now.phase).map_or("", |p| p.name.as_str());
-                format!(" on the previous pass of phase {}", quote_short(name))
-            } else {
-                String::new()
-            }
-        };
-        // Why `m` is not held: it was unlocked, or never locked.
-        let not_held = |m: ResIdx, l: Option<&Last<'_>>, now: When, what: &str| -> String {
-            let name = self.mutex_name(m);
-            match l {
-                Some(Last::Unlocked(ev, then)) => format!(
-                    "it unlocked it at {}{}; lock {name} before the {what}",
-                    ev.path,
-                    since(*then, now)
-                ),
-                _ => format!("lock {name} before the {what}"),
-            }
-        };
         for tloop in 0..t.loops.map_or(2, |l| l.min(2)) {
             for (phase, ph) in t.phases.iter().enumerate() {
                 for pass in 0..ph.loops.min(2) {
                     let now = When { tloop, phase, pass };
                     for ev in &ph.events {
-                        match ev.kind {
-                            EventKind::Lock(m) => {
-                                if let Some(Last::Locked(at, then)) = last.get(&m) {
-                                    return Err(self.at_event(
-                                        ev,
-                                        format!(
-                                            "task {task} locks mutex {}, which it already holds: \
-                                             it locked it at {}{} and has not unlocked it since \
-                                             (a mutex cannot be locked twice)",
-                                            self.mutex_name(m),
-                                            at.path,
-                                            since(*then, now)
-                                        ),
-                                    ));
-                                }
-                                last.insert(m, Last::Locked(ev, now));
-                            }
-                            EventKind::Unlock(m) => match last.get(&m) {
-                                Some(Last::Locked(..)) => {
-                                    last.insert(m, Last::Unlocked(ev, now));
-                                }
-                                l => {
-                                    return Err(self.at_event(
-                                        ev,
-                                        format!(
-                                            "task {task} unlocks mutex {}, which it does not hold \
-                                             at this point: {}",
-                                            self.mutex_name(m),
-                                            not_held(m, l, now, "unlock")
-                                        ),
-                                    ))
-                                }
-                            },
-                            EventKind::Wait { cond, mutex } => {
-                                let l = last.get(&mutex);
-                                if !matches!(l, Some(Last::Locked(..))) {
-                                    let cond = self
-                                        .resources
-                                        .get(cond.0)
-                                        .map_or_else(String::new, |r| quote_short(&r.name));
-                                    return Err(self.at_event(
-                                        ev,
-                                        format!(
-                                            "task {task} waits on cond {cond} with mutex {}, which \
-                                             it does not hold at this point: {}",
-                                            self.mutex_name(mutex),
-                                            not_held(mutex, l, now, "wait")
-                                        ),
-                                    ));
-                                }
-                            }
-                            _ => {}
-                        }
+                        self.lock_step(t, ev, now, &mut last)?;
                     }
                 }
             }
         }
         Ok(())
+    }
+
+    /// Event `ev` of `t`'s walk, at `now`; `last` holds, per mutex, the
+    /// event that last locked or unlocked it.
+    fn lock_step<'t>(
+        &self,
+        t: &Task,
+        ev: &'t Event,
+        now: When,
+        last: &mut HashMap<ResIdx, Last<'t>>,
+    ) -> R<()> {
+        match ev.kind {
+            EventKind::Lock(m) => {
+                if let Some(Last::Locked(at, then)) = last.get(&m) {
+                    return Err(self.at_event(
+                        ev,
+                        format!(
+                            "task {} locks mutex {}, which it already holds: \
+                             it locked it at {}{} and has not unlocked it since \
+                             (a mutex cannot be locked twice)",
+                            quote_short(&t.name),
+                            self.mutex_name(m),
+                            at.path,
+                            since(t, *then, now)
+                        ),
+                    ));
+                }
+                last.insert(m, Last::Locked(ev, now));
+            }
+            EventKind::Unlock(m) => match last.get(&m) {
+                Some(Last::Locked(..)) => {
+                    last.insert(m, Last::Unlocked(ev, now));
+                }
+                l => {
+                    return Err(self.at_event(
+                        ev,
+                        format!(
+                            "task {} unlocks mutex {}, which it does not hold \
+                             at this point: {}",
+                            quote_short(&t.name),
+                            self.mutex_name(m),
+                            self.not_held(t, m, l, now, "unlock")
+                        ),
+                    ))
+                }
+            },
+            EventKind::Wait { cond, mutex } => {
+                let l = last.get(&mutex);
+                if !matches!(l, Some(Last::Locked(..))) {
+                    let cond = self
+                        .resources
+                        .get(cond.0)
+                        .map_or_else(String::new, |r| quote_short(&r.name));
+                    return Err(self.at_event(
+                        ev,
+                        format!(
+                            "task {} waits on cond {cond} with mutex {}, which \
+                             it does not hold at this point: {}",
+                            quote_short(&t.name),
+                            self.mutex_name(mutex),
+                            self.not_held(t, mutex, l, now, "wait")
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Why `m` is not held by `t` at `now` (`l`: what last changed it): it
+    /// was unlocked, or never locked; `what` is the event that needs it.
+    fn not_held(&self, t: &Task, m: ResIdx, l: Option<&Last<'_>>, now: When, what: &str) -> String {
+        let name = self.mutex_name(m);
+        match l {
+            Some(Last::Unlocked(ev, then)) => format!(
+                "it unlocked it at {}{}; lock {name} before the {what}",
+                ev.path,
+                since(t, *then, now)
+            ),
+            _ => format!("lock {name} before the {what}"),
+        }
     }
 
     /// A task that never lets time pass must not loop forever, nor long.

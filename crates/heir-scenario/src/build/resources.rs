@@ -17,127 +17,80 @@ impl Builder<'_> {
         };
         self.unique_keys(members, "resources")?;
         for m in members {
-            let path = key_path("resources", &m.key);
-            check_name(&m.key, m.key_span.start, &path)?;
-            let Some(Kind::Object(fields)) = m.value.as_ref().map(|v| &v.kind) else {
-                return fail(
-                    value_at(m),
-                    &path,
-                    format!(
-                        "expected a resource object ({{\"type\": \"mutex\"}}, ...), found {}",
-                        found(m.value.as_ref())
-                    ),
-                );
-            };
-            self.unique_keys(fields, &path)?;
-            let Some(ty) = fields.iter().find(|f| f.key == "type") else {
-                return fail(
-                    value_at(m),
-                    &path,
-                    "missing \"type\": expected \"mutex\", \"cond\", \"queue\" or \"barrier\"",
-                );
-            };
-            let ty_path = key_path(&path, "type");
-            let (decl, ns, allowed): (Decl, Ns, &[&str]) =
-                match ty.value.as_ref().and_then(Value::as_str) {
-                Some("mutex") => (Decl::Mutex, Ns::Mutex, &["type", "protocol", "ceiling"]),
-                Some("cond" | "wait") => (Decl::Cond, Ns::Cond, &["type", "helpers"]),
-                Some("queue") => (Decl::Queue, Ns::Queue, &["type", "capacity"]),
-                Some("barrier") => (Decl::Barrier, Ns::Barrier, &["type"]),
-                Some("endpoint") => {
-                    return fail(
-                        value_at(ty),
-                        &ty_path,
-                        "endpoints are not declared: \"call\" and \"serve\" events create them",
-                    )
-                }
-                Some("timer") => {
-                    return fail(
-                        value_at(ty),
-                        &ty_path,
-                        "timers are not declared: \"timer\" events create them",
-                    )
-                }
-                _ => {
-                    return fail(
-                        value_at(ty),
-                        &ty_path,
-                        format!(
-                            "unknown resource type {}: expected \"mutex\", \"cond\" (or rt-app's \"wait\"), \"queue\" or \"barrier\"",
-                            found(ty.value.as_ref())
-                        ),
-                    )
-                }
-            };
-            if let Some(f) = fields.iter().find(|f| !allowed.contains(&f.key.as_str())) {
-                return fail(
-                    f.key_span.start,
-                    &key_path(&path, &f.key),
-                    format!(
-                        "unknown key {} in {}: expected {}",
-                        quote_short(&f.key),
-                        ns.a_word(),
-                        allowed
-                            .iter()
-                            .map(|a| format!("\"{a}\""))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                );
-            }
-            let field = |k: &str| fields.iter().find(|f| f.key == k);
-            let kind = match decl {
-                Decl::Mutex => ResourceKind::Mutex {
-                    protocol: self.protocol(field("protocol"), field("ceiling"), &path)?,
-                },
-                Decl::Cond => ResourceKind::Cond {
-                    helpers: match field("helpers") {
-                        Some(h) => self.helpers(h, &path)?,
-                        None => Vec::new(),
-                    },
-                },
-                Decl::Queue => ResourceKind::Queue {
-                    capacity: match field("capacity") {
-                        Some(c) => {
-                            let c_path = key_path(&path, "capacity");
-                            let v = c.value.as_ref();
-                            let Some(n) = count_of(v).filter(|&i| i >= 1) else {
-                                return Err(expected(c, c_path, "a capacity (an integer ≥ 1)"));
-                            };
-                            match u32::try_from(n) {
-                                Ok(n) if n <= MAX_QUEUE_CAPACITY => n,
-                                _ => {
-                                    return fail(
-                                        value_at(c),
-                                        &c_path,
-                                        format!(
-                                            "capacity {} is over heir's limit of {MAX_QUEUE_CAPACITY} items",
-                                            found(v)
-                                        ),
-                                    )
-                                }
-                            }
-                        }
-                        None => 16,
-                    },
-                    pushers: Vec::new(),
-                    poppers: Vec::new(),
-                },
-                Decl::Barrier => ResourceKind::Barrier { users: 0 },
-            };
-            let idx = ResIdx(self.resources.len());
-            self.resources.push(Resource {
-                name: m.key.clone(),
-                path: path.clone(),
-                kind,
-            });
-            self.usage.push(Usage {
-                declared: Some((path.clone(), m.key_span.start)),
-                ..Usage::default()
-            });
-            self.by_key.insert((m.key.clone(), ns), idx);
-            self.record_use(&m.key, ns, &path, m.key_span.start, true);
+            self.declared_resource(m)?;
         }
+        Ok(())
+    }
+
+    /// One entry of `resources`: `{"type": …}` and the keys of that type.
+    fn declared_resource(&mut self, m: &Member) -> R<()> {
+        let path = key_path("resources", &m.key);
+        check_name(&m.key, m.key_span.start, &path)?;
+        let Some(Kind::Object(fields)) = m.value.as_ref().map(|v| &v.kind) else {
+            return fail(
+                value_at(m),
+                &path,
+                format!(
+                    "expected a resource object ({{\"type\": \"mutex\"}}, ...), found {}",
+                    found(m.value.as_ref())
+                ),
+            );
+        };
+        self.unique_keys(fields, &path)?;
+        let (decl, ns) = declared_type(m, fields, &path)?;
+        let allowed = decl.keys();
+        if let Some(f) = fields.iter().find(|f| !allowed.contains(&f.key.as_str())) {
+            return fail(
+                f.key_span.start,
+                &key_path(&path, &f.key),
+                format!(
+                    "unknown key {} in {}: expected {}",
+                    quote_short(&f.key),
+                    ns.a_word(),
+                    quoted_list(allowed)
+                ),
+            );
+        }
+        let field = |k: &str| fields.iter().find(|f| f.key == k);
+        let kind = match decl {
+            Decl::Mutex => ResourceKind::Mutex {
+                protocol: self.protocol(field("protocol"), field("ceiling"), &path)?,
+            },
+            Decl::Cond => ResourceKind::Cond {
+                helpers: match field("helpers") {
+                    Some(h) => self.helpers(h, &path)?,
+                    None => Vec::new(),
+                },
+            },
+            Decl::Queue => ResourceKind::Queue {
+                capacity: match field("capacity") {
+                    Some(c) => count_within(
+                        c,
+                        key_path(&path, "capacity"),
+                        1,
+                        MAX_QUEUE_CAPACITY,
+                        "a capacity (an integer ≥ 1)",
+                        "items",
+                    )?,
+                    None => 16,
+                },
+                pushers: Vec::new(),
+                poppers: Vec::new(),
+            },
+            Decl::Barrier => ResourceKind::Barrier { users: 0 },
+        };
+        let idx = ResIdx(self.resources.len());
+        self.resources.push(Resource {
+            name: m.key.clone(),
+            path: path.clone(),
+            kind,
+        });
+        self.usage.push(Usage {
+            declared: Some((path.clone(), m.key_span.start)),
+            ..Usage::default()
+        });
+        self.by_key.insert((m.key.clone(), ns), idx);
+        self.record_use(&m.key, ns, &path, m.key_span.start, true);
         Ok(())
     }
 
@@ -266,4 +219,53 @@ enum Decl {
     Cond,
     Queue,
     Barrier,
+}
+
+impl Decl {
+    /// The keys an entry of this kind may have.
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            Decl::Mutex => &["type", "protocol", "ceiling"],
+            Decl::Cond => &["type", "helpers"],
+            Decl::Queue => &["type", "capacity"],
+            Decl::Barrier => &["type"],
+        }
+    }
+}
+
+/// The kind the `type` of resource `m` (at `path`, with members `fields`)
+/// declares, and its name space.
+fn declared_type(m: &Member, fields: &[Member], path: &str) -> R<(Decl, Ns)> {
+    let Some(ty) = fields.iter().find(|f| f.key == "type") else {
+        return fail(
+            value_at(m),
+            path,
+            "missing \"type\": expected \"mutex\", \"cond\", \"queue\" or \"barrier\"",
+        );
+    };
+    let ty_path = key_path(path, "type");
+    match ty.value.as_ref().and_then(Value::as_str) {
+        Some("mutex") => Ok((Decl::Mutex, Ns::Mutex)),
+        Some("cond" | "wait") => Ok((Decl::Cond, Ns::Cond)),
+        Some("queue") => Ok((Decl::Queue, Ns::Queue)),
+        Some("barrier") => Ok((Decl::Barrier, Ns::Barrier)),
+        Some("endpoint") => fail(
+            value_at(ty),
+            &ty_path,
+            "endpoints are not declared: \"call\" and \"serve\" events create them",
+        ),
+        Some("timer") => fail(
+            value_at(ty),
+            &ty_path,
+            "timers are not declared: \"timer\" events create them",
+        ),
+        _ => fail(
+            value_at(ty),
+            &ty_path,
+            format!(
+                "unknown resource type {}: expected \"mutex\", \"cond\" (or rt-app's \"wait\"), \"queue\" or \"barrier\"",
+                found(ty.value.as_ref())
+            ),
+        ),
+    }
 }

@@ -65,6 +65,12 @@ const PHASE_PROPS: &[&str] = &[
     "nodes_membind",
 ];
 
+/// The `SCHED_DEADLINE` parameters of a task or phase.
+const DL_KEYS: [&str; 3] = ["dl-runtime", "dl-period", "dl-deadline"];
+
+/// A `SCHED_DEADLINE` task or phase without them.
+const DL_RUNTIME_NEEDED: &str = "SCHED_DEADLINE needs \"dl-runtime\" (µs, > 0); \"dl-period\" defaults to it and \"dl-deadline\" to the period";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ev {
     Lock,
@@ -175,60 +181,19 @@ impl Builder<'_> {
         let prop = |k: &str| props.get(k).copied();
 
         let instance = match prop("instance") {
-            Some(f) => {
-                let i_path = key_path(&path, "instance");
-                let v = f.value.as_ref();
-                let Some(n) = count_of(v) else {
-                    return Err(expected(f, i_path, "a number of threads (an integer ≥ 0)"));
-                };
-                match u32::try_from(n) {
-                    Ok(n) if n <= MAX_THREADS => n,
-                    _ => {
-                        return fail(
-                            value_at(f),
-                            &i_path,
-                            format!(
-                                "instance {} is over heir's limit of {MAX_THREADS} threads",
-                                found(v)
-                            ),
-                        )
-                    }
-                }
-            }
+            Some(f) => count_within(
+                f,
+                key_path(&path, "instance"),
+                0,
+                MAX_THREADS,
+                "a number of threads (an integer ≥ 0)",
+                "threads",
+            )?,
             None => 1,
         };
-        self.threads += instance;
-        if self.threads > MAX_THREADS {
-            let (at, at_path) = match prop("instance") {
-                Some(f) => (value_at(f), key_path(&path, "instance")),
-                None => (m.key_span.start, path.clone()),
-            };
-            return fail(
-                at,
-                &at_path,
-                format!(
-                    "task {} brings the threads to {} in all, over heir's limit of {MAX_THREADS} threads",
-                    quote_short(name),
-                    self.threads,
-                ),
-            );
-        }
+        self.add_threads(instance, m, prop("instance"), &path)?;
         let loops = match prop("loop") {
-            Some(f) => match int_of(f.value.as_ref()) {
-                Some(-1) => None,
-                Some(n) if n >= 1 => Some(u64::try_from(n).map_err(|_| Fail {
-                    at: value_at(f),
-                    path: key_path(&path, "loop"),
-                    msg: format!("loop count {n} is too large"),
-                })?),
-                _ => {
-                    return Err(expected(
-                        f,
-                        key_path(&path, "loop"),
-                        "a loop count: -1 (forever) or an integer ≥ 1",
-                    ))
-                }
-            },
+            Some(f) => task_loops(f, &path)?,
             None => None,
         };
         let delay_us = match prop("delay") {
@@ -241,64 +206,10 @@ impl Builder<'_> {
         };
         self.ignored_props(&props, &path);
         let sched = self.task_sched(&props, &path, m.key_span.start)?;
-
-        let mut phases = Vec::new();
-        if let Some(ph) = prop("phases") {
-            if let Some((first, _)) = events.first() {
-                return fail(
-                    first.key_span.start,
-                    &key_path(&path, &first.name),
-                    format!(
-                        "task {} has both \"phases\" and events: move {} into a phase",
-                        quote_short(name),
-                        quote_short(&first.key)
-                    ),
-                );
-            }
-            let ph_path = key_path(&path, "phases");
-            let Some(Kind::Object(list)) = ph.value.as_ref().map(|v| &v.kind) else {
-                return Err(expected(
-                    ph,
-                    ph_path,
-                    "an object of phases ({\"name\": {...}})",
-                ));
-            };
-            if list.is_empty() {
-                return fail(value_at(ph), &ph_path, "expected at least one phase");
-            }
-            self.unique_keys(list, &ph_path)?;
-            let mut current = sched;
-            for p in list {
-                let phase = self.phase(idx, name, p, &ph_path, &mut current)?;
-                phases.push(phase);
-            }
-        } else {
-            if events.is_empty() {
-                return fail(
-                    m.key_span.start,
-                    &path,
-                    format!(
-                        "task {} has no events: expected \"phases\" or events such as \"run\"",
-                        quote_short(name)
-                    ),
-                );
-            }
-            let mut evs = Vec::new();
-            for (f, ev) in &events {
-                self.event(idx, name, f, *ev, &path, &mut evs)?;
-            }
-            let (line, column) = self.line_col(m.key_span.start);
-            phases.push(Phase {
-                name: String::new(),
-                path: path.clone(),
-                line,
-                column,
-                loops: 1,
-                cpus: None,
-                sched: None,
-                events: evs,
-            });
-        }
+        let phases = match prop("phases") {
+            Some(ph) => self.phases(idx, m, ph, &events, sched, &path)?,
+            None => vec![self.implicit_phase(idx, m, &events, &path)?],
+        };
         if phases.iter().all(|p| p.events.is_empty()) {
             return fail(
                 m.key_span.start,
@@ -321,6 +232,106 @@ impl Builder<'_> {
             delay_us,
             loops,
             phases,
+        })
+    }
+
+    /// Counts the `instance` threads of task `m` (at `path`; `f` is its
+    /// `instance` member, if any), refusing more than [`MAX_THREADS`] in all.
+    fn add_threads(&mut self, instance: u32, m: &Member, f: Option<&Member>, path: &str) -> R<()> {
+        self.threads += instance;
+        if self.threads <= MAX_THREADS {
+            return Ok(());
+        }
+        let (at, at_path) = match f {
+            Some(f) => (value_at(f), key_path(path, "instance")),
+            None => (m.key_span.start, path.to_string()),
+        };
+        fail(
+            at,
+            &at_path,
+            format!(
+                "task {} brings the threads to {} in all, over heir's limit of {MAX_THREADS} threads",
+                quote_short(&m.key),
+                self.threads,
+            ),
+        )
+    }
+
+    /// The `phases` object `ph` of task `m` (at `path`), whose own `events`
+    /// must be none; `sched` is the task's, the start of the phases' changes.
+    fn phases(
+        &mut self,
+        idx: TaskIdx,
+        m: &Member,
+        ph: &Member,
+        events: &[(&Member, Ev)],
+        sched: Sched,
+        path: &str,
+    ) -> R<Vec<Phase>> {
+        if let Some((first, _)) = events.first() {
+            return fail(
+                first.key_span.start,
+                &key_path(path, &first.name),
+                format!(
+                    "task {} has both \"phases\" and events: move {} into a phase",
+                    quote_short(&m.key),
+                    quote_short(&first.key)
+                ),
+            );
+        }
+        let ph_path = key_path(path, "phases");
+        let Some(Kind::Object(list)) = ph.value.as_ref().map(|v| &v.kind) else {
+            return Err(expected(
+                ph,
+                ph_path,
+                "an object of phases ({\"name\": {...}})",
+            ));
+        };
+        if list.is_empty() {
+            return fail(value_at(ph), &ph_path, "expected at least one phase");
+        }
+        self.unique_keys(list, &ph_path)?;
+        let mut current = sched;
+        let mut phases = Vec::with_capacity(list.len());
+        for p in list {
+            phases.push(self.phase(idx, &m.key, p, &ph_path, &mut current)?);
+        }
+        Ok(phases)
+    }
+
+    /// The one unnamed phase of task `m` (at `path`) written without
+    /// `phases`: its `events`, at least one.
+    fn implicit_phase(
+        &mut self,
+        idx: TaskIdx,
+        m: &Member,
+        events: &[(&Member, Ev)],
+        path: &str,
+    ) -> R<Phase> {
+        if events.is_empty() {
+            return fail(
+                m.key_span.start,
+                path,
+                format!(
+                    "task {} has no events: expected \"phases\" or events such as \"run\"",
+                    quote_short(&m.key)
+                ),
+            );
+        }
+        let mut evs = Vec::new();
+        for (f, ev) in events {
+            self.event(idx, &m.key, f, *ev, path, &mut evs)?;
+        }
+        let (line, column) = self.line_col(m.key_span.start);
+        Ok(Phase {
+            name: String::new(),
+            path: path.to_string(),
+            line,
+            column,
+            loops: 1,
+            cpus: None,
+            sched: None,
+            events: evs,
         })
     }
 
@@ -363,15 +374,10 @@ impl Builder<'_> {
         current: Sched,
         obj_at: usize,
     ) -> R<Option<Sched>> {
-        let set = [
-            "policy",
-            "priority",
-            "dl-runtime",
-            "dl-period",
-            "dl-deadline",
-        ]
-        .iter()
-        .any(|k| props.contains_key(k));
+        let set = ["policy", "priority"]
+            .iter()
+            .chain(&DL_KEYS)
+            .any(|k| props.contains_key(k));
         if set {
             self.sched(props, path, Some(current), obj_at).map(Some)
         } else {
@@ -389,90 +395,22 @@ impl Builder<'_> {
         obj_at: usize,
     ) -> R<Sched> {
         let pol = props.get("policy").copied();
-        let prio = props.get("priority").copied();
-        let dl_keys = ["dl-runtime", "dl-period", "dl-deadline"];
-        let any_dl = dl_keys.iter().any(|k| props.contains_key(k));
         let base_policy = current.map_or(self.global.default_policy, |c| c.policy);
         let policy = match pol {
             Some(f) => policy(f, &key_path(path, "policy"))?,
             None => base_policy,
         };
-        let priority = match prio {
-            Some(f) => {
-                let p_path = key_path(path, "priority");
-                let v = f.value.as_ref();
-                let Some(n) = int_of(v) else {
-                    return fail(
-                        value_at(f),
-                        &p_path,
-                        format!("expected a priority (an integer), found {}", found(v)),
-                    );
-                };
-                match policy {
-                    Policy::Fifo | Policy::Rr if !(1..=99).contains(&n) => {
-                        return fail(
-                            value_at(f),
-                            &p_path,
-                            format!(
-                                "priority {n} is out of range for {}: expected 1..=99",
-                                policy.name()
-                            ),
-                        )
-                    }
-                    Policy::Other | Policy::Batch if !(-20..=19).contains(&n) => {
-                        return fail(
-                            value_at(f),
-                            &p_path,
-                            format!(
-                            "priority {n} is out of range for {} (a nice value): expected -20..=19",
-                            policy.name()
-                        ),
-                        )
-                    }
-                    Policy::Idle | Policy::Deadline => {
-                        if n != 0 {
-                            self.warn(
-                                f.key_span.start,
-                                &p_path,
-                                format!("\"priority\" is ignored under {}", policy.name()),
-                            );
-                        }
-                        0
-                    }
-                    _ => n as i32,
-                }
-            }
+        let priority = match props.get("priority") {
+            Some(f) => self.priority(f, policy, path)?,
             None => match current {
                 Some(c) if pol.is_none() => c.priority,
                 _ => default_priority(policy),
             },
         };
         let dl = if policy == Policy::Deadline {
-            if any_dl {
-                Some(self.dl_params(props, path, obj_at)?)
-            } else if let Some(dl) = current.and_then(|c| c.dl) {
-                Some(dl)
-            } else {
-                let at = pol.map_or(obj_at, value_at);
-                return fail(
-                    at,
-                    path,
-                    "SCHED_DEADLINE needs \"dl-runtime\" (µs, > 0); \"dl-period\" defaults to it and \"dl-deadline\" to the period",
-                );
-            }
+            Some(self.deadline_sched(props, path, current, obj_at, pol)?)
         } else {
-            for k in dl_keys {
-                if let Some(f) = props.get(k) {
-                    self.warn(
-                        f.key_span.start,
-                        &key_path(path, k),
-                        format!(
-                            "{k} is ignored: the policy is {}, not SCHED_DEADLINE",
-                            policy.name()
-                        ),
-                    );
-                }
-            }
+            self.ignored_dl_keys(props, path, policy);
             None
         };
         Ok(Sched {
@@ -480,6 +418,86 @@ impl Builder<'_> {
             priority,
             dl,
         })
+    }
+
+    /// The `priority` member `f` of the object at `path`, under `policy`:
+    /// 1..=99 for the real-time policies, a nice value for `SCHED_OTHER` and
+    /// `SCHED_BATCH`, ignored (0) otherwise.
+    fn priority(&mut self, f: &Member, policy: Policy, path: &str) -> R<i32> {
+        let p_path = key_path(path, "priority");
+        let v = f.value.as_ref();
+        let Some(n) = int_of(v) else {
+            return fail(
+                value_at(f),
+                &p_path,
+                format!("expected a priority (an integer), found {}", found(v)),
+            );
+        };
+        match policy {
+            Policy::Fifo | Policy::Rr if !(1..=99).contains(&n) => fail(
+                value_at(f),
+                &p_path,
+                format!(
+                    "priority {n} is out of range for {}: expected 1..=99",
+                    policy.name()
+                ),
+            ),
+            Policy::Other | Policy::Batch if !(-20..=19).contains(&n) => fail(
+                value_at(f),
+                &p_path,
+                format!(
+                    "priority {n} is out of range for {} (a nice value): expected -20..=19",
+                    policy.name()
+                ),
+            ),
+            Policy::Idle | Policy::Deadline => {
+                if n != 0 {
+                    self.warn(
+                        f.key_span.start,
+                        &p_path,
+                        format!("\"priority\" is ignored under {}", policy.name()),
+                    );
+                }
+                Ok(0)
+            }
+            _ => Ok(n as i32),
+        }
+    }
+
+    /// The `SCHED_DEADLINE` parameters of the object at `path` (at
+    /// `obj_at`, with `policy` member `pol`): its `dl-*` keys, else those in
+    /// effect before it (`current`).
+    fn deadline_sched(
+        &self,
+        props: &HashMap<&str, &Member>,
+        path: &str,
+        current: Option<Sched>,
+        obj_at: usize,
+        pol: Option<&Member>,
+    ) -> R<DlParams> {
+        if DL_KEYS.iter().any(|k| props.contains_key(k)) {
+            return self.dl_params(props, path, obj_at);
+        }
+        match current.and_then(|c| c.dl) {
+            Some(dl) => Ok(dl),
+            None => fail(pol.map_or(obj_at, value_at), path, DL_RUNTIME_NEEDED),
+        }
+    }
+
+    /// Warns about `dl-*` keys under a policy other than `SCHED_DEADLINE`.
+    fn ignored_dl_keys(&mut self, props: &HashMap<&str, &Member>, path: &str, policy: Policy) {
+        for k in DL_KEYS {
+            if let Some(f) = props.get(k) {
+                self.warn(
+                    f.key_span.start,
+                    &key_path(path, k),
+                    format!(
+                        "{k} is ignored: the policy is {}, not SCHED_DEADLINE",
+                        policy.name()
+                    ),
+                );
+            }
+        }
     }
 
     fn dl_params(&self, props: &HashMap<&str, &Member>, path: &str, obj_at: usize) -> R<DlParams> {
@@ -501,13 +519,7 @@ impl Builder<'_> {
                     "expected \"dl-runtime\" > 0 µs, found 0",
                 )
             }
-            None => {
-                return fail(
-                    obj_at,
-                    path,
-                    "SCHED_DEADLINE needs \"dl-runtime\" (µs, > 0); \"dl-period\" defaults to it and \"dl-deadline\" to the period",
-                )
-            }
+            None => return fail(obj_at, path, DL_RUNTIME_NEEDED),
         };
         let period_us = period.map_or(runtime_us, |p| p.0);
         let deadline_us = deadline.map_or(period_us, |d| d.0);
@@ -605,6 +617,24 @@ impl Builder<'_> {
             sched,
             events: evs,
         })
+    }
+}
+
+/// A task's `loop` member `f`: `None` for -1 (forever), else a count ≥ 1;
+/// `path` is the task's.
+fn task_loops(f: &Member, path: &str) -> R<Option<u64>> {
+    match int_of(f.value.as_ref()) {
+        Some(-1) => Ok(None),
+        Some(n) if n >= 1 => u64::try_from(n).map(Some).map_err(|_| Fail {
+            at: value_at(f),
+            path: key_path(path, "loop"),
+            msg: format!("loop count {n} is too large"),
+        }),
+        _ => Err(expected(
+            f,
+            key_path(path, "loop"),
+            "a loop count: -1 (forever) or an integer ≥ 1",
+        )),
     }
 }
 

@@ -5,18 +5,18 @@ use heir_scenario::{
     Event, EventKind, Global, MutexProtocol, Phase, Policy, ResIdx, Resource, ResourceKind,
     Scenario, Sched, Task, TaskIdx, TimerMode,
 };
-use heir_sim::{InstantKind, Observer, Report, SimConfig, SimInfo, TraceEvent};
+use heir_sim::{InstantKind, Observer, Report, SimConfig, TraceEvent, TraceInfo};
 
 /// Records the whole trace stream.
 #[derive(Default)]
 pub struct Rec {
-    pub info: Option<SimInfo>,
+    pub info: Option<TraceInfo>,
     pub events: Vec<TraceEvent>,
     pub end: Option<u64>,
 }
 
 impl Observer for Rec {
-    fn start(&mut self, info: &SimInfo) {
+    fn start(&mut self, info: &TraceInfo) {
         self.info = Some(info.clone());
     }
     fn event(&mut self, ev: &TraceEvent) {

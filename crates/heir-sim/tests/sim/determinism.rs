@@ -4,7 +4,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use heir_sim::{bench::large_scenario, Observer, SimConfig, SimInfo, TraceEvent};
+use heir_sim::{bench::large_scenario, Observer, SimConfig, TraceEvent, TraceInfo};
 
 /// Hashes the trace stream as it goes (no buffering).
 struct HashObs {
@@ -13,7 +13,7 @@ struct HashObs {
 }
 
 impl Observer for HashObs {
-    fn start(&mut self, info: &SimInfo) {
+    fn start(&mut self, info: &TraceInfo) {
         format!("{info:?}").hash(&mut self.h);
     }
     fn event(&mut self, ev: &TraceEvent) {

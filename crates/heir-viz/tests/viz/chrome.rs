@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::rc::Rc;
 
 use heir_core::Urgency;
-use heir_sim::{Observer, ThreadInfo, TraceEvent};
+use heir_report::{Observer, ThreadInfo, TraceEvent};
 use heir_viz::{ChromeTrace, TraceWriteError};
 use serde_json::Value;
 
@@ -249,14 +249,14 @@ fn names_are_escaped() {
     t.event(&TraceEvent::Instant {
         thread: 3,
         at_ns: 5,
-        kind: heir_sim::InstantKind::Lock,
+        kind: heir_report::InstantKind::Lock,
         resource: Some(0),
     });
     // Unknown indices are named, never a panic.
     t.event(&TraceEvent::Instant {
         thread: 3,
         at_ns: 6,
-        kind: heir_sim::InstantKind::Unlock,
+        kind: heir_report::InstantKind::Unlock,
         resource: Some(42),
     });
     t.finish(10);

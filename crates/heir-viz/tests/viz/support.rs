@@ -1,7 +1,7 @@
 //! Hand-built event streams and recording observers shared by the tests.
 
 use heir_core::Urgency;
-use heir_sim::{InstantKind, Observer, SimInfo, ThreadInfo, TraceEvent};
+use heir_report::{InstantKind, Observer, ThreadInfo, TraceEvent, TraceInfo};
 
 pub const MS: u64 = 1_000_000;
 
@@ -13,8 +13,8 @@ pub const H: usize = 2;
 /// Resource `m`.
 pub const MUTEX: usize = 0;
 
-pub fn info() -> SimInfo {
-    SimInfo {
+pub fn info() -> TraceInfo {
+    TraceInfo {
         cpus: 1,
         threads: vec![
             ThreadInfo {
@@ -153,7 +153,7 @@ pub fn no_boost() -> Vec<TraceEvent> {
 }
 
 /// Feeds `events` to `obs` between `start` and `finish(end_ns)`.
-pub fn play(obs: &mut dyn Observer, info: &SimInfo, events: &[TraceEvent], end_ns: u64) {
+pub fn play(obs: &mut dyn Observer, info: &TraceInfo, events: &[TraceEvent], end_ns: u64) {
     obs.start(info);
     for e in events {
         obs.event(e);
@@ -164,7 +164,7 @@ pub fn play(obs: &mut dyn Observer, info: &SimInfo, events: &[TraceEvent], end_n
 /// One observer call, as recorded.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Call {
-    Start(SimInfo),
+    Start(TraceInfo),
     Event(TraceEvent),
     Finish(u64),
 }
@@ -176,7 +176,7 @@ pub struct Recorder {
 }
 
 impl Observer for Recorder {
-    fn start(&mut self, info: &SimInfo) {
+    fn start(&mut self, info: &TraceInfo) {
         self.calls.push(Call::Start(info.clone()));
     }
     fn event(&mut self, ev: &TraceEvent) {

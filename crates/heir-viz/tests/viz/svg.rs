@@ -1,7 +1,7 @@
 //! SvgGantt: well-formed, a lane per thread, boosts, marks, bounded window.
 
 use heir_core::Urgency;
-use heir_sim::{Observer, TraceEvent};
+use heir_report::{Observer, TraceEvent};
 use heir_viz::{SvgGantt, SvgOptions};
 
 use crate::support::*;

@@ -5,7 +5,7 @@ use heir_core::Urgency;
 
 /// What an observer learns before the first event.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SimInfo {
+pub struct TraceInfo {
     /// Number of CPUs (indices `0..cpus`).
     pub cpus: u32,
     /// One per thread, indexed by the `thread` fields of events.
@@ -64,7 +64,7 @@ pub enum TraceEvent {
     Exec {
         /// CPU index.
         cpu: u32,
-        /// Thread index (into [`SimInfo::threads`]).
+        /// Thread index (into [`TraceInfo::threads`]).
         thread: usize,
         /// Slice start (ns).
         start_ns: u64,
@@ -103,7 +103,7 @@ pub enum TraceEvent {
         at_ns: u64,
         /// What happened.
         kind: InstantKind,
-        /// Resource index (into [`SimInfo::resources`]).
+        /// Resource index (into [`TraceInfo::resources`]).
         resource: Option<usize>,
     },
     /// `to`'s effective urgency changed because of `donor` (`None`: back to
@@ -123,7 +123,7 @@ pub enum TraceEvent {
 /// Receives the trace stream.
 pub trait Observer {
     /// Called once, before any event.
-    fn start(&mut self, _info: &SimInfo) {}
+    fn start(&mut self, _info: &TraceInfo) {}
     /// Called for each event, in time order (see the crate docs for the
     /// exceptions: a `Release` may carry an earlier instant).
     fn event(&mut self, _ev: &TraceEvent) {}

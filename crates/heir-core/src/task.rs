@@ -1,0 +1,128 @@
+//! Tasks: adding, removing, changing the base, and what a task is doing.
+
+use crate::state::{ContextState, TaskState};
+use crate::{
+    Changes, CondId, ContextId, Effective, Engine, EngineError, MutexId, ObjId, ObjKind,
+    Reservation, Source, TaskId, Urgency,
+};
+
+impl Engine {
+    /// Adds a task with a base urgency and a scheduling context of its own
+    /// without a reservation; it is runnable and owns nothing.
+    ///
+    /// Post: `effective(t) == Effective { urgency: base, source: Task(t) }`.
+    pub fn add_task(&mut self, base: Urgency) -> TaskId {
+        self.add_task_with(base, None)
+    }
+
+    /// Adds a task whose own scheduling context has `reservation`
+    /// (`SCHED_DEADLINE`: runtime, relative deadline, period).
+    pub fn add_task_with(&mut self, base: Urgency, reservation: Option<Reservation>) -> TaskId {
+        let id = TaskId(self.tasks.len() as u32);
+        let ctx = ContextId(self.contexts.len() as u32);
+        self.contexts.push(ContextState {
+            owner: id,
+            reservation,
+        });
+        self.tasks.push(TaskState::new(id, base, Some(ctx)));
+        self.scratch.add_task();
+        id
+    }
+
+    /// Removes a task: it must be neither blocked nor owning a mutex
+    /// ([`EngineError::Busy`]); it stops being a target of every other
+    /// object (helper sets, endpoints, gangs), revoking what it inherited
+    /// through them. Returns the changes of other tasks.
+    ///
+    /// Pre: `t` is live, not blocked, owns no mutex. Post: `t` is unknown to
+    /// every query; no object targets it. Since a task that is not blocked
+    /// donates to nobody, no other task changes: the result is empty.
+    pub fn remove_task(&mut self, t: TaskId) -> Result<Changes, EngineError> {
+        let ts = self.live(t)?;
+        let owns = ts
+            .targeted
+            .iter()
+            .any(|o| self.objs[o.0 as usize].spec.kind == ObjKind::Mutex);
+        if ts.blocked.is_some() || owns {
+            return Err(EngineError::Busy { task: t });
+        }
+        let targeted = core::mem::take(&mut self.tasks[t.0 as usize].targeted);
+        for o in targeted {
+            self.objs[o.0 as usize].drop_target(t);
+        }
+        let ts = &mut self.tasks[t.0 as usize];
+        ts.alive = false;
+        ts.inputs.clear();
+        ts.eff = Effective {
+            urgency: ts.base,
+            source: Source::Task(t),
+        };
+        self.debug_validate();
+        Ok(Changes::new())
+    }
+
+    /// Changes `t`'s base urgency (a `sched_setattr` by the application, a
+    /// reservation's deadline moved by the face that runs time).
+    ///
+    /// Pre: `t` is live. Post: `base(t) == base`; the new value propagates
+    /// down every chain from `t` (a base-changed delta).
+    pub fn set_base(&mut self, t: TaskId, base: Urgency) -> Result<Changes, EngineError> {
+        self.live(t)?;
+        self.tasks[t.0 as usize].base = base;
+        self.enqueue(t);
+        self.changes()
+    }
+
+    /// The task's base urgency.
+    pub fn base(&self, t: TaskId) -> Result<Urgency, EngineError> {
+        Ok(self.live(t)?.base)
+    }
+
+    /// The task's effective urgency and its source.
+    pub fn effective(&self, t: TaskId) -> Result<Effective, EngineError> {
+        Ok(self.live(t)?.eff)
+    }
+
+    /// What the task is blocked on, if anything.
+    pub fn blocked_on(&self, t: TaskId) -> Result<Option<ObjId>, EngineError> {
+        Ok(self.live(t)?.blocked)
+    }
+
+    /// The objects `t` is a target of, in the order it became their target.
+    pub fn targets_of(&self, t: TaskId) -> Result<&[ObjId], EngineError> {
+        Ok(&self.live(t)?.targeted)
+    }
+
+    /// The mutexes `t` owns, in acquisition order.
+    pub fn owned(&self, t: TaskId) -> Result<impl Iterator<Item = MutexId> + '_, EngineError> {
+        Ok(self.of_kind(t, ObjKind::Mutex)?.map(|o| MutexId(o.0)))
+    }
+
+    /// The condvars `t` helps, in the order it was added to them.
+    pub fn helping(&self, t: TaskId) -> Result<impl Iterator<Item = CondId> + '_, EngineError> {
+        Ok(self.of_kind(t, ObjKind::Cond)?.map(|o| CondId(o.0)))
+    }
+
+    /// The objects of `kind` that `t` is a target of.
+    fn of_kind(
+        &self,
+        t: TaskId,
+        kind: ObjKind,
+    ) -> Result<impl Iterator<Item = ObjId> + '_, EngineError> {
+        Ok(self
+            .live(t)?
+            .targeted
+            .iter()
+            .copied()
+            .filter(move |o| self.objs[o.0 as usize].spec.kind == kind))
+    }
+
+    /// Every live task, in id order.
+    pub fn tasks(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, ts)| ts.alive)
+            .map(|(i, _)| TaskId(i as u32))
+    }
+}

@@ -1,0 +1,529 @@
+//! Building a simulation: checks, threads, the engine objects behind
+//! resources, helpers.
+
+use super::sched::home_for;
+use super::*;
+use heir_scenario::engine;
+
+impl<'s, 'o> Simulator<'s, 'o> {
+    /// Checks that `scenario` can be simulated and builds the engine objects:
+    /// one engine task per thread, one mutex per scenario mutex, the internal
+    /// mutexes and condvars of queues, barriers, suspend points and RPC
+    /// endpoints, and (with PI-CV) the helpers.
+    pub fn new(
+        scenario: &'s Scenario,
+        config: &SimConfig,
+        obs: &'o mut dyn Observer,
+    ) -> Result<Self, SimError> {
+        let g = &scenario.global;
+        let end = end_of(scenario, config)?;
+        check(scenario, end)?;
+        let ncpus = cpu_count(scenario, config)? as usize;
+        let mut engine = Engine::new();
+        let threads = ThreadSet::build(scenario, &mut engine, ncpus);
+        let roles = engine::Roles::of(scenario);
+        let mut names = ObjNamer {
+            names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
+            obj_res: Vec::new(),
+        };
+        let mut helpers: Vec<(CondId, u32)> = Vec::new();
+        let res_state = scenario
+            .resources
+            .iter()
+            .enumerate()
+            .map(|(r, res)| {
+                let mut b = ResBuilder {
+                    engine: &mut engine,
+                    names: &mut names,
+                    helpers: &mut helpers,
+                    threads: &threads,
+                    r,
+                };
+                b.build(&res.kind, &roles, g)
+            })
+            .collect();
+        if config.pi_cv.unwrap_or(g.pi_cv) {
+            threads.register_helpers(scenario, &mut engine, &helpers)?;
+        }
+        let ThreadSet {
+            threads,
+            cold,
+            task_thread,
+            info: tinfo,
+            ..
+        } = threads;
+        Ok(Simulator {
+            sc: scenario,
+            obs,
+            engine,
+            alive: threads.len(),
+            threads,
+            cold,
+            res_state,
+            info: TraceInfo {
+                cpus: ncpus as u32,
+                threads: tinfo,
+                resources: names.names,
+            },
+            obj_res: names.obj_res,
+            task_thread,
+            cpus: (0..ncpus).map(|_| Cpu::default()).collect(),
+            local: (0..ncpus).map(|_| RunQueue::default()).collect(),
+            global: RunQueue::default(),
+            evq: EventQueue::default(),
+            dirty: VecDeque::new(),
+            claimed: vec![false; ncpus],
+            scratch: Vec::new(),
+            stamp_tail: 0,
+            stamp_head: 0,
+            now: 0,
+            end,
+            rng: SplitMix64::new(config.seed.unwrap_or(g.seed)),
+            events: 0,
+            zero_steps: 0,
+            started: false,
+            trace: true,
+            changes: Changes::new(),
+        })
+    }
+}
+
+/// The simulated duration in ns: `--duration` (µs) or `global.duration`
+/// (s), both within heir's time limit; `None` to run until every thread
+/// exits.
+fn end_of(scenario: &Scenario, config: &SimConfig) -> Result<Option<u64>, SimError> {
+    Ok(match (config.duration_us, scenario.global.duration_s) {
+        (Some(us), _) if us <= MAX_TIME_US => Some(us_to_ns(us)),
+        (Some(us), _) => {
+            return Err(invalid(
+                "global.duration",
+                beyond_time_limit_us("duration", &us.to_string()),
+            ))
+        }
+        (None, Some(s)) => match seconds_to_us(s) {
+            Some(us) => Some(us_to_ns(us)),
+            None => {
+                return Err(invalid(
+                    "global.duration",
+                    beyond_time_limit_s("duration", &shown_seconds(s)),
+                ))
+            }
+        },
+        (None, None) => None,
+    })
+}
+
+/// What the simulator cannot run, checked before anything is built:
+/// `SCHED_DEADLINE`, events on resources of the wrong kind, and a scenario
+/// without an end.
+fn check(scenario: &Scenario, end: Option<u64>) -> Result<(), SimError> {
+    let deadline = |s: &Sched| s.policy == Policy::Deadline;
+    for task in &scenario.tasks {
+        if deadline(&task.sched) {
+            return Err(at_task(
+                task,
+                format!("task {}: SCHED_DEADLINE is not simulated yet", task.name),
+            ));
+        }
+        for ph in &task.phases {
+            if ph.sched.as_ref().is_some_and(deadline) {
+                return Err(invalid_at(
+                    &ph.path,
+                    ph.line,
+                    ph.column,
+                    format!("task {}: SCHED_DEADLINE is not simulated yet", task.name),
+                ));
+            }
+            for ev in &ph.events {
+                check_event(scenario, ev)?;
+            }
+        }
+    }
+    let forever = scenario
+        .tasks
+        .iter()
+        .find(|t| t.instance > 0 && t.loops.is_none());
+    match (end, forever) {
+        (None, Some(task)) => Err(invalid(
+            "global.duration",
+            format!(
+                "the scenario runs forever (task {} loops forever): set global.duration or pass --duration",
+                task.name
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The threads of every task, with their engine tasks.
+struct ThreadSet {
+    threads: Vec<Thread>,
+    cold: Vec<Cold>,
+    info: Vec<ThreadInfo>,
+    /// `TaskId.0` → thread index.
+    task_thread: Vec<u32>,
+    /// Task index → its threads.
+    of_task: Vec<std::ops::Range<u32>>,
+}
+
+impl ThreadSet {
+    /// One thread per instance of every task, each an engine task at the
+    /// task's base urgency.
+    fn build(scenario: &Scenario, engine: &mut Engine, ncpus: usize) -> ThreadSet {
+        let mut set = ThreadSet {
+            threads: Vec::new(),
+            cold: Vec::new(),
+            info: Vec::new(),
+            task_thread: Vec::new(),
+            of_task: Vec::new(),
+        };
+        for (ti, task) in scenario.tasks.iter().enumerate() {
+            let first = set.threads.len() as u32;
+            let base = engine::urgency(&task.sched);
+            let (has_timer, first_period_ns) = timer_of(task);
+            for name in task.thread_names() {
+                let eng = engine.add_task(base);
+                let slot = eng.0 as usize;
+                if set.task_thread.len() <= slot {
+                    set.task_thread.resize(slot + 1, u32::MAX);
+                }
+                set.task_thread[slot] = set.threads.len() as u32;
+                set.info.push(ThreadInfo {
+                    name: name.clone(),
+                    base,
+                });
+                set.cold.push(Cold {
+                    name,
+                    stats: ResponseStats::new(),
+                    jobs: 0,
+                    misses: 0,
+                    timers: Vec::new(),
+                });
+                let mut th =
+                    Thread::new(ti, eng, task, base, home_for(ncpus, task.cpus.as_deref()));
+                th.has_timer = has_timer;
+                th.first_period_ns = first_period_ns;
+                set.threads.push(th);
+            }
+            set.of_task.push(first..set.threads.len() as u32);
+        }
+        set
+    }
+
+    /// The threads of `tasks` (task indices).
+    fn of(&self, tasks: &[usize]) -> Vec<u32> {
+        tasks
+            .iter()
+            .filter_map(|&ti| self.of_task.get(ti))
+            .flat_map(|r| r.clone())
+            .collect()
+    }
+
+    /// Declares the helpers (PI-CV).
+    fn register_helpers(
+        &self,
+        scenario: &Scenario,
+        engine: &mut Engine,
+        helpers: &[(CondId, u32)],
+    ) -> Result<(), SimError> {
+        for &(c, th) in helpers {
+            let eng = self.threads[th as usize].eng;
+            match engine.helper_add(c, eng) {
+                Ok(_) | Err(EngineError::HelperExists { .. }) => {}
+                Err(e) => {
+                    return Err(at_task(
+                        &scenario.tasks[self.threads[th as usize].task],
+                        format!(
+                            "cannot register helper {}: {e}",
+                            self.cold[th as usize].name
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `task` uses a timer, and the period of its first timer when that
+/// is fixed (ns).
+fn timer_of(task: &Task) -> (bool, Option<u64>) {
+    let mut timers = task
+        .phases
+        .iter()
+        .flat_map(|p| p.events.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::Timer { period, .. } => Some(period),
+            _ => None,
+        });
+    match timers.next() {
+        None => (false, None),
+        Some(Micros::Fixed(p)) => (true, Some(us_to_ns(p))),
+        Some(_) => (true, None),
+    }
+}
+
+impl Thread {
+    /// A thread of task `ti` that has not started, at the task's base.
+    fn new(ti: usize, eng: TaskId, task: &Task, base: Urgency, home: Home) -> Thread {
+        Thread {
+            task: ti,
+            eng,
+            status: Status::Unstarted,
+            act: Act::Step,
+            tloop: 0,
+            phase: 0,
+            ploop: 0,
+            ev: 0,
+            step: Step::Start,
+            pass_start: true,
+            policy: task.sched.policy,
+            base,
+            eff: Effective {
+                urgency: base,
+                source: heir_core::Source::Task(eng),
+            },
+            level: level_of(base),
+            home,
+            affinity: task.cpus.clone(),
+            queued: false,
+            stamp: 0,
+            cpu: 0,
+            run_start: 0,
+            run_gen: 0,
+            wall_gen: 0,
+            slice_gen: 0,
+            slice_left: 0,
+            slice_start: 0,
+            slice_armed: false,
+            wait: None,
+            rehelp: None,
+            serving: None,
+            call_run: 0,
+            start_ns: 0,
+            has_timer: false,
+            first_period_ns: None,
+            job_release: None,
+            pass_closed: false,
+            release_on_wake: None,
+        }
+    }
+}
+
+/// Builds the runtime state and engine objects of one scenario resource.
+struct ResBuilder<'a> {
+    engine: &'a mut Engine,
+    names: &'a mut ObjNamer,
+    helpers: &'a mut Vec<(CondId, u32)>,
+    threads: &'a ThreadSet,
+    /// The resource's index.
+    r: usize,
+}
+
+impl ResBuilder<'_> {
+    fn build(&mut self, kind: &ResourceKind, roles: &engine::Roles, g: &Global) -> ResState {
+        let r = self.r;
+        match kind {
+            ResourceKind::Mutex { protocol } => {
+                ResState::Mutex(self.mutex(None, engine::protocol(protocol)))
+            }
+            ResourceKind::Cond { helpers } => {
+                let c = self.cond(None);
+                let tasks: Vec<usize> = helpers.iter().map(|t| t.0).collect();
+                self.help(c, &tasks);
+                ResState::Cond(c)
+            }
+            ResourceKind::Queue { capacity, .. } => {
+                let mutex = self.mutex(Some("mutex"), Protocol::Inherit);
+                let more = self.cond(Some("more"));
+                let less = self.cond(Some("less"));
+                self.help(more, &roles.pushers[r]);
+                self.help(less, &roles.poppers[r]);
+                ResState::Queue {
+                    mutex,
+                    more,
+                    less,
+                    len: 0,
+                    cap: *capacity,
+                }
+            }
+            ResourceKind::Barrier { users } => ResState::Barrier {
+                mutex: self.mutex(Some("mutex"), engine::side_protocol(g)),
+                cond: self.cond(Some("cond")),
+                waiting: i64::from(*users) - 1,
+            },
+            ResourceKind::Timer { mode, unique } => ResState::Timer {
+                mode: *mode,
+                unique: *unique,
+                state: TimerState::default(),
+            },
+            ResourceKind::Suspend { .. } => ResState::Suspend {
+                mutex: self.mutex(Some("mutex"), engine::side_protocol(g)),
+                cond: self.cond(Some("cond")),
+            },
+            ResourceKind::Endpoint { .. } => self.endpoint(roles),
+        }
+    }
+
+    /// An endpoint: its mutex and request condvar, and one reply condvar
+    /// per calling thread, helped by every serving thread.
+    fn endpoint(&mut self, roles: &engine::Roles) -> ResState {
+        let r = self.r;
+        let mutex = self.mutex(Some("mutex"), Protocol::Inherit);
+        let more = self.cond(Some("more"));
+        let mut replies = Vec::new();
+        for caller in self.threads.of(&roles.callers[r]) {
+            let name = format!("reply[{}]", self.threads.cold[caller as usize].name);
+            let cond = self.cond(Some(&name));
+            self.help(cond, &roles.servers[r]);
+            replies.push(Reply {
+                caller,
+                cond,
+                done: false,
+            });
+        }
+        ResState::Endpoint {
+            mutex,
+            more,
+            reqs: VecDeque::new(),
+            replies,
+        }
+    }
+
+    fn mutex(&mut self, suffix: Option<&str>, p: Protocol) -> SimMutex {
+        let (id, res) = self.names.mutex(self.engine, self.r, suffix, p);
+        SimMutex { id, res }
+    }
+
+    fn cond(&mut self, suffix: Option<&str>) -> SimCond {
+        let (id, res) = self.names.cond(self.engine, self.r, suffix);
+        SimCond { id, res }
+    }
+
+    /// Makes the threads of `tasks` helpers of `c` (registered with PI-CV).
+    fn help(&mut self, c: SimCond, tasks: &[usize]) {
+        for th in self.threads.of(tasks) {
+            self.helpers.push((c.id, th));
+        }
+    }
+}
+
+/// The number of CPUs a simulation of `scenario` with `config` has:
+/// [`SimConfig::cpus`] when given, else 1 + the largest CPU number the
+/// scenario names (at least 1); see [`heir_scenario::messages::cpu_count`].
+pub fn cpu_count(scenario: &Scenario, config: &SimConfig) -> Result<u32, SimError> {
+    heir_scenario::messages::cpu_count(scenario, config.cpus).map_err(SimError::from)
+}
+
+/// Creates the engine objects behind scenario resources and names them for
+/// the trace: a resource's own object keeps its index and name; an internal
+/// one (a queue's mutex, an endpoint's reply condvar) is a new resource
+/// called `<resource>.<suffix>`.
+struct ObjNamer {
+    /// Resource names, indexed like `TraceInfo::resources`.
+    names: Vec<String>,
+    /// Resource index of each engine object.
+    obj_res: Vec<usize>,
+}
+
+impl ObjNamer {
+    pub(super) fn mutex(
+        &mut self,
+        engine: &mut Engine,
+        r: usize,
+        suffix: Option<&str>,
+        p: Protocol,
+    ) -> (MutexId, usize) {
+        let m = engine.add_mutex(p);
+        let idx = self.name(r, suffix);
+        (m, record(&mut self.obj_res, m.0, idx))
+    }
+
+    pub(super) fn cond(
+        &mut self,
+        engine: &mut Engine,
+        r: usize,
+        suffix: Option<&str>,
+    ) -> (CondId, usize) {
+        let c = engine.add_cond();
+        let idx = self.name(r, suffix);
+        (c, record(&mut self.obj_res, c.0, idx))
+    }
+
+    /// The resource index for `r`'s object with `suffix`.
+    pub(super) fn name(&mut self, r: usize, suffix: Option<&str>) -> usize {
+        match suffix {
+            Some(sfx) => {
+                let n = format!("{}.{sfx}", self.names[r]);
+                self.names.push(n);
+                self.names.len() - 1
+            }
+            None => r,
+        }
+    }
+}
+
+/// Records `idx` as the resource of engine object `slot` in `res_of`.
+pub(super) fn record(res_of: &mut Vec<usize>, slot: u32, idx: usize) -> usize {
+    let slot = slot as usize;
+    if res_of.len() <= slot {
+        res_of.resize(slot + 1, 0);
+    }
+    res_of[slot] = idx;
+    idx
+}
+
+/// The event's resources exist and are of the kind it needs.
+pub(super) fn check_event(sc: &Scenario, ev: &Event) -> Result<(), SimError> {
+    let kind = |r: usize| sc.resources.get(r).map(|x| &x.kind);
+    let want = |r: usize, ok: fn(&ResourceKind) -> bool, word: &str| -> Result<(), SimError> {
+        match kind(r) {
+            Some(k) if ok(k) => Ok(()),
+            Some(k) => Err(at_event(
+                ev,
+                format!(
+                    "expected a {word}, found {} {}",
+                    k.word(),
+                    sc.resources[r].name
+                ),
+            )),
+            None => Err(at_event(ev, format!("unknown resource #{r}"))),
+        }
+    };
+    let mutex = |k: &ResourceKind| matches!(k, ResourceKind::Mutex { .. });
+    let cond = |k: &ResourceKind| matches!(k, ResourceKind::Cond { .. });
+    match &ev.kind {
+        EventKind::Run(_) | EventKind::Runtime(_) | EventKind::Sleep(_) | EventKind::Yield => {
+            Ok(())
+        }
+        EventKind::Timer { timer, .. } => want(
+            timer.0,
+            |k| matches!(k, ResourceKind::Timer { .. }),
+            "timer",
+        ),
+        EventKind::Lock(r) | EventKind::Unlock(r) => want(r.0, mutex, "mutex"),
+        EventKind::Wait { cond: c, mutex: m } => {
+            want(c.0, cond, "cond")?;
+            want(m.0, mutex, "mutex")
+        }
+        EventKind::Signal(r) | EventKind::Broadcast(r) => want(r.0, cond, "cond"),
+        EventKind::Barrier(r) => want(
+            r.0,
+            |k| matches!(k, ResourceKind::Barrier { .. }),
+            "barrier",
+        ),
+        EventKind::Suspend(r) | EventKind::Resume(r) => want(
+            r.0,
+            |k| matches!(k, ResourceKind::Suspend { .. }),
+            "suspend point",
+        ),
+        EventKind::Push(r) | EventKind::Pop(r) => {
+            want(r.0, |k| matches!(k, ResourceKind::Queue { .. }), "queue")
+        }
+        EventKind::Call { endpoint: r, .. } | EventKind::Serve(r) => want(
+            r.0,
+            |k| matches!(k, ResourceKind::Endpoint { .. }),
+            "endpoint",
+        ),
+    }
+}

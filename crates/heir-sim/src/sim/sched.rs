@@ -1,0 +1,460 @@
+//! Scheduling: run queues, dispatch and preemption, time slices, and the
+//! engine's changes applied to threads.
+
+use super::*;
+
+impl<'s, 'o> Simulator<'s, 'o> {
+    pub(super) fn mark_dirty(&mut self, c: u32) {
+        let cpu = &mut self.cpus[c as usize];
+        if !cpu.dirty {
+            cpu.dirty = true;
+            self.dirty.push_back(c);
+        }
+    }
+
+    pub(super) fn allowed(&self, t: u32, c: u32) -> bool {
+        match &self.threads[t as usize].home {
+            Home::Cpu(x) => *x == c,
+            Home::Global(mask) => mask.get(c as usize).copied().unwrap_or(false),
+        }
+    }
+
+    /// Puts a ready thread in its run queue, at the head (preempted, or
+    /// lowered by the engine) or the tail (woken, raised, yielded).
+    pub(super) fn enqueue(&mut self, t: u32, head: bool) {
+        let stamp = if head {
+            self.stamp_head -= 1;
+            self.stamp_head
+        } else {
+            self.stamp_tail += 1;
+            self.stamp_tail
+        };
+        let th = &mut self.threads[t as usize];
+        th.stamp = stamp;
+        th.queued = true;
+        match th.home {
+            Home::Cpu(c) => self.local[c as usize].push(th.level, t, head),
+            Home::Global(_) => self.global.push(th.level, t, head),
+        }
+    }
+
+    pub(super) fn dequeue(&mut self, t: u32) {
+        let th = &mut self.threads[t as usize];
+        if !th.queued {
+            return;
+        }
+        th.queued = false;
+        match th.home {
+            Home::Cpu(c) => self.local[c as usize].remove(th.level, t),
+            Home::Global(_) => self.global.remove(th.level, t),
+        };
+    }
+
+    /// After `t` became ready: its CPU must reschedule if idle or running a
+    /// less urgent thread (global threads are placed by the balancing pass).
+    pub(super) fn wake_check(&mut self, t: u32) {
+        let th = &self.threads[t as usize];
+        if let Home::Cpu(c) = th.home {
+            let preempt = match self.cpus[c as usize].current {
+                None => true,
+                Some(cur) => self.threads[cur as usize].level < th.level,
+            };
+            if preempt {
+                self.mark_dirty(c);
+            }
+        }
+    }
+
+    /// A blocked or sleeping thread becomes ready (tail of its level).
+    pub(super) fn wake(&mut self, t: u32) {
+        let th = &mut self.threads[t as usize];
+        th.status = Status::Ready;
+        th.act = Act::Step;
+        self.maybe_close_pass(t);
+        self.enqueue(t, false);
+        self.wake_check(t);
+    }
+
+    /// The most urgent ready thread CPU `c` may run: (level, stamp, thread).
+    pub(super) fn peek_best(&self, c: u32) -> Option<(u8, i64, u32)> {
+        let mut best = self.local[c as usize]
+            .top()
+            .map(|(l, t)| (l, self.threads[t as usize].stamp, t));
+        if !self.global.is_empty() {
+            for l in self.global.levels_desc() {
+                if best.is_some_and(|(bl, _, _)| l < bl) {
+                    break;
+                }
+                let found = self
+                    .global
+                    .level(l)
+                    .iter()
+                    .copied()
+                    .find(|&t| self.allowed(t, c));
+                if let Some(t) = found {
+                    let stamp = self.threads[t as usize].stamp;
+                    let better = match best {
+                        None => true,
+                        Some((bl, bs, _)) => l > bl || (l == bl && stamp < bs),
+                    };
+                    if better {
+                        best = Some((l, stamp, t));
+                    }
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    /// Runs scheduling decisions until no CPU is dirty and no global thread
+    /// can be placed.
+    pub(super) fn schedule(&mut self) -> R<()> {
+        loop {
+            while let Some(c) = self.dirty.pop_front() {
+                self.cpus[c as usize].dirty = false;
+                self.resched_cpu(c)?;
+            }
+            if self.global.is_empty() || !self.balance() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Places global ready threads, most urgent first, on an allowed CPU that
+    /// is idle (lowest index) or else runs the least urgent thread (lowest
+    /// index among equals), if they are more urgent; marks those CPUs dirty.
+    pub(super) fn balance(&mut self) -> bool {
+        let mut cands = std::mem::take(&mut self.scratch);
+        cands.clear();
+        for l in self.global.levels_desc() {
+            cands.extend(self.global.level(l).iter().copied());
+        }
+        self.claimed.iter_mut().for_each(|c| *c = false);
+        let mut any = false;
+        for &t in &cands {
+            let lt = self.threads[t as usize].level;
+            let mut target: Option<(u32, Option<u8>)> = None;
+            for c in 0..self.cpus.len() as u32 {
+                if self.claimed[c as usize] || !self.allowed(t, c) {
+                    continue;
+                }
+                match self.cpus[c as usize].current {
+                    None => {
+                        target = Some((c, None));
+                        break;
+                    }
+                    Some(r) => {
+                        let rl = self.threads[r as usize].level;
+                        let better = match target {
+                            None => true,
+                            Some((_, Some(tl))) => rl < tl,
+                            Some((_, None)) => false,
+                        };
+                        if rl < lt && better {
+                            target = Some((c, Some(rl)));
+                        }
+                    }
+                }
+            }
+            if let Some((c, _)) = target {
+                self.claimed[c as usize] = true;
+                self.mark_dirty(c);
+                any = true;
+            }
+        }
+        self.scratch = cands;
+        any
+    }
+
+    pub(super) fn resched_cpu(&mut self, c: u32) -> R<()> {
+        let best = self.peek_best(c);
+        match self.cpus[c as usize].current {
+            Some(cur) => {
+                let lc = self.threads[cur as usize].level;
+                match best {
+                    Some((lb, _, b)) if lb > lc => {
+                        self.preempt(cur, true);
+                        self.dequeue(b);
+                        self.dispatch(c, b)
+                    }
+                    _ => {
+                        if self.threads[cur as usize].act == Act::Step {
+                            self.step(cur)
+                        } else {
+                            Ok(())
+                        }
+                    }
+                }
+            }
+            None => match best {
+                Some((_, _, b)) => {
+                    self.dequeue(b);
+                    self.dispatch(c, b)
+                }
+                None => Ok(()),
+            },
+        }
+    }
+
+    pub(super) fn dispatch(&mut self, c: u32, t: u32) -> R<()> {
+        {
+            let th = &mut self.threads[t as usize];
+            th.status = Status::Running;
+            th.cpu = c;
+        }
+        self.cpus[c as usize].current = Some(t);
+        self.events += 1;
+        self.open_slice(c, t);
+        self.arm_slice(t);
+        let now = self.now;
+        let th = &mut self.threads[t as usize];
+        match th.act {
+            Act::Run { left } if left > 0 => {
+                th.run_start = now;
+                th.run_gen = th.run_gen.wrapping_add(1);
+                let gen = th.run_gen;
+                self.evq
+                    .push(now.saturating_add(left), EvKind::RunDone, t, gen);
+                Ok(())
+            }
+            Act::Runtime { end } if end > now => Ok(()),
+            _ => {
+                th.act = Act::Step;
+                self.step(t)
+            }
+        }
+    }
+
+    /// Takes the running thread `t` off its CPU (the CPU becomes dirty).
+    pub(super) fn undispatch(&mut self, t: u32) {
+        let c = self.threads[t as usize].cpu;
+        self.close_slice(c);
+        self.disarm_slice(t);
+        let now = self.now;
+        let th = &mut self.threads[t as usize];
+        if let Act::Run { left } = th.act {
+            let ran = now.saturating_sub(th.run_start);
+            th.act = Act::Run {
+                left: left.saturating_sub(ran),
+            };
+            th.run_gen = th.run_gen.wrapping_add(1);
+        }
+        self.cpus[c as usize].current = None;
+        self.mark_dirty(c);
+    }
+
+    /// The running thread `t` goes back to its run queue.
+    pub(super) fn preempt(&mut self, t: u32, head: bool) {
+        self.undispatch(t);
+        self.threads[t as usize].status = Status::Ready;
+        self.maybe_close_pass(t);
+        self.enqueue(t, head);
+    }
+
+    pub(super) fn block(&mut self, t: u32) {
+        self.undispatch(t);
+        let th = &mut self.threads[t as usize];
+        th.status = Status::Blocked;
+        th.act = Act::Step;
+    }
+
+    pub(super) fn sleep_until(&mut self, t: u32, when: u64) {
+        self.undispatch(t);
+        let th = &mut self.threads[t as usize];
+        th.status = Status::Sleeping;
+        th.act = Act::Step;
+        th.wall_gen = th.wall_gen.wrapping_add(1);
+        let gen = th.wall_gen;
+        self.evq.push(when, EvKind::Wall, t, gen);
+    }
+
+    pub(super) fn open_slice(&mut self, c: u32, t: u32) {
+        let donor = self.donor_of(t);
+        let urgency = self.threads[t as usize].eff.urgency;
+        self.cpus[c as usize].slice = Some(OpenSlice {
+            thread: t,
+            start: self.now,
+            urgency,
+            donor,
+        });
+    }
+
+    pub(super) fn close_slice(&mut self, c: u32) {
+        if let Some(s) = self.cpus[c as usize].slice.take() {
+            if self.now > s.start {
+                let end_ns = self.now;
+                self.emit(TraceEvent::Exec {
+                    cpu: c,
+                    thread: s.thread as usize,
+                    start_ns: s.start,
+                    end_ns,
+                    urgency: s.urgency,
+                    donor: s.donor,
+                });
+            }
+        }
+    }
+
+    /// The time slice of `t` in its current class, if it has one:
+    /// `SCHED_RR` at a fixed priority → 100 ms; any `SCHED_OTHER`-class
+    /// urgency → 4 ms × weight(nice) / 1024 (SCHED_IDLE: weight 3).
+    pub(super) fn slice_len(&self, t: u32) -> Option<u64> {
+        let th = &self.threads[t as usize];
+        match th.eff.urgency {
+            Urgency::Fixed { .. } if th.policy == Policy::Rr => Some(RR_SLICE_NS),
+            Urgency::Other { nice } => {
+                let weight = if th.policy == Policy::Idle && th.eff.donor() == th.eng {
+                    IDLE_WEIGHT
+                } else {
+                    NICE_TO_WEIGHT[(i32::from(nice).clamp(-20, 19) + 20) as usize]
+                };
+                Some((OTHER_BASE_SLICE_NS * weight / 1024).max(1))
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn arm_slice(&mut self, t: u32) {
+        let Some(len) = self.slice_len(t) else {
+            return;
+        };
+        let now = self.now;
+        let th = &mut self.threads[t as usize];
+        if th.slice_left == 0 || th.slice_left > len {
+            th.slice_left = len;
+        }
+        th.slice_start = now;
+        th.slice_armed = true;
+        th.slice_gen = th.slice_gen.wrapping_add(1);
+        let (when, gen) = (now.saturating_add(th.slice_left), th.slice_gen);
+        self.evq.push(when, EvKind::Slice, t, gen);
+    }
+
+    pub(super) fn disarm_slice(&mut self, t: u32) {
+        let now = self.now;
+        let th = &mut self.threads[t as usize];
+        if th.slice_armed {
+            let used = now.saturating_sub(th.slice_start);
+            th.slice_left = th.slice_left.saturating_sub(used);
+            th.slice_armed = false;
+            th.slice_gen = th.slice_gen.wrapping_add(1);
+        }
+    }
+
+    /// A slice expired: round-robin to the tail if another thread of the same
+    /// level may run on this CPU, else a new slice.
+    pub(super) fn slice_expired(&mut self, t: u32, gen: u32) {
+        let th = &mut self.threads[t as usize];
+        if th.status != Status::Running || gen != th.slice_gen || !th.slice_armed {
+            return;
+        }
+        th.slice_armed = false;
+        th.slice_left = 0;
+        let (c, l) = (th.cpu, th.level);
+        let contender = self.local[c as usize].has_level(l)
+            || (self.global.has_level(l)
+                && self.global.level(l).iter().any(|&x| self.allowed(x, c)));
+        if contender {
+            self.preempt(t, false);
+        } else {
+            self.arm_slice(t);
+        }
+    }
+
+    /// Applies the engine's changes: trace a `Boost` each, re-queue ready
+    /// threads (raised → tail of the new level, lowered → head, as Linux's
+    /// `rt_mutex_setprio`), split the running thread's `Exec` slice, and ask
+    /// for a scheduling decision where the change may preempt.
+    #[inline]
+    pub(super) fn apply_changes(&mut self, changes: &Changes) {
+        for ch in changes.iter() {
+            self.apply_change(ch);
+        }
+    }
+
+    /// [`Simulator::apply_changes`] of the last `*_into` engine operation
+    /// (`self.changes`).
+    #[inline]
+    pub(super) fn apply_buffered(&mut self) {
+        for i in 0..self.changes.len() {
+            let ch = self.changes[i];
+            self.apply_change(&ch);
+        }
+    }
+
+    pub(super) fn apply_change(&mut self, ch: &Change) {
+        let Some(t) = self.thread_of(ch.task) else {
+            return;
+        };
+        let donor = if ch.new.donor() == ch.task {
+            None
+        } else {
+            self.thread_of(ch.new.donor()).map(|d| d as usize)
+        };
+        let at_ns = self.now;
+        self.emit(TraceEvent::Boost {
+            at_ns,
+            to: t as usize,
+            donor,
+            urgency: ch.new.urgency,
+        });
+        let raised = ch.new.urgency > ch.old.urgency;
+        let new_level = level_of(ch.new.urgency);
+        let old_slice = self.slice_len(t);
+        let th = &mut self.threads[t as usize];
+        let old_level = th.level;
+        th.eff = ch.new;
+        match th.status {
+            Status::Ready => {
+                if new_level != old_level {
+                    th.level = old_level;
+                    self.dequeue(t);
+                    self.threads[t as usize].level = new_level;
+                    self.enqueue(t, !raised);
+                    if raised {
+                        self.wake_check(t);
+                    }
+                }
+            }
+            Status::Running => {
+                th.level = new_level;
+                let (c, global) = (th.cpu, matches!(th.home, Home::Global(_)));
+                self.close_slice(c);
+                self.open_slice(c, t);
+                if self.slice_len(t) != old_slice {
+                    self.disarm_slice(t);
+                    self.arm_slice(t);
+                }
+                if !raised || global {
+                    self.mark_dirty(c);
+                }
+            }
+            _ => th.level = new_level,
+        }
+    }
+}
+
+/// Where a thread with affinity `cpus` is queued on `n` CPUs.
+pub(super) fn home_for(n: usize, cpus: Option<&[u32]>) -> Home {
+    if n <= 1 {
+        return Home::Cpu(0);
+    }
+    let mut mask = vec![false; n];
+    match cpus {
+        Some(list) if !list.is_empty() => {
+            for &c in list {
+                if let Some(b) = mask.get_mut(c as usize) {
+                    *b = true;
+                }
+            }
+        }
+        _ => mask.iter_mut().for_each(|b| *b = true),
+    }
+    let mut set = mask.iter().enumerate().filter(|(_, &b)| b).map(|(c, _)| c);
+    match (set.next(), set.next()) {
+        (Some(c), None) => Home::Cpu(c as u32),
+        _ => Home::Global(mask),
+    }
+}
