@@ -268,7 +268,7 @@ impl Mutexes {
                     name: r.name.clone(),
                     protocol: match protocol {
                         MutexProtocol::None => LockProtocol::None,
-                        MutexProtocol::Inherit => LockProtocol::Inherit,
+                        MutexProtocol::Inherit | MutexProtocol::Bwi => LockProtocol::Inherit,
                         MutexProtocol::Ceiling { ceiling } => LockProtocol::Ceiling(ceiling),
                     },
                 });

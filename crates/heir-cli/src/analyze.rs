@@ -31,8 +31,8 @@ use heir_sim::{simulate, NullObserver, Report, SimConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    bad_input_in, deadlock_line, ms, parse_seconds, print_json, read_scenario, run_error,
-    sim_error, Align, Table,
+    bad_input_in, deadlock_line, ms, overrides_shown, parse_override, parse_seconds, print_json,
+    read_scenario_with, run_error, sim_error, Align, Table,
 };
 use crate::{CliError, CliResult};
 
@@ -44,11 +44,14 @@ pub struct Args {
     /// Print the result as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Analyse under one protocol family instead of the file's own mutex
-    /// protocols and `pi_cv`: none, inherit, ceiling (ceiling mutexes and
-    /// servers at their highest caller's priority) or pi-cv.
-    #[arg(long, value_name = "P", value_parser = parse_protocol)]
-    pub protocol: Option<Protocol>,
+    /// Either one protocol family to analyse under instead of the file's
+    /// own mutex protocols and `pi_cv` (none, inherit, ceiling — ceiling
+    /// mutexes and servers at their highest caller's priority — or pi-cv),
+    /// or, repeatable, a mutex protocol instead of the file's as in `heir
+    /// sim`: NAME=P or all=P, P one of none, inherit, bwi, ceiling,
+    /// ceiling:N (applied to the file, so --compare simulates the same).
+    #[arg(long = "protocol", value_name = "P|NAME=P", value_parser = parse_protocol_arg)]
+    pub protocols: Vec<ProtocolArg>,
     /// Also simulate the file and print the simulated maxima beside the
     /// bounds.
     #[arg(long)]
@@ -67,9 +70,22 @@ pub struct Args {
     pub cpus: Option<u32>,
 }
 
-fn parse_protocol(s: &str) -> Result<Protocol, String> {
-    Protocol::parse(s)
-        .ok_or_else(|| format!("expected none, inherit, ceiling or pi-cv, found {s:?}"))
+/// One `--protocol` value of `heir analyze`.
+#[derive(Clone, Debug)]
+pub enum ProtocolArg {
+    /// A protocol family for the whole analysis.
+    Family(Protocol),
+    /// A mutex protocol applied to the file.
+    Mutex(heir_scenario::protocols::Override),
+}
+
+fn parse_protocol_arg(s: &str) -> Result<ProtocolArg, String> {
+    if s.contains('=') {
+        return parse_override(s).map(ProtocolArg::Mutex);
+    }
+    Protocol::parse(s).map(ProtocolArg::Family).ok_or_else(|| {
+        format!("expected none, inherit, ceiling, pi-cv, or NAME=P / all=P, found {s:?}")
+    })
 }
 
 /// The maxima of a run report, by thread name.
@@ -83,10 +99,22 @@ fn max_of(report: &Report, name: &str) -> Option<f64> {
 
 /// Runs `heir analyze`.
 pub fn main(args: Args) -> CliResult {
-    let (file, scenario) = read_scenario(&args.file)?;
-    let options = Options {
-        protocol: args.protocol,
-    };
+    let mut family: Option<Protocol> = None;
+    let mut overrides = Vec::new();
+    for p in &args.protocols {
+        match p {
+            ProtocolArg::Family(f) => {
+                if family.replace(*f).is_some_and(|g| g != *f) {
+                    return Err(CliError::bad_input(anyhow!(
+                        "--protocol: give at most one protocol family (none, inherit, ceiling or pi-cv)"
+                    )));
+                }
+            }
+            ProtocolArg::Mutex(o) => overrides.push(o.clone()),
+        }
+    }
+    let (file, scenario) = read_scenario_with(&args.file, &overrides)?;
+    let options = Options { protocol: family };
     // `file:line:col: at path: …`, or `file: at path: …` without a position.
     let report = analyze_scenario(&scenario, &options).map_err(|e| {
         let has_position = e.at.as_ref().is_some_and(|l| l.line > 0);
@@ -95,10 +123,10 @@ pub fn main(args: Args) -> CliResult {
     for (name, why) in &report.skipped {
         eprintln!("heir: note: {file}: thread {name} skipped ({why})");
     }
-    if args.compare && args.protocol.is_some_and(|p| p != Protocol::PiCv) {
+    if args.compare && family.is_some_and(|p| p != Protocol::PiCv) {
         return Err(CliError::bad_input(anyhow!(
             "--compare simulates the file as written (with PI-CV); --protocol {} would compare two different systems",
-            args.protocol.map(Protocol::name).unwrap_or("")
+            family.map(Protocol::name).unwrap_or("")
         )));
     }
 
@@ -106,9 +134,7 @@ pub fn main(args: Args) -> CliResult {
     let mut real: Option<Report> = None;
     if args.compare {
         // What the analysis assumed: the file's PI-CV, or on for --protocol pi-cv.
-        let pi_cv = args
-            .protocol
-            .map_or(scenario.global.pi_cv, |p| p == Protocol::PiCv);
+        let pi_cv = family.map_or(scenario.global.pi_cv, |p| p == Protocol::PiCv);
         let config = SimConfig {
             seed: None,
             duration_us: args.duration,
@@ -147,7 +173,13 @@ pub fn main(args: Args) -> CliResult {
     } else {
         print!(
             "{}",
-            render(&file, &report, sim.as_ref(), real.as_ref(), args.real)
+            render(
+                &file,
+                (&report, &overrides_shown(&overrides)),
+                sim.as_ref(),
+                real.as_ref(),
+                args.real,
+            )
         );
     }
     deadlock_exit(sim.iter().chain(real.iter()).any(|r| r.deadlock.is_some()))
@@ -157,13 +189,13 @@ pub fn main(args: Args) -> CliResult {
 /// comparison (tasks as columns, as in the paper).
 fn render(
     file: &str,
-    report: &AnalysisReport,
+    (report, protocols): (&AnalysisReport, &str),
     sim: Option<&Report>,
     real: Option<&Report>,
     real_asked: bool,
 ) -> String {
     let mut out = format!(
-        "{file}: fixed-priority analysis, {}; times in ms\n\n",
+        "{file}: fixed-priority analysis, {}{protocols}; times in ms\n\n",
         report.protocol
     );
     out.push_str(&bounds_table(report));

@@ -87,6 +87,45 @@ pub fn read_scenario(path: &Path) -> Result<(String, Scenario), CliError> {
     Ok((file, scenario))
 }
 
+/// Reads a scenario file and applies `--protocol NAME=P` overrides to it
+/// (an override that names no mutex is bad input, exit 2).
+pub fn read_scenario_with(
+    path: &Path,
+    overrides: &[heir_scenario::protocols::Override],
+) -> Result<(String, Scenario), CliError> {
+    let (file, mut scenario) = read_scenario(path)?;
+    heir_scenario::protocols::apply(&mut scenario, overrides)
+        .map_err(|e| CliError::bad_input(anyhow!("{file}: {e}")))?;
+    Ok((file, scenario))
+}
+
+/// Parses one `--protocol NAME=P`.
+pub fn parse_override(s: &str) -> Result<heir_scenario::protocols::Override, String> {
+    heir_scenario::protocols::Override::parse(s)
+}
+
+/// `, protocols all=bwi m=none` for a header line; empty without overrides.
+pub fn overrides_shown(raw: &[heir_scenario::protocols::Override]) -> String {
+    use heir_scenario::protocols::Choice;
+    if raw.is_empty() {
+        return String::new();
+    }
+    let words: Vec<String> = raw
+        .iter()
+        .map(|o| {
+            let p = match o.protocol {
+                Choice::Ceiling => "ceiling".to_string(),
+                Choice::Exactly(heir_scenario::MutexProtocol::Ceiling { ceiling }) => {
+                    format!("ceiling:{ceiling}")
+                }
+                Choice::Exactly(p) => p.name().to_string(),
+            };
+            format!("{}={p}", o.mutex.as_deref().unwrap_or("all"))
+        })
+        .collect();
+    format!(", protocols {}", words.join(" "))
+}
+
 /// Parses `--duration`: seconds (a positive decimal, at least 1 µs) into
 /// whole µs, within heir's time limit — the rule `global.duration` obeys,
 /// with the same message.

@@ -27,8 +27,8 @@ use heir::run::{run, Placement, RunConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    apply_lines, deadlock_line, on_off, parse_seconds, print_json, print_run_note, read_scenario,
-    report_table, run_error, run_json, thread_scheds,
+    apply_lines, deadlock_line, on_off, overrides_shown, parse_override, parse_seconds, print_json,
+    print_run_note, read_scenario_with, report_table, run_error, run_json, thread_scheds,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -47,6 +47,11 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
+    /// A mutex protocol instead of the file's: NAME=P for one mutex, all=P
+    /// for every mutex (later ones win); P is none, inherit, bwi, ceiling
+    /// (the file's ceiling, or the highest locker's priority) or ceiling:N.
+    #[arg(long = "protocol", value_name = "NAME=P", value_parser = parse_override)]
+    pub protocol: Vec<heir_scenario::protocols::Override>,
     /// Where the file's CPUs run: `free` moves a CPU that another
     /// program's real-time threads (or another heir run) use to a free one,
     /// `as-written` keeps the file's numbers; both say so on stderr.
@@ -65,7 +70,7 @@ pub enum PlacementArg {
 
 /// Runs `heir run`.
 pub fn main(args: Args) -> CliResult {
-    let (file, scenario) = read_scenario(&args.file)?;
+    let (file, scenario) = read_scenario_with(&args.file, &args.protocol)?;
     let config = RunConfig {
         duration_us: args.duration,
         pi_cv: args.pi_cv.map(OnOff::enabled),
@@ -84,10 +89,11 @@ pub fn main(args: Args) -> CliResult {
         print_json(&json).map_err(CliError::failure)?;
     } else {
         print!(
-            "{file}: mode {}, ran {:.3} s, pi_cv {}\nresponse times in ms\n\n{}",
+            "{file}: mode {}, ran {:.3} s, pi_cv {}{}\nresponse times in ms\n\n{}",
             report.mode,
             report.duration_us / 1e6,
             on_off(pi_cv),
+            overrides_shown(&args.protocol),
             report_table(report, &thread_scheds(&scenario)).render()
         );
         if let Some(line) = deadlock_line(report) {

@@ -20,8 +20,8 @@ use heir_sim::{Report, SimConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    deadlock_line, on_off, parse_seconds, print_json, read_scenario, report_table, sim_error,
-    sim_json, thread_scheds, RunOutputs,
+    deadlock_line, on_off, overrides_shown, parse_override, parse_seconds, print_json,
+    read_scenario_with, report_table, sim_error, sim_json, thread_scheds, RunOutputs,
 };
 use crate::{CliError, CliResult};
 
@@ -62,6 +62,11 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
+    /// A mutex protocol instead of the file's: NAME=P for one mutex, all=P
+    /// for every mutex (later ones win); P is none, inherit, bwi, ceiling
+    /// (the file's ceiling, or the highest locker's priority) or ceiling:N.
+    #[arg(long = "protocol", value_name = "NAME=P", value_parser = parse_override)]
+    pub protocol: Vec<heir_scenario::protocols::Override>,
     /// Number of simulated CPUs (1 to 1024); every CPU the file names must
     /// be below it. Default: 1 + the largest CPU number the file names.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CPUS)))]
@@ -87,7 +92,7 @@ fn parse_ms(s: &str) -> Result<f64, String> {
 
 /// Runs `heir sim`.
 pub fn main(args: Args) -> CliResult {
-    let (file, scenario) = read_scenario(&args.file)?;
+    let (file, scenario) = read_scenario_with(&args.file, &args.protocol)?;
     let config = SimConfig {
         seed: args.seed,
         duration_us: args.duration,
@@ -96,7 +101,11 @@ pub fn main(args: Args) -> CliResult {
     };
     let seed = config.seed.unwrap_or(scenario.global.seed);
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
-    let title = format!("{file}: simulated, PI-CV {}, seed {seed}", on_off(pi_cv));
+    let title = format!(
+        "{file}: simulated, PI-CV {}, seed {seed}{}",
+        on_off(pi_cv),
+        overrides_shown(&args.protocol)
+    );
     if args.svg_span <= 0.0 {
         return Err(CliError::bad_input(anyhow!("--svg-span must be positive")));
     }
@@ -121,7 +130,14 @@ pub fn main(args: Args) -> CliResult {
     } else {
         print!(
             "{}",
-            text_report(&file, seed, pi_cv, cpus, &report, &thread_scheds(&scenario))
+            text_report(
+                &file,
+                seed,
+                (pi_cv, &overrides_shown(&args.protocol)),
+                cpus,
+                &report,
+                &thread_scheds(&scenario),
+            )
         );
         for path in &written {
             println!("wrote {}", path.display());
@@ -135,13 +151,13 @@ pub fn main(args: Args) -> CliResult {
 fn text_report(
     file: &str,
     seed: u64,
-    pi_cv: bool,
+    (pi_cv, protocols): (bool, &str),
     cpus: u32,
     report: &Report,
     scheds: &[(String, String)],
 ) -> String {
     let mut out = format!(
-        "{file}: mode {}, simulated {:.3} s on {cpus} CPU{}, seed {seed}, pi_cv {}\nresponse times in ms\n\n",
+        "{file}: mode {}, simulated {:.3} s on {cpus} CPU{}, seed {seed}, pi_cv {}{protocols}\nresponse times in ms\n\n",
         report.mode,
         report.duration_us / 1e6,
         if cpus == 1 { "" } else { "s" },

@@ -8,6 +8,8 @@ mod bad_input;
 mod deadlock;
 #[path = "cli/demo.rs"]
 mod demo;
+#[path = "cli/protocols.rs"]
+mod protocols;
 #[path = "cli/reliability.rs"]
 mod reliability;
 #[path = "cli/run_errors.rs"]

@@ -742,7 +742,7 @@ fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
             // Inheritance is the kernel's own (a PI futex); the other
             // protocols are the engine's, mapped as every face maps them.
             ResourceKind::Mutex { protocol } => match protocol {
-                MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
+                MutexProtocol::Inherit | MutexProtocol::Bwi => Res::Pi(RawPiMutex::new()),
                 p => Res::Engine(RawEngineMutex::new(engine::protocol(p))),
             },
             ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),

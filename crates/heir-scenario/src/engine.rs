@@ -34,11 +34,13 @@ pub fn urgency(s: &Sched) -> Urgency {
 }
 
 /// The engine's protocol of a scenario mutex (a ceiling is a real-time
-/// priority, clamped to 1..=99).
+/// priority, clamped to 1..=99; `bwi` lends urgency as `inherit`).
 pub fn protocol(p: &MutexProtocol) -> Protocol {
     match p {
         MutexProtocol::None => Protocol::None,
-        MutexProtocol::Inherit => Protocol::Inherit,
+        // M-BWI lends urgency as inheritance does; what it adds (whose
+        // budget the owner consumes, spinning waiters) is the faces' part.
+        MutexProtocol::Inherit | MutexProtocol::Bwi => Protocol::Inherit,
         MutexProtocol::Ceiling { ceiling } => {
             Protocol::Ceiling(Urgency::fixed((*ceiling).clamp(1, 99) as u8))
         }

@@ -41,6 +41,7 @@ pub mod json;
 pub mod limits;
 pub mod messages;
 pub mod model;
+pub mod protocols;
 
 pub use model::*;
 

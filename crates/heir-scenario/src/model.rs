@@ -297,6 +297,24 @@ pub enum MutexProtocol {
         /// The real-time priority (1..=99) a holder runs at.
         ceiling: i32,
     },
+    /// heir: multiprocessor bandwidth inheritance (seed 001, M-BWI): a
+    /// blocked `SCHED_DEADLINE` waiter lends its (budget, deadline) pair to
+    /// the owner, and busy-waits while the owner runs on another CPU. With
+    /// fixed priorities it behaves as [`MutexProtocol::Inherit`].
+    Bwi,
+}
+
+impl MutexProtocol {
+    /// The name the scenario file uses (`"none"`, `"inherit"`, `"ceiling"`,
+    /// `"bwi"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            MutexProtocol::None => "none",
+            MutexProtocol::Inherit => "inherit",
+            MutexProtocol::Ceiling { .. } => "ceiling",
+            MutexProtocol::Bwi => "bwi",
+        }
+    }
 }
 
 /// A named resource.

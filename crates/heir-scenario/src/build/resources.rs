@@ -116,8 +116,9 @@ impl Builder<'_> {
             return Ok(default);
         };
         let p_path = key_path(path, "protocol");
-        match p.value.as_ref().and_then(Value::as_str) {
-            Some("inherit") | Some("none") => {
+        let name = p.value.as_ref().and_then(Value::as_str);
+        match name {
+            Some(n @ ("inherit" | "none" | "bwi")) => {
                 if let Some(c) = ceiling {
                     return fail(
                         c.key_span.start,
@@ -125,13 +126,11 @@ impl Builder<'_> {
                         "\"ceiling\" needs \"protocol\": \"ceiling\"",
                     );
                 }
-                Ok(
-                    if p.value.as_ref().and_then(Value::as_str) == Some("inherit") {
-                        MutexProtocol::Inherit
-                    } else {
-                        MutexProtocol::None
-                    },
-                )
+                Ok(match n {
+                    "inherit" => MutexProtocol::Inherit,
+                    "bwi" => MutexProtocol::Bwi,
+                    _ => MutexProtocol::None,
+                })
             }
             Some("ceiling") => {
                 let Some(c) = ceiling else {
@@ -154,7 +153,11 @@ impl Builder<'_> {
                     ),
                 }
             }
-            _ => Err(expected(p, p_path, "\"inherit\", \"ceiling\" or \"none\"")),
+            _ => Err(expected(
+                p,
+                p_path,
+                "\"inherit\", \"bwi\", \"ceiling\" or \"none\"",
+            )),
         }
     }
 

@@ -134,7 +134,7 @@ fn declaration_errors() {
         (r#""R": {"type": "mutex", "protocol": "ceiling", "ceiling": 0}"#, "resources.R.ceiling", "expected a ceiling priority (an integer 1..=99), found 0"),
         (r#""R": {"type": "mutex", "ceiling": 50}"#, "resources.R.ceiling", "\"ceiling\" needs \"protocol\": \"ceiling\""),
         (r#""R": {"type": "mutex", "protocol": "inherit", "ceiling": 50}"#, "resources.R.ceiling", "\"ceiling\" needs \"protocol\": \"ceiling\""),
-        (r#""R": {"type": "mutex", "protocol": "pip"}"#, "resources.R.protocol", "expected \"inherit\", \"ceiling\" or \"none\", found \"pip\""),
+        (r#""R": {"type": "mutex", "protocol": "pip"}"#, "resources.R.protocol", "expected \"inherit\", \"bwi\", \"ceiling\" or \"none\", found \"pip\""),
         (r#""R": {"type": "mutex", "helpers": []}"#, "resources.R.helpers", "unknown key \"helpers\" in a mutex: expected \"type\", \"protocol\", \"ceiling\""),
         (r#""R": {"type": "semaphore"}"#, "resources.R.type", "unknown resource type \"semaphore\": expected \"mutex\", \"cond\" (or rt-app's \"wait\"), \"queue\" or \"barrier\""),
         (r#""R": {"type": "endpoint"}"#, "resources.R.type", "endpoints are not declared: \"call\" and \"serve\" events create them"),
