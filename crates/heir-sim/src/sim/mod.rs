@@ -536,7 +536,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 ));
             }
             let t = self.index_of(th);
-            if th.status != Status::Running && Some(th.rank) != self.rank_for(t) && !th.dl.parked {
+            if th.queued && Some(th.rank) != self.rank_for(t) {
                 return Err(format!("{name}: stale run-queue rank"));
             }
             if (th.status == Status::Ready) != (th.queued || th.dl.parked) {
