@@ -149,8 +149,10 @@ fn fig13(cpu: u32, iters: usize) {
 /// mutex and two condition variables, `rounds` times; the reply condition
 /// has a helper per `mode`: none, the server (`Some((boost, false))`), or
 /// an idle third thread (`Some((boost, true))`: the server's signal is not
-/// the named helper's). Returns µs per round trip.
-fn boost_round(cpu: u32, mode: Option<(Boost, bool)>, rounds: u32) -> f64 {
+/// the named helper's). Returns µs per round trip: wall clock, and CPU time
+/// of the waiter and the server together (what the protocol costs,
+/// whichever order the scheduler runs them in).
+fn boost_round(cpu: u32, mode: Option<(Boost, bool)>, rounds: u32) -> (f64, f64) {
     let m = Arc::new(PiMutex::new(0u32));
     let req = Arc::new(PiCondvar::new());
     let resp = Arc::new(PiCondvar::with_boost(mode.map_or(Boost::User, |(b, _)| b)).expect("cv"));
@@ -166,17 +168,19 @@ fn boost_round(cpu: u32, mode: Option<(Boost, bool)>, rounds: u32) -> f64 {
     let (stid_tx, stid_rx) = std::sync::mpsc::channel();
     let server = spawn_fifo(cpu, 10, move || {
         let _ = stid_tx.send(heir::thread::current_tid());
+        let c0 = cpu_ns();
         for i in 0..rounds {
             let mut g = m2.lock().expect("lock");
             while *g != 2 * i + 1 {
                 rq2.wait_until(&mut g, limit).expect("wait");
                 if now_ns() > limit {
-                    return;
+                    return 0;
                 }
             }
             *g += 1;
             rs2.signal().expect("signal");
         }
+        cpu_ns() - c0
     });
     let server_tid = stid_rx.recv().expect("tid");
     match mode {
@@ -184,8 +188,8 @@ fn boost_round(cpu: u32, mode: Option<(Boost, bool)>, rounds: u32) -> f64 {
         Some((_, true)) => resp.helpers_add(idle_tid).expect("helper"),
         None => {}
     }
-    let us = spawn_fifo(cpu, 30, move || {
-        let start = now_ns();
+    let (wall, w_cpu) = spawn_fifo(cpu, 30, move || {
+        let (start, c0) = (now_ns(), cpu_ns());
         for i in 0..rounds {
             let mut g = m.lock().expect("lock");
             *g = 2 * i + 1;
@@ -193,18 +197,19 @@ fn boost_round(cpu: u32, mode: Option<(Boost, bool)>, rounds: u32) -> f64 {
             while *g != 2 * i + 2 {
                 resp.wait_until(&mut g, limit).expect("wait");
                 if now_ns() > limit {
-                    return 0.0;
+                    return (0, 0);
                 }
             }
         }
-        (now_ns() - start) as f64 / 1000.0 / rounds as f64
+        (now_ns() - start, cpu_ns() - c0)
     })
     .join()
     .expect("waiter");
-    let _ = server.join();
+    let s_cpu = server.join().unwrap_or(0);
     drop(idle_tx);
     let _ = idle.join();
-    us
+    let per = |ns: u64| ns as f64 / 1000.0 / rounds as f64;
+    (per(wall), per(w_cpu + s_cpu))
 }
 
 fn boost(cpu: u32, rounds: u32) {
@@ -212,30 +217,26 @@ fn boost(cpu: u32, rounds: u32) {
     let best = |mode| {
         (0..3)
             .map(|_| boost_round(cpu, mode, rounds))
-            .fold(f64::MAX, f64::min)
+            .fold((f64::MAX, f64::MAX), |a, b| (a.0.min(b.0), a.1.min(b.1)))
     };
     let none = best(None);
-    let user = best(Some((Boost::User, false)));
-    let kernel = best(Some((Boost::Kernel, false)));
-    let user_other = best(Some((Boost::User, true)));
-    let kernel_other = best(Some((Boost::Kernel, true)));
-    println!("no helper                         {none:>8.2}");
-    println!(
-        "helper = server, sched_setattr    {user:>8.2}   (+{:.2} per boosted wait)",
-        user - none
-    );
-    println!(
-        "helper = server, kernel           {kernel:>8.2}   (+{:.2})",
-        kernel - none
-    );
-    println!(
-        "helper = idle thread, sched_setattr {user_other:>6.2}   (+{:.2})",
-        user_other - none
-    );
-    println!(
-        "helper = idle thread, kernel (kick) {kernel_other:>6.2}   (+{:.2})",
-        kernel_other - none
-    );
+    println!("{:<38} {:>8} {:>8} {:>10}", "", "wall", "CPU", "CPU - none");
+    for (name, mode) in [
+        ("no helper", None),
+        ("helper = server, sched_setattr", Some((Boost::User, false))),
+        ("helper = server, kernel", Some((Boost::Kernel, false))),
+        (
+            "helper = idle thread, sched_setattr",
+            Some((Boost::User, true)),
+        ),
+        (
+            "helper = idle thread, kernel (kick)",
+            Some((Boost::Kernel, true)),
+        ),
+    ] {
+        let (w, c) = if mode.is_none() { none } else { best(mode) };
+        println!("{name:<38} {w:>8.2} {c:>8.2} {:>10.2}", c - none.1);
+    }
 }
 
 /// The thread's CPU time (ns): what a system call cost it, sleeping aside.
