@@ -8,9 +8,21 @@
 //!    with `PTHREAD_PRIO_INHERIT`; PiCondvar signal without waiters vs
 //!    `pthread_cond_signal`; a two-thread wait/signal ping-pong on each.
 //!
-//! All threads are SCHED_FIFO and pinned to the last CPU; every loop is
-//! bounded in count and time. Without SCHED_FIFO permission the real-time
-//! parts print why and are skipped. `HEIR_BENCH_QUICK=1` shortens the runs.
+//! 3. `boost`: the cost of lending one helper a waiter's priority per
+//!    wait/signal round trip — `sched_setattr` (`Boost::User`) against the
+//!    kernel (`Boost::Kernel`, signalled by the helper itself or by another
+//!    thread), against no helper at all.
+//! 4. `chain`: seed 001 Figs. 7-8 analogue — CPU time of a blocking
+//!    `FUTEX_LOCK_PI` at the head of a chain of 1..8 blocked PI futex
+//!    owners (the kernel walks and boosts the chain) and of the
+//!    `FUTEX_UNLOCK_PI` at its end, SCHED_FIFO and SCHED_DEADLINE.
+//!
+//! All threads are SCHED_FIFO and pinned to the last CPU (deadline threads:
+//! unpinned, as the kernel requires); every loop is bounded in count and
+//! time. Without SCHED_FIFO permission the real-time parts print why and
+//! are skipped. `HEIR_BENCH_QUICK=1` shortens the runs. Arguments that do
+//! not start with `-` select sections by name (`uncontended`, `pingpong`,
+//! `fig13`, `boost`, `chain`): `cargo bench -p heir-rt --bench rt -- boost`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -18,7 +30,7 @@ use std::time::Instant;
 
 use heir::caps::Capabilities;
 use heir::sys::{self, now_ns};
-use heir::{PiCondvar, PiMutex, PrioQueue, Urgency};
+use heir::{Boost, PiCondvar, PiMutex, PrioQueue, Urgency};
 
 fn spawn_fifo<T: Send + 'static>(
     cpu: u32,
@@ -41,9 +53,10 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 
 /// One Fig. 13 point: mean and sd of the round trip (µs) with `helpers`
 /// consumers.
-fn ping_pong(cpu: u32, helpers: usize, pi_cv: bool, iters: usize) -> (f64, f64) {
-    let req = Arc::new(PrioQueue::<u32>::new(64));
-    let resp = Arc::new(PrioQueue::<u32>::new(64));
+fn ping_pong(cpu: u32, helpers: usize, pi_cv: Option<Boost>, iters: usize) -> (f64, f64) {
+    let boost = pi_cv.unwrap_or_default();
+    let req = Arc::new(PrioQueue::<u32>::with_boost(64, boost).expect("queue"));
+    let resp = Arc::new(PrioQueue::<u32>::with_boost(64, boost).expect("queue"));
     let limit = now_ns() + 60_000_000_000;
     let mut hs = Vec::new();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -63,7 +76,7 @@ fn ping_pong(cpu: u32, helpers: usize, pi_cv: bool, iters: usize) -> (f64, f64) 
     }
     drop(tx);
     let tids: Vec<i32> = rx.iter().take(helpers).collect();
-    if pi_cv {
+    if pi_cv.is_some() {
         for &t in &tids {
             resp.add_producer(t).expect("helper");
         }
@@ -107,28 +120,331 @@ fn slope(xs: &[f64], ys: &[f64]) -> f64 {
 fn fig13(cpu: u32, iters: usize) {
     println!("## Fig. 13: client (FIFO 30) <-> N helpers (FIFO 10), one CPU, {iters} round trips per point");
     println!(
-        "{:>3}  {:>12}  {:>8}  {:>12}  {:>8}  {:>8}",
-        "N", "no PI-CV µs", "sd", "PI-CV µs", "sd", "+%"
+        "{:>3}  {:>12}  {:>8}  {:>12}  {:>8}  {:>12}  {:>8}",
+        "N", "no PI-CV µs", "sd", "user µs", "sd", "kernel µs", "sd"
     );
-    let (mut xs, mut off_m, mut on_m) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut xs, mut off_m, mut on_m, mut k_m) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for n in [1usize, 2, 4, 6, 8, 10, 12, 14, 16] {
-        let (m0, s0) = ping_pong(cpu, n, false, iters);
-        let (m1, s1) = ping_pong(cpu, n, true, iters);
-        println!(
-            "{n:>3}  {m0:>12.2}  {s0:>8.2}  {m1:>12.2}  {s1:>8.2}  {:>8.1}",
-            (m1 / m0 - 1.0) * 100.0
-        );
+        let (m0, s0) = ping_pong(cpu, n, None, iters);
+        let (m1, s1) = ping_pong(cpu, n, Some(Boost::User), iters);
+        let (m2, s2) = ping_pong(cpu, n, Some(Boost::Kernel), iters);
+        println!("{n:>3}  {m0:>12.2}  {s0:>8.2}  {m1:>12.2}  {s1:>8.2}  {m2:>12.2}  {s2:>8.2}");
         xs.push(n as f64);
         off_m.push(m0);
         on_m.push(m1);
+        k_m.push(m2);
     }
-    let extra: Vec<f64> = on_m.iter().zip(&off_m).map(|(a, b)| a - b).collect();
+    let extra = |v: &[f64]| -> Vec<f64> { v.iter().zip(&off_m).map(|(a, b)| a - b).collect() };
     println!(
-        "slope: no PI-CV {:.3} µs/helper, PI-CV {:.3} µs/helper, PI-CV overhead {:.3} µs/helper (paper, in kernel: ~0.4)",
+        "slope: no PI-CV {:.3} µs/helper; user {:.3} (overhead {:.3}); kernel {:.3} (overhead {:.3}) µs/helper (paper, in kernel: ~0.4)",
         slope(&xs, &off_m),
         slope(&xs, &on_m),
-        slope(&xs, &extra)
+        slope(&xs, &extra(&on_m)),
+        slope(&xs, &k_m),
+        slope(&xs, &extra(&k_m))
     );
+}
+
+/// One waiter (FIFO 30) and one server (FIFO 10) alternate through a PI
+/// mutex and two condition variables, `rounds` times; the reply condition
+/// has a helper per `mode`: none, the server (`Some((boost, false))`), or
+/// an idle third thread (`Some((boost, true))`: the server's signal is not
+/// the named helper's). Returns µs per round trip: wall clock, and CPU time
+/// of the waiter and the server together (what the protocol costs,
+/// whichever order the scheduler runs them in).
+fn boost_round(cpu: u32, mode: Option<(Boost, bool)>, rounds: u32) -> (f64, f64) {
+    let m = Arc::new(PiMutex::new(0u32));
+    let req = Arc::new(PiCondvar::new());
+    let resp = Arc::new(PiCondvar::with_boost(mode.map_or(Boost::User, |(b, _)| b)).expect("cv"));
+    let limit = now_ns() + 30_000_000_000;
+    let (idle_tx, idle_rx) = std::sync::mpsc::channel::<()>();
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let idle = spawn_fifo(cpu, 10, move || {
+        let _ = tid_tx.send(heir::thread::current_tid());
+        let _ = idle_rx.recv();
+    });
+    let idle_tid = tid_rx.recv().expect("tid");
+    let (m2, rq2, rs2) = (m.clone(), req.clone(), resp.clone());
+    let (stid_tx, stid_rx) = std::sync::mpsc::channel();
+    let server = spawn_fifo(cpu, 10, move || {
+        let _ = stid_tx.send(heir::thread::current_tid());
+        let c0 = cpu_ns();
+        for i in 0..rounds {
+            let mut g = m2.lock().expect("lock");
+            while *g != 2 * i + 1 {
+                rq2.wait_until(&mut g, limit).expect("wait");
+                if now_ns() > limit {
+                    return 0;
+                }
+            }
+            *g += 1;
+            rs2.signal().expect("signal");
+        }
+        cpu_ns() - c0
+    });
+    let server_tid = stid_rx.recv().expect("tid");
+    match mode {
+        Some((_, false)) => resp.helpers_add(server_tid).expect("helper"),
+        Some((_, true)) => resp.helpers_add(idle_tid).expect("helper"),
+        None => {}
+    }
+    let (wall, w_cpu) = spawn_fifo(cpu, 30, move || {
+        let (start, c0) = (now_ns(), cpu_ns());
+        for i in 0..rounds {
+            let mut g = m.lock().expect("lock");
+            *g = 2 * i + 1;
+            req.signal().expect("signal");
+            while *g != 2 * i + 2 {
+                resp.wait_until(&mut g, limit).expect("wait");
+                if now_ns() > limit {
+                    return (0, 0);
+                }
+            }
+        }
+        (now_ns() - start, cpu_ns() - c0)
+    })
+    .join()
+    .expect("waiter");
+    let s_cpu = server.join().unwrap_or(0);
+    drop(idle_tx);
+    let _ = idle.join();
+    let per = |ns: u64| ns as f64 / 1000.0 / rounds as f64;
+    (per(wall), per(w_cpu + s_cpu))
+}
+
+fn boost(cpu: u32, rounds: u32) {
+    println!("## boost: waiter FIFO 30 <-> server FIFO 10 on CPU {cpu}, µs per round trip (best of 3 runs of {rounds})");
+    let best = |mode| {
+        (0..3)
+            .map(|_| boost_round(cpu, mode, rounds))
+            .fold((f64::MAX, f64::MAX), |a, b| (a.0.min(b.0), a.1.min(b.1)))
+    };
+    let none = best(None);
+    println!("{:<38} {:>8} {:>8} {:>10}", "", "wall", "CPU", "CPU - none");
+    for (name, mode) in [
+        ("no helper", None),
+        ("helper = server, sched_setattr", Some((Boost::User, false))),
+        ("helper = server, kernel", Some((Boost::Kernel, false))),
+        (
+            "helper = idle thread, sched_setattr",
+            Some((Boost::User, true)),
+        ),
+        (
+            "helper = idle thread, kernel (kick)",
+            Some((Boost::Kernel, true)),
+        ),
+    ] {
+        let (w, c) = if mode.is_none() { none } else { best(mode) };
+        println!("{name:<38} {w:>8.2} {c:>8.2} {:>10.2}", c - none.1);
+    }
+}
+
+/// The thread's CPU time (ns): what a system call cost it, sleeping aside.
+fn cpu_ns() -> u64 {
+    sys::thread_cpu_ns()
+}
+
+/// Scheduling of one chain thread: SCHED_FIFO at `prio` pinned to `cpu`,
+/// or SCHED_DEADLINE (tiny runtime) with relative deadline `dl_ms` ms.
+#[derive(Clone, Copy)]
+enum Class {
+    Fifo { cpu: u32, prio: u8 },
+    Deadline { dl_ms: u64 },
+}
+
+impl Class {
+    fn enter(self) -> Result<(), sys::Errno> {
+        match self {
+            Class::Fifo { cpu, prio } => {
+                sys::set_affinity(0, &[cpu])?;
+                sys::sched_setattr(0, &heir::sched::fifo(prio))
+            }
+            Class::Deadline { dl_ms } => sys::sched_setattr(
+                0,
+                &sys::SchedAttr {
+                    sched_policy: sys::SCHED_DEADLINE,
+                    sched_runtime: 300_000,
+                    sched_deadline: dl_ms * 1_000_000,
+                    sched_period: 20_000_000,
+                    ..Default::default()
+                },
+            ),
+        }
+    }
+    /// Back to SCHED_OTHER — from the thread itself, while it runs.
+    fn leave(self) {
+        let _ = sys::sched_setattr(0, &heir::sched::other(0));
+    }
+}
+
+fn release(word: &AtomicU32, me: u32) {
+    if word
+        .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
+        .is_err()
+    {
+        let _ = sys::futex_unlock_pi(word);
+    }
+}
+
+fn waiters(word: &AtomicU32) -> bool {
+    word.load(Ordering::Relaxed) & sys::FUTEX_WAITERS != 0
+}
+
+/// Polls until `f` holds (sleeping 20 µs), or the bound passes.
+fn until(limit: u64, f: impl Fn() -> bool) -> bool {
+    while !f() {
+        if now_ns() > limit {
+            return false;
+        }
+        sys::sleep_until(now_ns() + 20_000);
+    }
+    true
+}
+
+/// Chain of `depth` PI futexes: thread i (1..=depth) holds word i and
+/// blocks on word i+1 (the last one holds its word and waits for a
+/// message); thread 0 then locks word 1. Returns the median CPU ns of
+/// thread 0's `FUTEX_LOCK_PI` (walks and boosts the chain, sleeps, is woken
+/// owning the word) and of the last thread's `FUTEX_UNLOCK_PI` (hands its
+/// word over, loses its boost), or `None` if a thread could not get its
+/// class or the run overran its bound.
+fn chain_run(depth: usize, class: impl Fn(usize) -> Class, iters: usize) -> Option<(f64, f64)> {
+    use std::sync::mpsc::channel;
+    let words: Arc<Vec<AtomicU32>> = Arc::new((0..=depth + 1).map(|_| AtomicU32::new(0)).collect());
+    let limit = now_ns() + 60_000_000_000;
+    let (res_tx, res_rx) = channel::<(usize, Option<u64>)>();
+    let mut gos = Vec::new();
+    let mut handles = Vec::new();
+    let (ready_tx, ready_rx) = channel::<bool>();
+    for i in 0..=depth {
+        let (go_tx, go_rx) = channel::<bool>();
+        gos.push(go_tx);
+        let (w, res, ready, c) = (words.clone(), res_tx.clone(), ready_tx.clone(), class(i));
+        handles.push(std::thread::spawn(move || {
+            let ok = c.enter().is_ok();
+            let _ = ready.send(ok);
+            if !ok {
+                return;
+            }
+            let me = sys::gettid() as u32;
+            while let Ok(true) = go_rx.recv() {
+                if i == 0 {
+                    let t = cpu_ns();
+                    let r = sys::futex_lock_pi(&w[1], Some(limit));
+                    let cost = cpu_ns() - t;
+                    if r == 0 {
+                        release(&w[1], me);
+                    }
+                    let _ = res.send((0, (r == 0).then_some(cost)));
+                    continue;
+                }
+                let _ = w[i].compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed);
+                let _ = res.send((i, None));
+                if i < depth {
+                    if sys::futex_lock_pi(&w[i + 1], Some(limit)) == 0 {
+                        release(&w[i + 1], me);
+                    }
+                    release(&w[i], me);
+                } else {
+                    // Told to release the chain's end.
+                    let _ = go_rx.recv();
+                    let t = cpu_ns();
+                    release(&w[i], me);
+                    let _ = res.send((i, Some(cpu_ns() - t)));
+                }
+            }
+            c.leave();
+        }));
+    }
+    let all_ready = (0..=depth).all(|_| ready_rx.recv().unwrap_or(false));
+    let mut locks = Vec::new();
+    let mut unlocks = Vec::new();
+    if all_ready {
+        'it: for _ in 0..iters {
+            for i in (1..=depth).rev() {
+                let _ = gos[i].send(true);
+                let _ = res_rx.recv();
+                if i < depth && !until(limit, || waiters(&words[i + 1])) {
+                    break 'it;
+                }
+            }
+            let _ = gos[0].send(true);
+            if !until(limit, || waiters(&words[1])) {
+                break;
+            }
+            let _ = gos[depth].send(true);
+            for _ in 0..2 {
+                match res_rx.recv() {
+                    Ok((0, Some(c))) => locks.push(c as f64),
+                    Ok((_, Some(c))) => unlocks.push(c as f64),
+                    _ => break 'it,
+                }
+            }
+        }
+    }
+    for g in &gos {
+        let _ = g.send(false);
+    }
+    drop(gos);
+    for h in handles {
+        let _ = h.join();
+    }
+    if !all_ready || locks.len() < iters {
+        return None;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Some((median(&mut locks), median(&mut unlocks)))
+}
+
+fn chain(cpu: u32, iters: usize) {
+    let overhead = {
+        let mut v: Vec<u64> = (0..1000)
+            .map(|_| {
+                let t = cpu_ns();
+                cpu_ns() - t
+            })
+            .collect();
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    println!("## chain: CPU ns of FUTEX_LOCK_PI at the head / FUTEX_UNLOCK_PI at the end of a chain of N blocked owners (median of {iters}; clock read {overhead} ns included)");
+    println!(
+        "{:>3}  {:>14}  {:>14}  {:>14}  {:>14}  {:>10}",
+        "N", "fifo+pi lock", "fifo+pi unlock", "dl+pi lock", "dl+pi unlock", "bwi"
+    );
+    for depth in 1..=8usize {
+        let fifo = chain_run(
+            depth,
+            |i| Class::Fifo {
+                cpu,
+                prio: if i == 0 { 50 } else { 40 - i as u8 },
+            },
+            iters,
+        );
+        let dl = chain_run(
+            depth,
+            |i| Class::Deadline {
+                dl_ms: 2 + i as u64,
+            },
+            iters,
+        );
+        let f = |x: Option<(f64, f64)>, k: usize| {
+            x.map_or("n/a".to_string(), |v| {
+                format!("{:.0}", if k == 0 { v.0 } else { v.1 })
+            })
+        };
+        println!(
+            "{depth:>3}  {:>14}  {:>14}  {:>14}  {:>14}  {:>10}",
+            f(fifo, 0),
+            f(fifo, 1),
+            f(dl, 0),
+            f(dl, 1),
+            "TODO"
+        );
+    }
 }
 
 fn per_op(n: u64, f: impl FnMut()) -> f64 {
@@ -309,9 +625,17 @@ fn glibc_pingpong(cpu: u32, rounds: u32) -> f64 {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; any other flag is ignored.
+    // `cargo bench` passes `--bench`; other flags are ignored, other words
+    // select sections.
+    let names: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let want = |s: &str| names.is_empty() || names.iter().any(|n| s.contains(n.as_str()));
     let quick = std::env::var_os("HEIR_BENCH_QUICK").is_some();
-    uncontended(if quick { 100_000 } else { 2_000_000 });
+    if want("uncontended") {
+        uncontended(if quick { 100_000 } else { 2_000_000 });
+    }
     let caps = Capabilities::detect();
     if let Some(why) = caps.realtime_missing() {
         println!("real-time benchmarks skipped: {why}");
@@ -319,11 +643,21 @@ fn main() {
     }
     let cpu = caps.test_cpu();
     let rounds = if quick { 2_000 } else { 20_000 };
-    println!("## wait/signal ping-pong, two SCHED_FIFO 20 threads on CPU {cpu}, µs per round (2 waits + 2 signals), {rounds} rounds");
-    println!(
-        "PiCondvar+PiMutex {:>8.2}   pthread_cond+pthread_mutex(PRIO_INHERIT) {:>8.2}",
-        heir_pingpong(cpu, rounds),
-        glibc_pingpong(cpu, rounds)
-    );
-    fig13(cpu, if quick { 500 } else { 5_000 });
+    if want("pingpong") {
+        println!("## wait/signal ping-pong, two SCHED_FIFO 20 threads on CPU {cpu}, µs per round (2 waits + 2 signals), {rounds} rounds");
+        println!(
+            "PiCondvar+PiMutex {:>8.2}   pthread_cond+pthread_mutex(PRIO_INHERIT) {:>8.2}",
+            heir_pingpong(cpu, rounds),
+            glibc_pingpong(cpu, rounds)
+        );
+    }
+    if want("boost") {
+        boost(cpu, rounds);
+    }
+    if want("fig13") {
+        fig13(cpu, if quick { 500 } else { 5_000 });
+    }
+    if want("chain") {
+        chain(cpu, if quick { 50 } else { 500 });
+    }
 }

@@ -91,6 +91,15 @@ int heir_mutex_destroy(heir_mutex_t *m);
 
 /* PI condition variables (abstime: CLOCK_MONOTONIC). */
 int heir_cond_init(heir_cond_t *c);
+/* How waiters boost helpers: HEIR_BOOST_USER (sched_setattr on each helper,
+ * as heir_cond_init) or HEIR_BOOST_KERNEL (the waiter sleeps in
+ * FUTEX_LOCK_PI on a word naming one helper: the kernel boosts it, priority
+ * or deadline, on along its PI futex chain; a signal by another thread ends
+ * the wait with SIGRTMAX - 2, whose no-op handler heir installs: EBUSY if
+ * the program has its own). EINVAL for another value. */
+#define HEIR_BOOST_USER 0
+#define HEIR_BOOST_KERNEL 1
+int heir_cond_init_boost(heir_cond_t *c, int boost);
 int heir_cond_wait(heir_cond_t *c, heir_mutex_t *m);
 int heir_cond_timedwait(heir_cond_t *c, heir_mutex_t *m, const struct timespec *abstime);
 int heir_cond_signal(heir_cond_t *c);

@@ -14,7 +14,7 @@ use std::ffi::c_void;
 use heir_core::{Protocol, Urgency};
 
 use crate::ceiling::RawEngineMutex;
-use crate::condvar::{PiCondvar, WaitResult};
+use crate::condvar::{Boost, PiCondvar, WaitResult};
 use crate::mutex::RawPiMutex;
 use crate::queue::PrioQueue;
 use crate::{thread, Error};
@@ -307,6 +307,41 @@ pub unsafe extern "C" fn heir_cond_init(c: *mut heir_cond_t) -> i32 {
     c.p = Box::into_raw(Box::new(PiCondvar::new())) as *mut c_void;
     c.magic = MAGIC_COND;
     0
+}
+
+/// `heir_cond_init_boost`'s `boost`: helpers boosted with `sched_setattr`
+/// ([`Boost::User`], as `heir_cond_init`).
+pub const HEIR_BOOST_USER: i32 = 0;
+/// `heir_cond_init_boost`'s `boost`: the kernel boosts a helper from a
+/// `FUTEX_LOCK_PI` wait ([`Boost::Kernel`]).
+pub const HEIR_BOOST_KERNEL: i32 = 1;
+
+/// Initialises a PI condition variable (no helpers) whose waiters boost
+/// its helpers as `boost` says (`HEIR_BOOST_USER` or `HEIR_BOOST_KERNEL`);
+/// `EINVAL` for another value, `EBUSY` if `HEIR_BOOST_KERNEL` finds the
+/// program's own handler on heir's wake signal (`SIGRTMAX - 2`).
+///
+/// # Safety
+/// `c` must be null or point at writable memory for a `heir_cond_t`.
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_init_boost(c: *mut heir_cond_t, boost: i32) -> i32 {
+    // SAFETY: the caller guarantees `c` is null or writable.
+    let Some(c) = (unsafe { c.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    let boost = match boost {
+        HEIR_BOOST_USER => Boost::User,
+        HEIR_BOOST_KERNEL => Boost::Kernel,
+        _ => return libc::EINVAL,
+    };
+    match PiCondvar::with_boost(boost) {
+        Ok(cv) => {
+            c.p = Box::into_raw(Box::new(cv)) as *mut c_void;
+            c.magic = MAGIC_COND;
+            0
+        }
+        Err(e) => e.errno(),
+    }
 }
 
 /// Waits on `c`; `m` (held by the caller) is released while waiting.

@@ -21,16 +21,78 @@
 //!   `signal` already chose it, the wait counts as woken (the signal is not
 //!   lost), else `cancel_wait` revokes its donation.
 //! - The associated mutex is re-acquired after waking (a PI futex lock).
+//!
+//! # Who boosts the helpers: [`Boost`]
+//!
+//! With [`Boost::User`] (the default) heir-rt applies every change the
+//! engine reports with `sched_setattr` on the helpers, as above. With
+//! [`Boost::Kernel`] the waiter sleeps instead in `FUTEX_LOCK_PI` on its own
+//! PI futex word (`ThreadShared::boost`), which holds the TID of one helper
+//! (the condition variable's first helper that is another live thread of
+//! this process): the kernel makes that helper the word's owner and boosts
+//! it to the waiter's priority — or deadline, which `sched_setattr` cannot
+//! lend — and on along its PI futex chain (a helper blocked on a
+//! [`crate::PiMutex`] boosts that mutex's owner), exactly as for a PI
+//! mutex. The engine still records the wait (wake order, cycles, chains
+//! through heir's own objects); `State::wanted` leaves the named helper's
+//! share of it to the kernel, and further helpers are boosted with
+//! `sched_setattr` (the kernel has one owner per word and a thread sleeps
+//! on one word).
+//!
+//! The word's "lock" is never held by the helper in any other sense, so
+//! the wait must be ended from outside:
+//!
+//! - the signaller *is* the named helper: `FUTEX_UNLOCK_PI` under the
+//!   engine lock — the kernel hands the word to the waiter, wakes it and
+//!   drops the helper's boost in one system call;
+//! - any other signaller (or a helper leaving, or deleted): the word is
+//!   cleared and the waiter gets [`sys::wake_signal`] (`tgkill`, under the
+//!   engine lock, before its `wake` word is set, so the no-op handler only
+//!   ever runs inside heir-rt's wait); the kernel restarts the interrupted
+//!   `FUTEX_LOCK_PI`, finds the word free and gives it to the waiter, which
+//!   then reads its `wake` word (under the engine lock if not yet set): woken,
+//!   or arm again naming another helper;
+//! - the helper exits: the kernel hands the word to the waiter (with
+//!   `FUTEX_OWNER_DIED`), which arms again;
+//! - the deadline: `ETIMEDOUT`, as for a user wait.
+//!
+//! A kernel wait that cannot be armed (no other helper alive, or the kernel
+//! refuses the word: a PI chain back to the waiter) becomes a user wait.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use heir_core::CondId;
+use heir_core::{CondId, TaskId};
 
 use crate::ceiling::RawEngineMutex;
 use crate::mutex::{PiMutexGuard, RawPiMutex};
-use crate::rt::{self, State, PARKED, UNPARKED};
+use crate::rt::{self, State, ThreadShared, PARKED, UNPARKED};
 use crate::sys::{self, FutexWait};
 use crate::Error;
+
+/// How a condition variable's waiters lend their urgency to its helpers
+/// (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Boost {
+    /// heir-rt applies the engine's effective urgencies with
+    /// `sched_setattr` on every helper (two system calls per helper and
+    /// wait: the boost and the de-boost). A deadline cannot be lent to a
+    /// non-deadline helper this way. Needs nothing of the process.
+    #[default]
+    User,
+    /// The waiter sleeps in `FUTEX_LOCK_PI` on a word naming one helper:
+    /// the kernel boosts it (priority or deadline, transitively through PI
+    /// futexes), and a signal by that helper wakes the waiter in one system
+    /// call; other helpers get `sched_setattr`. Another signaller ends the
+    /// wait with [`sys::wake_signal`], for which heir-rt installs a no-op
+    /// handler.
+    Kernel,
+}
+
+/// A bound on how often one kernel wait re-arms (a helper left, a signal
+/// re-armed it, the kernel refused the word) before it goes on as a user
+/// wait: no loop at real-time priority.
+const MAX_REARMS: u32 = 16;
 
 /// How a wait ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,14 +107,38 @@ pub enum WaitResult {
 #[derive(Debug)]
 pub struct PiCondvar {
     id: CondId,
+    boost: Boost,
 }
 
 impl PiCondvar {
-    /// A new condition variable with no helpers.
+    /// A new condition variable with no helpers, [`Boost::User`].
     pub fn new() -> Self {
         PiCondvar {
             id: rt::state().new_cond(),
+            boost: Boost::User,
         }
+    }
+
+    /// A new condition variable with no helpers whose waiters boost them
+    /// as `boost` says. [`Boost::Kernel`] installs the no-op handler of
+    /// [`sys::wake_signal`] first: `Err(Error::Os { op: "sigaction", errno:
+    /// EBUSY })` if the program has its own handler on that signal.
+    pub fn with_boost(boost: Boost) -> Result<Self, Error> {
+        if boost == Boost::Kernel {
+            sys::install_wake_handler().map_err(|errno| Error::Os {
+                op: "sigaction",
+                errno,
+            })?;
+        }
+        Ok(PiCondvar {
+            id: rt::state().new_cond(),
+            boost,
+        })
+    }
+
+    /// How its waiters boost its helpers.
+    pub fn boost(&self) -> Boost {
+        self.boost
     }
 
     /// The engine's id.
@@ -75,6 +161,7 @@ impl PiCondvar {
     pub fn helpers_del(&self, tid: i32) -> Result<(), Error> {
         let mut st = rt::state();
         let t = st.lookup_tid(tid).ok_or(Error::NoSuchThread(tid))?;
+        st.rearm_waiters_naming(t, Some(self.id));
         let ch = st.engine.helper_del(self.id, t)?;
         st.apply(&ch);
         Ok(())
@@ -129,7 +216,7 @@ impl PiCondvar {
             return Err(Error::NotOwner);
         }
         let me_tid = rt::tid();
-        let (shared, next_owner) = {
+        let (shared, next_owner, kernel) = {
             let mut st = rt::state();
             let me = st.current()?;
             let sh = st.shared(me).ok_or(Error::NoSuchThread(me_tid))?;
@@ -156,59 +243,101 @@ impl PiCondvar {
                     return Err(e.into());
                 }
             };
+            // Armed before the changes are applied, so that the helper the
+            // kernel boosts gets no `sched_setattr` for it.
+            let kernel = self.boost == Boost::Kernel && st.arm_kernel_wait(me, self.id);
             st.apply(&ch);
             let next = next.and_then(|t| st.shared(t));
             if let Some(n) = &next {
                 n.wake.store(UNPARKED, Ordering::Release);
             }
             if let Err(e) = mutex.release_word(&mut st) {
+                st.disarm(me);
+                sh.boost.store(0, Ordering::Release);
                 let ch = st.engine.cancel_wait(me)?;
                 st.apply(&ch);
                 sh.wake.store(UNPARKED, Ordering::Relaxed);
                 return Err(e);
             }
-            (sh, next)
+            (sh, next, kernel)
         };
         if let Some(n) = next_owner {
             sys::futex_wake(&n.wake, 1);
         }
-        let mut result = WaitResult::Woken;
-        loop {
-            if shared.wake.load(Ordering::Acquire) == UNPARKED {
-                break;
-            }
-            if sys::futex_wait(&shared.wake, PARKED, deadline_ns) == FutexWait::TimedOut {
-                let mut st = rt::state();
-                if shared.wake.load(Ordering::Acquire) == PARKED {
-                    if let Some(me) = st.lookup_tid(me_tid) {
-                        let ch = st.engine.cancel_wait(me)?;
-                        st.apply(&ch);
-                    }
-                    shared.wake.store(UNPARKED, Ordering::Relaxed);
-                    result = WaitResult::TimedOut;
-                }
-                break;
-            }
-        }
+        let result = if kernel {
+            self.sleep_kernel(&shared, me_tid, deadline_ns)?
+        } else {
+            sleep_user(&shared, me_tid, deadline_ns)?
+        };
         mutex.relock()?;
         Ok(result)
+    }
+
+    /// A kernel-boosted wait's sleep (see the module docs), armed.
+    fn sleep_kernel(
+        &self,
+        sh: &ThreadShared,
+        me_tid: i32,
+        deadline_ns: Option<u64>,
+    ) -> Result<WaitResult, Error> {
+        let mut rearms = 0;
+        loop {
+            if sh.wake.load(Ordering::Acquire) == UNPARKED {
+                return Ok(WaitResult::Woken);
+            }
+            let r = sys::futex_lock_pi(&sh.boost, deadline_ns);
+            if r == libc::EINTR {
+                continue;
+            }
+            // The sleep is over, and only this thread sleeps on the word:
+            // the kernel holds no state for it any more.
+            sh.boost.store(0, Ordering::Release);
+            if r == 0 && sh.wake.load(Ordering::Acquire) == UNPARKED {
+                return Ok(WaitResult::Woken);
+            }
+            let mut st = rt::state();
+            if sh.wake.load(Ordering::Acquire) == UNPARKED {
+                return Ok(WaitResult::Woken);
+            }
+            let Some(me) = st.lookup_tid(me_tid) else {
+                // Dropped from the registry (cannot happen while waiting):
+                // a spurious wake-up.
+                return Ok(WaitResult::Woken);
+            };
+            st.disarm(me);
+            if r == libc::ETIMEDOUT {
+                let ch = st.engine.cancel_wait(me)?;
+                st.apply(&ch);
+                st.sync_helpers(self.id);
+                sh.wake.store(UNPARKED, Ordering::Relaxed);
+                return Ok(WaitResult::TimedOut);
+            }
+            // The helper left (0 with the word handed over, ESRCH, EAGAIN),
+            // a kick re-armed the wait (0), or the kernel refused the word
+            // (EDEADLK: a PI chain from the helper back to this thread).
+            rearms += 1;
+            let again = (r == 0 || r == libc::ESRCH || r == libc::EAGAIN)
+                && rearms <= MAX_REARMS
+                && st.arm_kernel_wait(me, self.id);
+            st.sync_helpers(self.id);
+            if !again {
+                drop(st);
+                return sleep_user(sh, me_tid, deadline_ns);
+            }
+        }
     }
 
     /// Wakes the most urgent waiter, if any; returns whether one was woken.
     pub fn signal(&self) -> Result<bool, Error> {
         let me_tid = rt::tid();
-        let (woken, deferred) = {
+        let (any, woken, deferred) = {
             let mut st = rt::state();
             let me = st.lookup_tid(me_tid);
             let o = st.engine.cond_signal(self.id)?;
-            let sh = o.value.and_then(|t| st.shared(t));
-            if let Some(sh) = &sh {
-                sh.wake.store(UNPARKED, Ordering::Release);
-            }
+            let sh = o.value.and_then(|t| wake_locked(&mut st, t, me_tid));
             let d = st.apply_except(&o.changes, me);
-            (sh, if d { me } else { None })
+            (o.value.is_some(), sh, if d { me } else { None })
         };
-        let any = woken.is_some();
         if let Some(sh) = woken {
             sys::futex_wake(&sh.wake, 1);
         }
@@ -221,16 +350,17 @@ impl PiCondvar {
     /// Wakes every waiter, most urgent first; returns how many.
     pub fn broadcast(&self) -> Result<usize, Error> {
         let me_tid = rt::tid();
-        let (woken, deferred) = {
+        let (n, woken, deferred) = {
             let mut st = rt::state();
             let me = st.lookup_tid(me_tid);
             let o = st.engine.cond_broadcast(self.id)?;
-            let shs: Vec<_> = o.value.iter().filter_map(|&t| st.shared(t)).collect();
-            for sh in &shs {
-                sh.wake.store(UNPARKED, Ordering::Release);
-            }
+            let shs: Vec<_> = o
+                .value
+                .iter()
+                .filter_map(|&t| wake_locked(&mut st, t, me_tid))
+                .collect();
             let d = st.apply_except(&o.changes, me);
-            (shs, if d { me } else { None })
+            (o.value.len(), shs, if d { me } else { None })
         };
         for sh in &woken {
             sys::futex_wake(&sh.wake, 1);
@@ -238,7 +368,66 @@ impl PiCondvar {
         if let Some(me) = deferred {
             rt::state().sync(me);
         }
-        Ok(woken.len())
+        Ok(n)
+    }
+}
+
+/// A user wait's sleep on the `wake` word; on timeout the wait is
+/// cancelled under the engine lock unless a signal chose it meanwhile.
+fn sleep_user(
+    sh: &ThreadShared,
+    me_tid: i32,
+    deadline_ns: Option<u64>,
+) -> Result<WaitResult, Error> {
+    loop {
+        if sh.wake.load(Ordering::Acquire) == UNPARKED {
+            return Ok(WaitResult::Woken);
+        }
+        if sys::futex_wait(&sh.wake, PARKED, deadline_ns) == FutexWait::TimedOut {
+            let mut st = rt::state();
+            if sh.wake.load(Ordering::Acquire) == UNPARKED {
+                return Ok(WaitResult::Woken);
+            }
+            if let Some(me) = st.lookup_tid(me_tid) {
+                let ch = st.engine.cancel_wait(me)?;
+                st.apply(&ch);
+            }
+            sh.wake.store(UNPARKED, Ordering::Relaxed);
+            return Ok(WaitResult::TimedOut);
+        }
+    }
+}
+
+/// Under the engine lock, for waiter `w` the engine just woke: marks it
+/// woken and, if it sleeps in a kernel wait, ends that wait (the named
+/// helper — the caller, `me_tid`, or not — as in the module docs).
+/// Returns the waiter to wake on its `wake` word after the lock, if that
+/// is how it sleeps.
+fn wake_locked(st: &mut State, w: TaskId, me_tid: i32) -> Option<Arc<ThreadShared>> {
+    let sh = st.shared(w)?;
+    match st.disarm(w) {
+        None => {
+            sh.wake.store(UNPARKED, Ordering::Release);
+            Some(sh)
+        }
+        Some((_, h_tid)) if h_tid == me_tid => {
+            sh.wake.store(UNPARKED, Ordering::Release);
+            // The caller owns the word: the kernel hands it to the waiter
+            // (or, if it is not asleep yet, frees it) and ends the boost.
+            if sys::futex_unlock_pi(&sh.boost).is_err() {
+                // The waiter already left the kernel (timed out): make
+                // sure it does not sleep again.
+                st.kick(w);
+            }
+            None
+        }
+        Some(_) => {
+            // Kicked before `wake` is set: the waiter cannot leave the wait
+            // before the signal is pending, so its handler runs in heir-rt.
+            st.kick(w);
+            sh.wake.store(UNPARKED, Ordering::Release);
+            None
+        }
     }
 }
 

@@ -48,7 +48,7 @@ pub mod sys;
 pub mod thread;
 
 pub use ceiling::{CeilingMutex, CeilingMutexGuard, RawEngineMutex};
-pub use condvar::{PiCondvar, WaitResult};
+pub use condvar::{Boost, PiCondvar, WaitResult};
 pub use heir_core::{Node, Urgency};
 pub use mutex::{PiMutex, PiMutexGuard, RawPiMutex};
 pub use queue::PrioQueue;

@@ -11,7 +11,7 @@ use std::collections::BinaryHeap;
 
 use heir_core::Urgency;
 
-use crate::condvar::{PiCondvar, WaitResult};
+use crate::condvar::{Boost, PiCondvar, WaitResult};
 use crate::mutex::PiMutex;
 use crate::Error;
 
@@ -63,6 +63,20 @@ impl<T: Send> PrioQueue<T> {
             less: PiCondvar::new(),
             capacity: capacity.max(1),
         }
+    }
+
+    /// A queue like [`PrioQueue::new`] whose two condition variables boost
+    /// their helpers as `boost` says ([`PiCondvar::with_boost`]).
+    pub fn with_boost(capacity: usize, boost: Boost) -> Result<Self, Error> {
+        Ok(PrioQueue {
+            inner: PiMutex::new(Inner {
+                heap: BinaryHeap::new(),
+                seq: 0,
+            }),
+            more: PiCondvar::with_boost(boost)?,
+            less: PiCondvar::with_boost(boost)?,
+            capacity: capacity.max(1),
+        })
     }
 
     /// Declares `tid` a producer: helper of the "more" condition.

@@ -9,8 +9,10 @@
 //!   while a more urgent thread needs the lock.
 //! - It is never held across a system call that can sleep. Under it heir-rt
 //!   only calls `sched_setattr` on `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`
-//!   threads, `tgkill(…, 0)`, `sched_getattr` and `FUTEX_UNLOCK_PI` — none of
-//!   which sleeps. Futex *waits* (condition variables, contended mutexes)
+//!   threads, `tgkill(…, 0)`, `tgkill` of the wake signal (ending a
+//!   kernel-boosted condition-variable wait), `sched_getattr` and
+//!   `FUTEX_UNLOCK_PI` (of a mutex, or of a kernel wait's word by the helper
+//!   it names) — none of which sleeps. Futex *waits* (condition variables, contended mutexes)
 //!   happen after it is released; futex *wakes* of condition-variable waiters
 //!   happen after it is released too.
 //! - It is never taken recursively, and no user code runs under it.
@@ -53,6 +55,11 @@ pub(crate) const UNPARKED: u32 = 0;
 pub(crate) struct ThreadShared {
     pub tid: i32,
     pub wake: AtomicU32,
+    /// The PI futex word of a kernel-boosted condition-variable wait
+    /// ([`crate::condvar::Boost::Kernel`]): the TID of the helper it names
+    /// while the thread waits, 0 otherwise. Only this thread ever sleeps on
+    /// it, so the kernel keeps no state for it once that sleep ends.
+    pub boost: AtomicU32,
 }
 
 /// A registered thread.
@@ -63,6 +70,13 @@ struct ThreadRec {
     base_urgency: Urgency,
     /// What heir-rt last told the kernel (the base urgency at join).
     applied: Urgency,
+    /// While the thread sleeps in a kernel-boosted condition-variable wait:
+    /// the helper its word names (the kernel boosts that helper).
+    kernel_helper: Option<TaskId>,
+    /// How many threads' kernel waits name this thread: while not zero,
+    /// part of its engine urgency is the kernel's to apply
+    /// ([`State::wanted`]).
+    carried: u32,
 }
 
 /// What the registry knows about a thread (the public face is the
@@ -82,6 +96,10 @@ pub struct ThreadInfo {
     /// What the engine records the thread as blocked on (a contended
     /// [`crate::PiMutex`], an engine mutex or a [`crate::PiCondvar`]).
     pub blocked_on: Option<heir_core::ObjId>,
+    /// The helper a kernel-boosted condition-variable wait of this thread
+    /// names ([`crate::condvar::Boost::Kernel`]): the kernel, not
+    /// `sched_setattr`, lends that helper this thread's urgency.
+    pub kernel_helper: Option<i32>,
 }
 
 /// Counters of what heir-rt did to the kernel, and of what it could not do
@@ -396,10 +414,13 @@ impl State {
                 shared: Arc::new(ThreadShared {
                     tid,
                     wake: AtomicU32::new(UNPARKED),
+                    boost: AtomicU32::new(0),
                 }),
                 base,
                 base_urgency,
                 applied: base_urgency,
+                kernel_helper: None,
+                carried: 0,
             },
         );
         self.by_tid.insert(tid, t);
@@ -429,31 +450,67 @@ impl State {
         self.by_tid.get(&tid).copied()
     }
 
-    /// Makes the kernel's attributes of `t` match the engine's current
-    /// effective urgency of `t`. Returns false if the thread vanished.
+    /// The urgency heir-rt must give `t` with `sched_setattr`: the engine's
+    /// effective urgency, less what the kernel lends it itself — the
+    /// contribution of a condition variable whose top waiter sleeps in a
+    /// kernel wait naming `t` (the kernel boosts `t` to that waiter's
+    /// priority or deadline, and on along `t`'s PI futex chain). `None` for
+    /// an unknown task.
+    pub(crate) fn wanted(&self, t: TaskId) -> Option<Urgency> {
+        let eff = self.engine.effective(t).ok()?.urgency;
+        let rec = self.threads.get(&t)?;
+        if rec.carried == 0 {
+            return Some(eff);
+        }
+        let mut u = self.engine.base(t).ok()?;
+        for &o in self.engine.targets_of(t).ok()? {
+            let Ok(spec) = self.engine.spec(o) else {
+                continue;
+            };
+            if let Some(f) = spec.floor {
+                u = u.max(f);
+            }
+            if !spec.donates {
+                continue;
+            }
+            let Some(top) = self.engine.waiters(o).ok().and_then(|mut w| w.next()) else {
+                continue;
+            };
+            let carried = self.threads.get(&top).and_then(|r| r.kernel_helper) == Some(t);
+            if !carried {
+                if let Ok(e) = self.engine.effective(top) {
+                    u = u.max(e.urgency);
+                }
+            }
+        }
+        Some(u)
+    }
+
+    /// Makes the kernel's attributes of `t` match what heir-rt must apply
+    /// ([`State::wanted`]). Returns false if the thread vanished.
     fn sync_one(&mut self, t: TaskId) -> bool {
-        let Ok(eff) = self.engine.effective(t) else {
+        let Some(want) = self.wanted(t) else {
             return true;
         };
         let Some(rec) = self.threads.get_mut(&t) else {
             return true;
         };
-        if rec.applied == eff.urgency {
+        if rec.applied == want {
             return true;
         }
         let tid = rec.shared.tid;
-        match sched::attr_for(&rec.base, rec.base_urgency, eff.urgency) {
+        match sched::attr_for(&rec.base, rec.base_urgency, want) {
             None => {
                 self.stats.unexpressible += 1;
                 self.stats.last_unexpressible_tid = tid;
-                rec.applied = eff.urgency;
+                rec.applied = want;
                 true
             }
             Some(attr) => {
                 self.stats.setattr_calls += 1;
                 match sys::sched_setattr(tid, &attr) {
                     Ok(()) => {
-                        rec.applied = eff.urgency;
+                        rec.applied = want;
                         true
                     }
                     Err(e) if e == libc::ESRCH => false,
@@ -479,7 +536,12 @@ impl State {
         let mut dead = Vec::new();
         for c in changes {
             if Some(c.task) == defer && c.new.urgency < c.old.urgency {
-                deferred = true;
+                // Nothing to defer when heir-rt has nothing to change (the
+                // kernel carried the boost).
+                let rec = self.threads.get(&c.task).map(|r| r.applied);
+                if rec.is_some() && rec != self.wanted(c.task) {
+                    deferred = true;
+                }
                 continue;
             }
             if !self.sync_one(c.task) {
@@ -516,6 +578,8 @@ impl State {
             let r = self.engine.release(t, m);
             self.collect(r, &mut all);
         }
+        self.rearm_waiters_naming(t, None);
+        let _ = self.disarm(t);
         if matches!(self.engine.blocked_on(t), Ok(Some(_))) {
             let r = self.engine.cancel_wait(t);
             self.collect(r, &mut all);
@@ -610,13 +674,12 @@ impl State {
             .check_invariants()
             .map_err(|e| Error::Invariant(e.0))?;
         for (&t, rec) in &self.threads {
-            let eff = self.engine.effective(t).map_err(Error::Engine)?;
-            if eff.urgency != rec.applied
-                && sched::attr_for(&rec.base, rec.base_urgency, eff.urgency).is_some()
-            {
+            self.engine.effective(t).map_err(Error::Engine)?;
+            let want = self.wanted(t).unwrap_or(rec.applied);
+            if want != rec.applied && sched::attr_for(&rec.base, rec.base_urgency, want).is_some() {
                 return Err(Error::Invariant(format!(
-                    "tid {}: engine says {}, heir-rt applied {}",
-                    rec.shared.tid, eff.urgency, rec.applied
+                    "tid {}: engine says {} (the kernel's part aside), heir-rt applied {}",
+                    rec.shared.tid, want, rec.applied
                 )));
             }
             if let Ok(k) = sys::sched_getattr(rec.shared.tid) {
@@ -654,6 +717,7 @@ impl State {
             effective: self.engine.effective(t).ok()?.urgency,
             applied: rec.applied,
             blocked_on: self.engine.blocked_on(t).ok()?,
+            kernel_helper: rec.kernel_helper.and_then(|h| self.tid_of(h)),
         })
     }
 
@@ -676,6 +740,92 @@ impl State {
     /// Number of registered threads.
     pub(crate) fn registered(&self) -> usize {
         self.threads.len()
+    }
+
+    /// Arms a kernel-boosted wait of `w` (just blocked on `c` in the
+    /// engine, engine lock held): names in `w`'s word the first helper of
+    /// `c` that is another live thread of this process. False if there is
+    /// none (the wait then boosts with `sched_setattr` only).
+    pub(crate) fn arm_kernel_wait(&mut self, w: TaskId, c: CondId) -> bool {
+        let helpers = self
+            .engine
+            .helpers(c)
+            .map(|h| h.to_vec())
+            .unwrap_or_default();
+        let pick = helpers.into_iter().find_map(|h| {
+            let tid = self.tid_of(h)?;
+            (h != w && sys::is_own_thread(tid)).then_some((h, tid))
+        });
+        let Some((h, h_tid)) = pick else {
+            return false;
+        };
+        let Some(rec) = self.threads.get_mut(&w) else {
+            return false;
+        };
+        rec.kernel_helper = Some(h);
+        rec.shared.boost.store(h_tid as u32, Ordering::Release);
+        if let Some(hr) = self.threads.get_mut(&h) {
+            hr.carried += 1;
+        }
+        true
+    }
+
+    /// Ends the kernel part of `w`'s wait in the registry: the helper its
+    /// word named (returned, with its tid) no longer has that boost carried
+    /// by the kernel as far as `sched_setattr` is concerned. The word itself
+    /// is the caller's to release.
+    pub(crate) fn disarm(&mut self, w: TaskId) -> Option<(TaskId, i32)> {
+        let h = self.threads.get_mut(&w)?.kernel_helper.take()?;
+        let hr = self.threads.get_mut(&h)?;
+        hr.carried = hr.carried.saturating_sub(1);
+        Some((h, hr.shared.tid))
+    }
+
+    /// Ends a kernel-boosted wait of `w` from another thread without waking
+    /// it for good: its word is cleared and the wake signal interrupts its
+    /// `FUTEX_LOCK_PI`, which the kernel restarts, finds free and takes;
+    /// the waiter then decides under the engine lock (woken if its `wake`
+    /// word says so, else it arms again). Engine lock held: `tgkill` does
+    /// not sleep.
+    pub(crate) fn kick(&mut self, w: TaskId) {
+        if let Some(rec) = self.threads.get(&w) {
+            rec.shared.boost.store(0, Ordering::Release);
+            // ESRCH: the waiter is gone, nothing to end.
+            let _ = sys::tgkill(rec.shared.tid, sys::wake_signal());
+        }
+    }
+
+    /// Kernel waits that name helper `h` (of condition variable `c` only,
+    /// if given) are disarmed and kicked: they arm again naming another
+    /// helper. Used when `h` stops being a helper or leaves.
+    pub(crate) fn rearm_waiters_naming(&mut self, h: TaskId, c: Option<CondId>) {
+        let waiters: Vec<TaskId> = match c {
+            Some(c) => self
+                .engine
+                .waiters(c)
+                .map(|w| w.collect())
+                .unwrap_or_default(),
+            None => self.threads.keys().copied().collect(),
+        };
+        for w in waiters {
+            if self.threads.get(&w).and_then(|r| r.kernel_helper) == Some(h) {
+                self.disarm(w);
+                self.kick(w);
+            }
+        }
+    }
+
+    /// Re-applies every helper of `c` (after a kernel wait on it was
+    /// disarmed while its waiter still waits).
+    pub(crate) fn sync_helpers(&mut self, c: CondId) {
+        let helpers = self
+            .engine
+            .helpers(c)
+            .map(|h| h.to_vec())
+            .unwrap_or_default();
+        for h in helpers {
+            self.sync(h);
+        }
     }
 
     /// Re-reads `t`'s base (after the user changed its attributes).

@@ -1,6 +1,8 @@
 //! Thin wrappers over the Linux system calls heir-rt needs: `gettid`,
 //! `sched_getattr`/`sched_setattr`, `futex` (wait/wake on a private word,
-//! `FUTEX_LOCK_PI2`/`FUTEX_UNLOCK_PI`), clocks and CPU affinity.
+//! `FUTEX_LOCK_PI2`/`FUTEX_UNLOCK_PI`), clocks and CPU affinity, `tgkill`
+//! and the wake signal's no-op handler (`sigaction`, kernel-boosted
+//! condition-variable waits).
 //!
 //! Every system call and libc function heir-rt makes is here, and each
 //! wrapper is a safe function whose arguments make the call sound
@@ -332,6 +334,63 @@ pub fn futex_unlock_pi(word: &AtomicU32) -> Result<(), Errno> {
     } else {
         Err(errno())
     }
+}
+
+/// `tgkill(getpid(), tid, sig)`: sends `sig` to thread `tid` of this
+/// process. Does not sleep.
+pub fn tgkill(tid: i32, sig: i32) -> Result<(), Errno> {
+    let pid = std::process::id() as libc::pid_t;
+    // SAFETY: tgkill takes integers only and reads no memory of ours.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, sig) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// The real-time signal heir-rt sends to a thread sleeping in a kernel
+/// condition-variable wait to end that wait (`SIGRTMAX - 2`; see
+/// [`crate::condvar`]'s kernel boost). Its handler does nothing: the
+/// interrupted `FUTEX_LOCK_PI` is restarted by the kernel and finds its
+/// word free.
+pub fn wake_signal() -> i32 {
+    libc::SIGRTMAX() - 2
+}
+
+extern "C" fn wake_handler(_sig: libc::c_int) {}
+
+static WAKE_HANDLER: std::sync::OnceLock<Result<(), Errno>> = std::sync::OnceLock::new();
+
+/// Installs the no-op handler of [`wake_signal`] (`SA_RESTART`), once per
+/// process. `Err(EBUSY)` if the program already has a handler (or
+/// `SIG_IGN`) of its own on that signal: heir-rt does not take it over.
+pub fn install_wake_handler() -> Result<(), Errno> {
+    *WAKE_HANDLER.get_or_init(|| {
+        let sig = wake_signal();
+        // SAFETY: an all-zero sigaction is a valid value of the plain C
+        // struct (SIG_DFL, no flags, empty mask).
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only reads the current one into `old`,
+        // a live, writable sigaction.
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+            return Err(errno());
+        }
+        if old.sa_sigaction != libc::SIG_DFL {
+            return Err(libc::EBUSY);
+        }
+        // SAFETY: as above.
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = wake_handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        act.sa_flags = libc::SA_RESTART;
+        // SAFETY: `act` is a live sigaction with an empty mask (zeroed) and
+        // a handler that touches nothing (async-signal-safe); the old
+        // action is not read back.
+        if unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) } != 0 {
+            return Err(errno());
+        }
+        Ok(())
+    })
 }
 
 /// Pins thread `tid` (0 = caller) to `cpus`.

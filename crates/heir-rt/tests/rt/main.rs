@@ -14,6 +14,7 @@ mod chain;
 mod exit;
 mod fig6;
 mod fig7;
+mod kernel_boost;
 mod queue_rpc;
 mod revoke;
 mod robust;
