@@ -1,5 +1,5 @@
-//! `heir run FILE`: run a scenario file on real threads (SCHED_FIFO from the
-//! file, pinned to the file's `cpus`, `run` as calibrated busy loops, timers
+//! `heir run FILE`: run a scenario file on real threads (SCHED_FIFO,
+//! SCHED_DEADLINE, … from the file, pinned to the file's `cpus`, `run` as calibrated busy loops, timers
 //! on CLOCK_MONOTONIC absolute), and print the same table and `--json`
 //! schema as `heir sim`, with `"mode":"real"` — plus what heir-rt could not
 //! apply to the kernel during the run (failed `sched_setattr` calls, boosts
@@ -16,7 +16,8 @@
 //! Exit codes: 0 ok; 1 the runtime failed; 2 bad input — unreadable file,
 //! reader error, no finite duration (set `global.duration` or pass
 //! `--duration`), a feature the runner lacks, no permission for real-time
-//! priorities, or a program the simulator refuses as well (an unlock of a
+//! priorities, a SCHED_DEADLINE task the kernel does not admit (named, with
+//! its runtime, period and the free bandwidth) or cannot pin, or a program the simulator refuses as well (an unlock of a
 //! mutex not held, a zero-time loop: the same path and message as `heir
 //! sim`) — with nothing on stdout; 3 the run hit a deadlock (the report and
 //! its cycle are printed). RT throttling is never touched.

@@ -36,6 +36,7 @@ pub mod caps;
 pub mod ceiling;
 pub mod condvar;
 pub mod cpus;
+pub mod deadline;
 pub mod lock;
 pub mod mutex;
 pub mod queue;

@@ -2,8 +2,15 @@
 //!
 //! The same semantics as the simulator, on the kernel's scheduler:
 //!
-//! - one thread per task instance, `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER` as
-//!   the file says, pinned to the task's `cpus`; a task without `cpus` runs
+//! - one thread per task instance, `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`/
+//!   `SCHED_DEADLINE` as the file says, pinned to the task's `cpus`; each
+//!   thread sets its own attributes and, at the end, a deadline thread
+//!   returns itself to `SCHED_OTHER` ([`crate::deadline`]: never another
+//!   thread's policy). With deadline tasks the free deadline bandwidth of
+//!   their CPUs is measured first (by trying), and a task that does not fit
+//!   is refused by name with its runtime, period and what is free
+//!   ([`RunError::DeadlineAdmission`]); a deadline thread must be allowed on
+//!   its whole root domain ([`RunError::DeadlineAffinity`]); a task without `cpus` runs
 //!   on every CPU of the simulator's model (`0..=` the largest CPU the file
 //!   names, or one CPU when it names none);
 //! - CPUs ([`Placement`]): the scenario's CPUs are placed on this machine's
@@ -143,6 +150,39 @@ pub enum RunError {
     /// The runtime failed (not the scenario's fault).
     #[error("runtime: {0}")]
     Runtime(Error),
+    /// A `SCHED_DEADLINE` task the kernel does not admit (`EBUSY`): its
+    /// reservation is more than the deadline bandwidth left free on its
+    /// CPUs' root domain (measured at start by trying:
+    /// [`crate::deadline::probe_free`]).
+    #[error("task {task}: SCHED_DEADLINE runtime {runtime_us} µs every {period_us} µs ({:.3} CPU) is not admitted: {free:.3} CPU of deadline bandwidth is free on CPUs {cpus:?}{} (the kernel's admission control, EBUSY)", *runtime_us as f64 / *period_us as f64, if *before > 0.0 { format!(" after the run's earlier deadline tasks ({before:.3} CPU)") } else { String::new() })]
+    DeadlineAdmission {
+        /// The task (the thread's name).
+        task: String,
+        /// Its `dl-runtime` (µs).
+        runtime_us: u64,
+        /// Its `dl-period` (µs).
+        period_us: u64,
+        /// The free bandwidth left for it (CPUs).
+        free: f64,
+        /// What the run's earlier deadline threads took of what was free
+        /// at start (CPUs).
+        before: f64,
+        /// The machine's CPUs its thread is allowed on.
+        cpus: Vec<u32>,
+    },
+    /// A `SCHED_DEADLINE` task pinned to CPUs that are not a whole root
+    /// domain (`EPERM`): the kernel admits a deadline thread only with an
+    /// affinity covering its root domain.
+    #[error("task {task}: the kernel refuses SCHED_DEADLINE for a thread allowed only on CPUs {cpus:?} (EPERM): a deadline thread must be allowed on every CPU of its root domain; run it on all CPUs, or make those CPUs a root domain of their own (an exclusive cpuset: docs/DEADLINE.md)")]
+    DeadlineAffinity {
+        /// The task (the thread's name).
+        task: String,
+        /// The machine's CPUs it was to run on.
+        cpus: Vec<u32>,
+    },
+    /// The free deadline bandwidth could not be measured.
+    #[error("measuring the free SCHED_DEADLINE bandwidth: {0}")]
+    DeadlineProbe(crate::deadline::ProbeError),
     /// A thread could not be started.
     #[error("cannot start thread {name}: {source}")]
     Spawn {
@@ -284,12 +324,15 @@ fn attr_of(task: &Task) -> Result<SchedAttr, RunError> {
             sched_policy: sys::SCHED_IDLE,
             ..SchedAttr::default()
         },
-        Policy::Deadline => {
-            return Err(RunError::Unsupported {
-                path: task.path.clone(),
-                what: "SCHED_DEADLINE".into(),
-            })
-        }
+        Policy::Deadline => match s.dl {
+            Some(dl) => crate::deadline::attr(dl.runtime_us, dl.deadline_us, dl.period_us),
+            None => {
+                return Err(RunError::Unsupported {
+                    path: task.path.clone(),
+                    what: "SCHED_DEADLINE without dl-runtime".into(),
+                })
+            }
+        },
     })
 }
 
@@ -471,6 +514,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         .filter(|p| caps.cpus.contains(p))
         .collect();
     let _claims = survey.keep(&physical);
+    let dl_free = deadline_admission(scenario, &cpu_map, &physical)?;
     let ns_per_loop = ns_per_loop(scenario, config, &cpu_map, &physical, &caps);
     let shared = Arc::new(Shared::new(
         scenario,
@@ -481,7 +525,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     ));
     let applied_before = thread::apply_stats();
     let threads = Threads::start(scenario, &shared, &attrs, &physical)?;
-    let failed = threads.tids.iter().position(|&t| t < 0);
+    let failed = threads.first_failure();
     let setup = setup_helpers(scenario, &shared, &threads, pi_cv);
     let watch = cpus::Watch::start();
     if failed.is_some() || setup.is_err() {
@@ -498,11 +542,14 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     let apply = thread::apply_stats().since(&applied_before);
     let t0 = shared.begin().unwrap_or_else(sys::now_ns);
     let end = t0 + shared.duration_ns;
-    if let Some(i) = failed {
-        return Err(RunError::NoPrivilege(format!(
-            "thread {} could not set its scheduling attributes or CPU affinity",
-            names[i]
-        )));
+    if let Some(f) = failed {
+        return Err(start_failure(
+            scenario,
+            &names,
+            f,
+            &dl_free,
+            (&cpu_map, &physical),
+        ));
     }
     setup?;
     let actual_end = sys::now_ns().min(end);
@@ -528,6 +575,116 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         apply,
         tids,
     })
+}
+
+/// The machine's CPUs a thread of `task` runs on at its start.
+fn thread_cpus(task: &Task, cpu_map: &[(u32, u32)], physical: &[u32]) -> Vec<u32> {
+    match &task.cpus {
+        Some(c) => place(cpu_map, c),
+        None => physical.to_vec(),
+    }
+}
+
+/// For a scenario with `SCHED_DEADLINE` tasks: the free deadline bandwidth
+/// of each CPU set its deadline threads run on, measured by trying
+/// ([`crate::deadline::probe_free`]), and the check that their reservations
+/// fit — the first thread (in start order) that does not is named with its
+/// runtime, period and what is left ([`RunError::DeadlineAdmission`]).
+/// Threads also admit themselves at their start; an `EBUSY` there (another
+/// program took bandwidth meanwhile) is the same error.
+fn deadline_admission(
+    scenario: &Scenario,
+    cpu_map: &[(u32, u32)],
+    physical: &[u32],
+) -> Result<Vec<(Vec<u32>, f64)>, RunError> {
+    let mut free: Vec<(Vec<u32>, f64)> = Vec::new();
+    let mut taken: Vec<f64> = Vec::new();
+    for t in &scenario.tasks {
+        let Some(dl) = t.sched.dl.filter(|_| t.sched.policy == Policy::Deadline) else {
+            continue;
+        };
+        let cpus = thread_cpus(t, cpu_map, physical);
+        let i = match free.iter().position(|(c, _)| *c == cpus) {
+            Some(i) => i,
+            None => {
+                let f = crate::deadline::probe_free(&cpus).map_err(|e| match e {
+                    crate::deadline::ProbeError::NotARootDomain { cpus } => {
+                        RunError::DeadlineAffinity {
+                            task: t.name.clone(),
+                            cpus,
+                        }
+                    }
+                    e => RunError::DeadlineProbe(e),
+                })?;
+                free.push((cpus.clone(), f));
+                taken.push(0.0);
+                free.len() - 1
+            }
+        };
+        let bw = dl.runtime_us as f64 / dl.period_us as f64;
+        for name in t.thread_names() {
+            // The kernel's test, to its precision (the probe's 10⁻⁶).
+            if taken[i] + bw > free[i].1 + 1e-6 {
+                return Err(RunError::DeadlineAdmission {
+                    task: name,
+                    runtime_us: dl.runtime_us,
+                    period_us: dl.period_us,
+                    free: (free[i].1 - taken[i]).max(0.0),
+                    before: taken[i],
+                    cpus,
+                });
+            }
+            taken[i] += bw;
+        }
+    }
+    Ok(free)
+}
+
+/// The error for thread `i` (of `names`) that could not start: the call
+/// that failed — a deadline thread's admission (`EBUSY`) or affinity
+/// (`EPERM`) named as such — else no privilege.
+fn start_failure(
+    scenario: &Scenario,
+    names: &[String],
+    (i, error): (usize, Option<(&'static str, i32)>),
+    deadline_free: &[(Vec<u32>, f64)],
+    (cpu_map, physical): (&[(u32, u32)], &[u32]),
+) -> RunError {
+    let name = names.get(i).cloned().unwrap_or_default();
+    let task = scenario
+        .tasks
+        .iter()
+        .flat_map(|t| std::iter::repeat_n(t, t.instance as usize))
+        .nth(i);
+    if let (Some(t), Some(("sched_setattr", errno))) = (task, error) {
+        if let Some(dl) = t.sched.dl.filter(|_| t.sched.policy == Policy::Deadline) {
+            let cpus = thread_cpus(t, cpu_map, physical);
+            if errno == libc::EPERM {
+                return RunError::DeadlineAffinity { task: name, cpus };
+            }
+            if errno == libc::EBUSY {
+                let free = deadline_free
+                    .iter()
+                    .find(|(c, _)| *c == cpus)
+                    .map_or(0.0, |(_, f)| *f);
+                return RunError::DeadlineAdmission {
+                    task: name,
+                    runtime_us: dl.runtime_us,
+                    period_us: dl.period_us,
+                    free,
+                    before: 0.0,
+                    cpus,
+                };
+            }
+        }
+    }
+    let why = match error {
+        Some((op, errno)) => format!("{op}: {}", sys::errno_name(errno)),
+        None => "unknown".to_string(),
+    };
+    RunError::NoPrivilege(format!(
+        "thread {name} could not set its scheduling attributes or CPU affinity ({why})"
+    ))
 }
 
 /// Notes what disturbed the run: other programs' real-time threads on its
@@ -590,7 +747,7 @@ fn check_privilege(scenario: &Scenario, caps: &Capabilities) -> Result<(), RunEr
 }
 
 /// Each task's attributes, in task order; refuses a task CPU this process
-/// may not use and `SCHED_DEADLINE` (a task's or a phase's).
+/// may not use.
 fn task_attrs(scenario: &Scenario, caps: &Capabilities) -> Result<Vec<SchedAttr>, RunError> {
     let mut attrs = Vec::new();
     for t in &scenario.tasks {
@@ -603,16 +760,6 @@ fn task_attrs(scenario: &Scenario, caps: &Capabilities) -> Result<Vec<SchedAttr>
                     column: t.column,
                     message: format!("CPU {c} is not available (allowed: {:?})", caps.cpus),
                 });
-            }
-        }
-        for p in &t.phases {
-            if let Some(s) = p.sched {
-                if s.policy == Policy::Deadline {
-                    return Err(RunError::Unsupported {
-                        path: p.path.clone(),
-                        what: "SCHED_DEADLINE".into(),
-                    });
-                }
             }
         }
     }
@@ -774,6 +921,8 @@ struct Threads {
     names: Vec<String>,
     /// Their tids (-1: the thread could not set its attributes or CPUs).
     tids: Vec<i32>,
+    /// Why a thread could not start (the call and its errno), by index.
+    start_errors: Vec<Option<(&'static str, i32)>>,
     go: Arc<Barrier>,
 }
 
@@ -789,7 +938,7 @@ impl Threads {
         let nthreads: usize = scenario.tasks.iter().map(|t| t.instance as usize).sum();
         let ready = Arc::new(Barrier::new(nthreads + 1));
         let go = Arc::new(Barrier::new(nthreads + 1));
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, i32)>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, StartResult)>();
         let mut handles = Vec::new();
         let mut names = Vec::new();
         for (ti, task) in scenario.tasks.iter().enumerate() {
@@ -821,16 +970,28 @@ impl Threads {
         }
         drop(tid_tx);
         let mut tids = vec![-1; nthreads];
-        for (i, tid) in tid_rx.iter().take(nthreads) {
-            tids[i] = tid;
+        let mut start_errors = vec![None; nthreads];
+        for (i, started) in tid_rx.iter().take(nthreads) {
+            match started {
+                Ok(tid) => tids[i] = tid,
+                Err(e) => start_errors[i] = Some(e),
+            }
         }
         ready.wait();
         Ok(Threads {
             handles,
             names,
             tids,
+            start_errors,
             go,
         })
+    }
+
+    /// The first thread that could not start, and why (the call and its
+    /// errno), if any did not.
+    fn first_failure(&self) -> Option<(usize, Option<(&'static str, i32)>)> {
+        let i = self.tids.iter().position(|&t| t < 0)?;
+        Some((i, self.start_errors[i]))
     }
 
     /// The tids of the instances of the tasks `tis`.
@@ -859,6 +1020,9 @@ impl Threads {
     }
 }
 
+/// A started thread's tid, or the call that failed and its errno.
+type StartResult = Result<i32, (&'static str, i32)>;
+
 /// What one thread of the run needs to start.
 struct ThreadStart {
     sh: Arc<Shared>,
@@ -869,7 +1033,7 @@ struct ThreadStart {
     attr: SchedAttr,
     /// This machine's CPUs it runs on.
     cpus: Vec<u32>,
-    tid_tx: std::sync::mpsc::Sender<(usize, i32)>,
+    tid_tx: std::sync::mpsc::Sender<(usize, StartResult)>,
     ready: Arc<Barrier>,
     go: Arc<Barrier>,
 }
@@ -879,13 +1043,17 @@ impl ThreadStart {
     /// (-1 on failure), waits for the release, runs its program unless the
     /// run was called off, and leaves the registry.
     fn main(self) -> ThreadOut {
-        let ok = sys::set_affinity(0, &self.cpus).is_ok()
-            && sys::sched_setattr(sys::gettid(), &self.attr).is_ok()
-            && thread::join().is_ok();
+        let started = sys::set_affinity(0, &self.cpus)
+            .map_err(|e| ("sched_setaffinity", e))
+            .and_then(|()| {
+                sys::sched_setattr(sys::gettid(), &self.attr).map_err(|e| ("sched_setattr", e))
+            })
+            .and_then(|()| thread::join().map(|_| ()).map_err(|e| ("join", e.errno())));
+        let ok = started.is_ok();
         let callers = make_callers(&self.sh, &self.task);
         let _ = self
             .tid_tx
-            .send((self.idx, if ok { sys::gettid() } else { -1 }));
+            .send((self.idx, started.map(|()| sys::gettid())));
         self.ready.wait();
         self.go.wait();
         let out = match (callers, self.sh.begin()) {
@@ -895,7 +1063,23 @@ impl ThreadStart {
             _ => ThreadOut::default(),
         };
         thread::leave();
+        leave_deadline();
         out
+    }
+}
+
+/// A `SCHED_DEADLINE` thread returns itself to `SCHED_OTHER`, running (its
+/// bandwidth is released by its own change: never by another thread's —
+/// see [`crate::deadline`]), then sleeps one period: the kernel gives the
+/// bandwidth back at the thread's 0-lag time, before its current deadline,
+/// so a run ends with its bandwidth free again for the next.
+fn leave_deadline() {
+    let me = sys::gettid();
+    if let Ok(a) = sys::sched_getattr(me) {
+        if a.sched_policy == sys::SCHED_DEADLINE {
+            let _ = sys::sched_setattr(me, &crate::sched::other(0));
+            sys::sleep_until(sys::now_ns() + a.sched_period.max(a.sched_deadline));
+        }
     }
 }
 
