@@ -263,3 +263,66 @@ mod tests {
         assert_eq!(s.dl_runtime_ns, None);
     }
 }
+
+/// The cgroup v1 cpuset hierarchy [`OneCpuRootDomain`] uses.
+pub const CPUSET_V1: &str = "/sys/fs/cgroup/cpuset";
+
+/// A root domain of one CPU, for tests and experiments that need
+/// `SCHED_DEADLINE` threads pinned to one CPU (the kernel admits a deadline
+/// thread only with an affinity covering its root domain).
+///
+/// **This changes the machine's configuration** while it lives: on a cgroup
+/// v1 cpuset hierarchy it turns off load balancing in the top cpuset and
+/// makes a child cpuset of `cpu` alone, so the kernel splits its root
+/// domain — `cpu` is one root domain, the other CPUs another with no load
+/// balancing between them — and rebuilds the deadline accounting of both.
+/// Dropping it restores both settings. `heir run` never does this by
+/// itself. A process killed while holding one leaves it in place: undo by
+/// hand with `echo 1 > /sys/fs/cgroup/cpuset/cpuset.sched_load_balance;
+/// rmdir /sys/fs/cgroup/cpuset/<name>`.
+#[derive(Debug)]
+pub struct OneCpuRootDomain {
+    child: std::path::PathBuf,
+}
+
+impl OneCpuRootDomain {
+    /// Makes `cpu` a root domain of its own (cpuset `name` under
+    /// [`CPUSET_V1`]); an error says why not (no cgroup v1 cpuset, no
+    /// permission, top cpuset already not balancing: someone else's split).
+    pub fn make(cpu: u32, name: &str) -> Result<OneCpuRootDomain, String> {
+        let root = std::path::Path::new(CPUSET_V1);
+        let balance = root.join("cpuset.sched_load_balance");
+        let now = std::fs::read_to_string(&balance)
+            .map_err(|e| format!("no cgroup v1 cpuset at {CPUSET_V1}: {e}"))?;
+        if now.trim() != "1" {
+            return Err(format!(
+                "{} is {}: the root domains are already split by someone else",
+                balance.display(),
+                now.trim()
+            ));
+        }
+        let child = root.join(name);
+        let mems = std::fs::read_to_string(root.join("cpuset.mems"))
+            .map_err(|e| format!("reading cpuset.mems: {e}"))?;
+        let write = |p: std::path::PathBuf, v: &str| {
+            std::fs::write(&p, v).map_err(|e| format!("writing {v:?} to {}: {e}", p.display()))
+        };
+        if !child.exists() {
+            std::fs::create_dir(&child)
+                .map_err(|e| format!("creating {}: {e}", child.display()))?;
+        }
+        let made = OneCpuRootDomain { child };
+        write(made.child.join("cpuset.cpus"), &cpu.to_string())?;
+        write(made.child.join("cpuset.mems"), mems.trim())?;
+        write(balance, "0")?;
+        Ok(made)
+    }
+}
+
+impl Drop for OneCpuRootDomain {
+    fn drop(&mut self) {
+        let root = std::path::Path::new(CPUSET_V1);
+        let _ = std::fs::write(root.join("cpuset.sched_load_balance"), "1");
+        let _ = std::fs::remove_dir(&self.child);
+    }
+}
