@@ -28,8 +28,9 @@ use heir::run::{run, Placement, RunConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    apply_lines, deadlock_line, on_off, overrides_shown, parse_override, parse_seconds, print_json,
-    print_run_note, read_scenario_with, report_table, run_error, run_json, thread_scheds,
+    apply_lines, bwi_table, deadlock_line, log_json, ms, on_off, overrides_shown, parse_override,
+    parse_seconds, print_json, print_run_note, read_scenario_with, report_table, run_error,
+    run_json, thread_scheds,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -58,6 +59,10 @@ pub struct Args {
     /// `as-written` keeps the file's numbers; both say so on stderr.
     #[arg(long, value_name = "free|as-written", default_value = "free")]
     pub placement: PlacementArg,
+    /// Also print each thread's first events (up to 64), all threads in
+    /// time order: when each ended, in ms from the start (JSON: "log").
+    #[arg(long)]
+    pub log: bool,
 }
 
 /// `--placement`.
@@ -86,7 +91,12 @@ pub fn main(args: Args) -> CliResult {
     let real = run(&scenario, &config).map_err(|e| run_error(e, format!("{file}: cannot run")))?;
     let report = &real.report;
     if args.json {
-        let json = run_json(&real).map_err(CliError::failure)?;
+        let mut json = run_json(&real).map_err(CliError::failure)?;
+        if args.log {
+            if let serde_json::Value::Object(fields) = &mut json {
+                fields.insert("log".to_string(), log_json(&real));
+            }
+        }
         print_json(&json).map_err(CliError::failure)?;
     } else {
         print!(
@@ -97,6 +107,15 @@ pub fn main(args: Args) -> CliResult {
             overrides_shown(&args.protocol),
             report_table(report, &thread_scheds(&scenario)).render()
         );
+        if let Some(table) = bwi_table(&real) {
+            print!("\n{table}");
+        }
+        if args.log {
+            println!("\nlog (ms from the start, when each event ended)");
+            for (us, thread, what) in &real.log {
+                println!("{:>10}  {thread}  {what}", ms(Some(*us)));
+            }
+        }
         if let Some(line) = deadlock_line(report) {
             println!("\n{line}");
         }

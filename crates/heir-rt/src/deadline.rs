@@ -326,3 +326,29 @@ impl Drop for OneCpuRootDomain {
         let _ = std::fs::remove_dir(&self.child);
     }
 }
+
+/// The calling thread leaves the deadline class *at once*: it first shrinks
+/// its own reservation to the kernel's smallest runtime (same deadline and
+/// period; a smaller bandwidth is always admitted), so that its 0-lag time
+/// is already past when it switches to `to` — the kernel then releases its
+/// bandwidth and clears its deadline parameters immediately, instead of at
+/// its inactive timer (up to its deadline later). Cleared parameters matter
+/// for inheritance: a boosted non-deadline thread whose old deadline
+/// parameters are still set is queued at its old deadline, not at the
+/// donor's (docs/DEADLINE.md §3). Only for the calling thread, while it
+/// runs; does nothing to a thread that is not `SCHED_DEADLINE`.
+pub fn leave_class(to: &SchedAttr) -> Result<(), sys::Errno> {
+    let me = sys::gettid();
+    let cur = sys::sched_getattr(me)?;
+    if cur.sched_policy != sys::SCHED_DEADLINE {
+        return Ok(());
+    }
+    let tiny = SchedAttr {
+        sched_runtime: MIN_RUNTIME_NS,
+        ..cur
+    };
+    // Best effort: without it the switch below is still right, only the
+    // release is later.
+    let _ = sys::sched_setattr(me, &tiny);
+    sys::sched_setattr(me, to)
+}

@@ -31,6 +31,7 @@
     unsafe_op_in_unsafe_fn
 )]
 
+pub mod bwi;
 pub mod capi;
 pub mod caps;
 pub mod ceiling;

@@ -202,6 +202,9 @@ impl From<Error> for RunError {
 /// A scenario resource, instantiated.
 enum Res {
     Pi(RawPiMutex),
+    /// A `bwi` mutex: a PI futex with user-space M-BWI accounting
+    /// ([`crate::bwi`]).
+    Bwi(RawPiMutex),
     Engine(RawEngineMutex),
     Cond(PiCondvar),
     Queue(PrioQueue<()>),
@@ -236,6 +239,9 @@ const RUN_CHUNK_NS: u64 = 1_000_000;
 /// A `run` ends when less than this CPU time is left (1 µs: about the cost
 /// of reading the thread's CPU clock).
 const RUN_SLACK_NS: u64 = 1_000;
+
+/// Events of each thread kept in [`RealRun::log`] (its first ones).
+pub const LOG_EVENTS: usize = 64;
 
 /// Busy-loop work unit: a few dependent integer operations.
 #[inline(never)]
@@ -345,6 +351,10 @@ struct ThreadOut {
     events: u64,
     /// How late the thread woke for its start (ns).
     late_ns: u64,
+    /// What it lent and borrowed through `bwi` mutexes.
+    bwi: crate::bwi::BwiThread,
+    /// Its first [`LOG_EVENTS`] events: when each ended (ns) and what.
+    log: Vec<(u64, String)>,
 }
 
 /// Run-wide shared state.
@@ -478,6 +488,15 @@ pub struct RealRun {
     pub apply: thread::ApplyStats,
     /// Each thread's name and kernel tid, in start order.
     pub tids: Vec<(String, i32)>,
+    /// The first [`LOG_EVENTS`] events of each thread, all threads merged
+    /// in time order: (µs from the run's start, thread, the event's JSON
+    /// path — or a `bwi` throttle). An event's time is when it *ended*
+    /// (a `lock`: when the thread got the mutex).
+    pub log: Vec<(f64, String, String)>,
+    /// `bwi` mutexes: per thread with a non-zero figure, the budget it lent
+    /// and consumed, its throttles ([`crate::bwi`]: a user-space
+    /// approximation of M-BWI). Empty without `bwi` mutexes.
+    pub bwi: Vec<crate::bwi::BwiReport>,
 }
 
 impl RealRun {
@@ -532,13 +551,15 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         // Tell every thread to stop at once.
         shared.t0_ns.store(ABORTED, Ordering::Release);
     }
-    let tids = threads
+    let tids: Vec<(String, i32)> = threads
         .names
         .iter()
         .cloned()
         .zip(threads.tids.clone())
         .collect();
     let (names, outs) = threads.release_and_join();
+    let bwi = bwi_reports(&tids, &outs);
+    let log = merged_log(&tids, &outs, shared.t0_ns.load(Ordering::Acquire));
     let apply = thread::apply_stats().since(&applied_before);
     let t0 = shared.begin().unwrap_or_else(sys::now_ns);
     let end = t0 + shared.duration_ns;
@@ -574,7 +595,38 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         late_starts,
         apply,
         tids,
+        bwi,
+        log,
     })
+}
+
+/// The threads' logs merged in time order ([`RealRun::log`]).
+fn merged_log(
+    tids: &[(String, i32)],
+    outs: &[Option<ThreadOut>],
+    t0: u64,
+) -> Vec<(f64, String, String)> {
+    let mut log: Vec<(f64, String, String)> = tids
+        .iter()
+        .zip(outs)
+        .filter_map(|((n, _), o)| o.as_ref().map(|o| (n, &o.log)))
+        .flat_map(|(n, l)| {
+            l.iter()
+                .map(move |(t, w)| (t.saturating_sub(t0) as f64 / 1000.0, n.clone(), w.clone()))
+        })
+        .collect();
+    log.sort_by(|a, b| a.0.total_cmp(&b.0));
+    log
+}
+
+/// The `bwi` figures of the run's threads ([`crate::bwi::reports`]).
+fn bwi_reports(tids: &[(String, i32)], outs: &[Option<ThreadOut>]) -> Vec<crate::bwi::BwiReport> {
+    let threads: Vec<(String, i32, &crate::bwi::BwiThread)> = tids
+        .iter()
+        .zip(outs)
+        .filter_map(|((n, t), o)| o.as_ref().map(|o| (n.clone(), *t, &o.bwi)))
+        .collect();
+    crate::bwi::reports(&threads)
 }
 
 /// The machine's CPUs a thread of `task` runs on at its start.
@@ -889,7 +941,8 @@ fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
             // Inheritance is the kernel's own (a PI futex); the other
             // protocols are the engine's, mapped as every face maps them.
             ResourceKind::Mutex { protocol } => match protocol {
-                MutexProtocol::Inherit | MutexProtocol::Bwi => Res::Pi(RawPiMutex::new()),
+                MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
+                MutexProtocol::Bwi => Res::Bwi(RawPiMutex::new()),
                 p => Res::Engine(RawEngineMutex::new(engine::protocol(p))),
             },
             ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),
@@ -1070,17 +1123,11 @@ impl ThreadStart {
 
 /// A `SCHED_DEADLINE` thread returns itself to `SCHED_OTHER`, running (its
 /// bandwidth is released by its own change: never by another thread's —
-/// see [`crate::deadline`]), then sleeps one period: the kernel gives the
-/// bandwidth back at the thread's 0-lag time, before its current deadline,
-/// so a run ends with its bandwidth free again for the next.
+/// see [`crate::deadline`]), at once: [`crate::deadline::leave_class`]
+/// shrinks its reservation first so that the kernel gives the bandwidth
+/// back at the switch, and a run ends with it free for the next.
 fn leave_deadline() {
-    let me = sys::gettid();
-    if let Ok(a) = sys::sched_getattr(me) {
-        if a.sched_policy == sys::SCHED_DEADLINE {
-            let _ = sys::sched_setattr(me, &crate::sched::other(0));
-            sys::sleep_until(sys::now_ns() + a.sched_period.max(a.sched_deadline));
-        }
-    }
+    let _ = crate::deadline::leave_class(&crate::sched::other(0));
 }
 
 /// Helpers (PI-CV) of conditions and queues, servers of endpoints; the
@@ -1194,6 +1241,10 @@ struct Ctx<'a> {
     zero_since: u64,
     /// The thread's voluntary context switches when last checked.
     zero_nvcsw: u64,
+    /// Its `bwi` state and counts.
+    bwi: crate::bwi::BwiThread,
+    /// Its first [`LOG_EVENTS`] events (see [`RealRun::log`]).
+    log: Vec<(u64, String)>,
 }
 
 impl Ctx<'_> {
@@ -1263,6 +1314,12 @@ impl Ctx<'_> {
         let end = Some(self.end());
         match &self.sh.res[r] {
             Res::Pi(m) => m.lock_until(end).map_err(|e| self.on_error(e))?,
+            Res::Bwi(m) => {
+                let until = self.end();
+                let r = self.bwi.lock(m, until);
+                self.log_throttles();
+                r.map_err(|e| self.on_error(e))?
+            }
             Res::Engine(m) => m.lock_until(end).map_err(|e| self.on_error(e))?,
             _ => {}
         }
@@ -1273,6 +1330,7 @@ impl Ctx<'_> {
     fn unlock(&mut self, r: usize) -> Result<(), Stop> {
         match &self.sh.res[r] {
             Res::Pi(m) => m.unlock()?,
+            Res::Bwi(m) => self.bwi.unlock(m, self.sh.end())?,
             Res::Engine(m) => m.unlock()?,
             _ => {}
         }
@@ -1294,7 +1352,7 @@ impl Ctx<'_> {
         let res_name = |n: &Node| -> String {
             for (i, r) in self.sh.res.iter().enumerate() {
                 let hit = match (n, r) {
-                    (Node::Object(o), Res::Pi(x)) => ObjId::from(x.id()) == *o,
+                    (Node::Object(o), Res::Pi(x) | Res::Bwi(x)) => ObjId::from(x.id()) == *o,
                     (Node::Object(o), Res::Engine(x)) => ObjId::from(x.id()) == *o,
                     (Node::Object(o), Res::Cond(x)) => ObjId::from(x.id()) == *o,
                     _ => false,
@@ -1440,6 +1498,24 @@ impl Ctx<'_> {
     fn event(&mut self, ev: &Event) -> Result<(), Stop> {
         self.events += 1;
         self.count_time(&ev.kind)?;
+        self.event_kind(ev)?;
+        if self.log.len() < LOG_EVENTS {
+            self.log.push((sys::now_ns(), ev.path.clone()));
+        }
+        Ok(())
+    }
+
+    /// Logs the `bwi` throttles of the last lock (the lent budget spent).
+    fn log_throttles(&mut self) {
+        for t in self.bwi.take_throttle_times() {
+            if self.log.len() < LOG_EVENTS {
+                self.log
+                    .push((t, format!("bwi: {}'s lent budget spent", self.name)));
+            }
+        }
+    }
+
+    fn event_kind(&mut self, ev: &Event) -> Result<(), Stop> {
         let end = Some(self.end());
         match &ev.kind {
             EventKind::Run(_)
@@ -1544,7 +1620,7 @@ impl Ctx<'_> {
             return Ok(());
         };
         let r = match &self.sh.res[mutex] {
-            Res::Pi(m) => c.wait_raw(m, end),
+            Res::Pi(m) | Res::Bwi(m) => c.wait_raw(m, end),
             Res::Engine(m) => c.wait_engine(m, end),
             _ => Ok(WaitResult::Woken),
         };
@@ -1730,6 +1806,8 @@ fn run_thread(
         zero_streak: 0,
         zero_since: 0,
         zero_nvcsw: 0,
+        bwi: crate::bwi::BwiThread::default(),
+        log: Vec::new(),
     };
     let end = cx.end();
     let mut late_ns = 0;
@@ -1746,7 +1824,7 @@ fn run_thread(
     // Leave nothing locked behind.
     while let Some(r) = cx.held.pop() {
         match &sh.res[r] {
-            Res::Pi(m) => {
+            Res::Pi(m) | Res::Bwi(m) => {
                 let _ = m.unlock();
             }
             Res::Engine(m) => {
@@ -1761,6 +1839,8 @@ fn run_thread(
         misses: cx.misses,
         events: cx.events,
         late_ns,
+        bwi: cx.bwi,
+        log: cx.log,
     }
 }
 
