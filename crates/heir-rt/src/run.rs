@@ -1194,6 +1194,7 @@ fn task_reports(
             jobs: out.jobs,
             deadline_misses: out.misses,
             response_us: out.stats.summary(),
+            server: None,
         });
     }
     (tasks, events, late_starts)
