@@ -177,9 +177,85 @@ pub fn sim_json(report: &Report, cpus: u32) -> Result<serde_json::Value> {
 pub fn run_json(real: &RealRun) -> Result<serde_json::Value> {
     let mut value = serde_json::to_value(&real.report).context("serialising the report")?;
     if let serde_json::Value::Object(fields) = &mut value {
+        if let Some(serde_json::Value::Object(tasks)) = fields.get_mut("tasks") {
+            for b in &real.bwi {
+                if let Some(serde_json::Value::Object(t)) = tasks.get_mut(&b.task) {
+                    t.insert("bwi".to_string(), bwi_json(b));
+                }
+            }
+        }
         fields.insert("apply".to_string(), apply_json(real));
     }
     Ok(value)
+}
+
+/// `--log`: `[{"at_us":…,"thread":"A","event":"tasks.A.lock"},…]`, in time
+/// order.
+pub fn log_json(real: &RealRun) -> serde_json::Value {
+    serde_json::Value::Array(
+        real.log
+            .iter()
+            .map(|(us, t, w)| serde_json::json!({ "at_us": us, "thread": t, "event": w }))
+            .collect(),
+    )
+}
+
+/// A thread's `"bwi"` object (only for threads with a non-zero figure):
+/// `{"lent_us":…,"consumed_us":…,"throttles":…,"readmit_retries":…,
+/// "lent_to":{OWNER:{"consumed_us":…,"throttles":…}}}`.
+fn bwi_json(b: &heir::bwi::BwiReport) -> serde_json::Value {
+    let to: serde_json::Map<String, serde_json::Value> = b
+        .pairs
+        .iter()
+        .map(|(o, us, th)| {
+            (
+                o.clone(),
+                serde_json::json!({ "consumed_us": us, "throttles": th }),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "lent_us": b.lent_us,
+        "consumed_us": b.consumed_us,
+        "throttles": b.throttles,
+        "readmit_retries": b.readmit_retries,
+        "lent_to": to,
+    })
+}
+
+/// The `bwi` table of a run with `bwi` figures (none without): per thread,
+/// the budget it lent and consumed (ms) and its throttles, under a line
+/// saying what is exact and what approximates M-BWI.
+pub fn bwi_table(real: &RealRun) -> Option<String> {
+    if real.bwi.is_empty() {
+        return None;
+    }
+    let mut t = Table::new(["task", "lent", "consumed", "throttles", "lent to"]);
+    for b in &real.bwi {
+        let to: Vec<String> = b
+            .pairs
+            .iter()
+            .map(|(o, us, th)| format!("{o} {} ms/{th}", ms(Some(*us))))
+            .collect();
+        t.row([
+            b.task.clone(),
+            ms(Some(b.lent_us)),
+            ms(Some(b.consumed_us)),
+            b.throttles.to_string(),
+            if to.is_empty() {
+                "-".to_string()
+            } else {
+                to.join(", ")
+            },
+        ]);
+    }
+    Some(format!(
+        "bwi in ms (user-space approximation of M-BWI on a stock kernel: lent/consumed = \
+         an owner's CPU time while boosted, measured; throttles emulated by the waiter \
+         withdrawing; a deadline owner runs SCHED_FIFO while it holds a bwi mutex — \
+         docs/DEADLINE.md)\n\n{}",
+        t.render()
+    ))
 }
 
 /// `{"setattr_calls":…,"setattr_errors":…,"last_setattr_error":{"errno":1,

@@ -1,5 +1,5 @@
-//! `heir run FILE`: run a scenario file on real threads (SCHED_FIFO from the
-//! file, pinned to the file's `cpus`, `run` as calibrated busy loops, timers
+//! `heir run FILE`: run a scenario file on real threads (SCHED_FIFO,
+//! SCHED_DEADLINE, … from the file, pinned to the file's `cpus`, `run` as calibrated busy loops, timers
 //! on CLOCK_MONOTONIC absolute), and print the same table and `--json`
 //! schema as `heir sim`, with `"mode":"real"` — plus what heir-rt could not
 //! apply to the kernel during the run (failed `sched_setattr` calls, boosts
@@ -16,7 +16,8 @@
 //! Exit codes: 0 ok; 1 the runtime failed; 2 bad input — unreadable file,
 //! reader error, no finite duration (set `global.duration` or pass
 //! `--duration`), a feature the runner lacks, no permission for real-time
-//! priorities, or a program the simulator refuses as well (an unlock of a
+//! priorities, a SCHED_DEADLINE task the kernel does not admit (named, with
+//! its runtime, period and the free bandwidth) or cannot pin, or a program the simulator refuses as well (an unlock of a
 //! mutex not held, a zero-time loop: the same path and message as `heir
 //! sim`) — with nothing on stdout; 3 the run hit a deadlock (the report and
 //! its cycle are printed). RT throttling is never touched.
@@ -27,8 +28,9 @@ use heir::run::{run, Placement, RunConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    apply_lines, deadlock_line, on_off, overrides_shown, parse_override, parse_seconds, print_json,
-    print_run_note, read_scenario_with, report_table, run_error, run_json, thread_scheds,
+    apply_lines, bwi_table, deadlock_line, log_json, ms, on_off, overrides_shown, parse_override,
+    parse_seconds, print_json, print_run_note, read_scenario_with, report_table, run_error,
+    run_json, thread_scheds,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -57,6 +59,10 @@ pub struct Args {
     /// `as-written` keeps the file's numbers; both say so on stderr.
     #[arg(long, value_name = "free|as-written", default_value = "free")]
     pub placement: PlacementArg,
+    /// Also print each thread's first events (up to 64), all threads in
+    /// time order: when each ended, in ms from the start (JSON: "log").
+    #[arg(long)]
+    pub log: bool,
 }
 
 /// `--placement`.
@@ -85,7 +91,12 @@ pub fn main(args: Args) -> CliResult {
     let real = run(&scenario, &config).map_err(|e| run_error(e, format!("{file}: cannot run")))?;
     let report = &real.report;
     if args.json {
-        let json = run_json(&real).map_err(CliError::failure)?;
+        let mut json = run_json(&real).map_err(CliError::failure)?;
+        if args.log {
+            if let serde_json::Value::Object(fields) = &mut json {
+                fields.insert("log".to_string(), log_json(&real));
+            }
+        }
         print_json(&json).map_err(CliError::failure)?;
     } else {
         print!(
@@ -96,6 +107,15 @@ pub fn main(args: Args) -> CliResult {
             overrides_shown(&args.protocol),
             report_table(report, &thread_scheds(&scenario)).render()
         );
+        if let Some(table) = bwi_table(&real) {
+            print!("\n{table}");
+        }
+        if args.log {
+            println!("\nlog (ms from the start, when each event ended)");
+            for (us, thread, what) in &real.log {
+                println!("{:>10}  {thread}  {what}", ms(Some(*us)));
+            }
+        }
         if let Some(line) = deadlock_line(report) {
             println!("\n{line}");
         }

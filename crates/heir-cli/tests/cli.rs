@@ -4,6 +4,8 @@
 
 #[path = "cli/bad_input.rs"]
 mod bad_input;
+#[path = "cli/deadline.rs"]
+mod deadline;
 #[path = "cli/deadlock.rs"]
 mod deadlock;
 #[path = "cli/demo.rs"]

@@ -31,11 +31,13 @@
     unsafe_op_in_unsafe_fn
 )]
 
+pub mod bwi;
 pub mod capi;
 pub mod caps;
 pub mod ceiling;
 pub mod condvar;
 pub mod cpus;
+pub mod deadline;
 pub mod lock;
 pub mod mutex;
 pub mod queue;

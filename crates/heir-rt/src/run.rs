@@ -2,8 +2,15 @@
 //!
 //! The same semantics as the simulator, on the kernel's scheduler:
 //!
-//! - one thread per task instance, `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER` as
-//!   the file says, pinned to the task's `cpus`; a task without `cpus` runs
+//! - one thread per task instance, `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`/
+//!   `SCHED_DEADLINE` as the file says, pinned to the task's `cpus`; each
+//!   thread sets its own attributes and, at the end, a deadline thread
+//!   returns itself to `SCHED_OTHER` ([`crate::deadline`]: never another
+//!   thread's policy). With deadline tasks the free deadline bandwidth of
+//!   their CPUs is measured first (by trying), and a task that does not fit
+//!   is refused by name with its runtime, period and what is free
+//!   ([`RunError::DeadlineAdmission`]); a deadline thread must be allowed on
+//!   its whole root domain ([`RunError::DeadlineAffinity`]); a task without `cpus` runs
 //!   on every CPU of the simulator's model (`0..=` the largest CPU the file
 //!   names, or one CPU when it names none);
 //! - CPUs ([`Placement`]): the scenario's CPUs are placed on this machine's
@@ -143,6 +150,39 @@ pub enum RunError {
     /// The runtime failed (not the scenario's fault).
     #[error("runtime: {0}")]
     Runtime(Error),
+    /// A `SCHED_DEADLINE` task the kernel does not admit (`EBUSY`): its
+    /// reservation is more than the deadline bandwidth left free on its
+    /// CPUs' root domain (measured at start by trying:
+    /// [`crate::deadline::probe_free`]).
+    #[error("task {task}: SCHED_DEADLINE runtime {runtime_us} µs every {period_us} µs ({:.3} CPU) is not admitted: {free:.3} CPU of deadline bandwidth is free on CPUs {cpus:?}{} (the kernel's admission control, EBUSY)", *runtime_us as f64 / *period_us as f64, if *before > 0.0 { format!(" after the run's earlier deadline tasks ({before:.3} CPU)") } else { String::new() })]
+    DeadlineAdmission {
+        /// The task (the thread's name).
+        task: String,
+        /// Its `dl-runtime` (µs).
+        runtime_us: u64,
+        /// Its `dl-period` (µs).
+        period_us: u64,
+        /// The free bandwidth left for it (CPUs).
+        free: f64,
+        /// What the run's earlier deadline threads took of what was free
+        /// at start (CPUs).
+        before: f64,
+        /// The machine's CPUs its thread is allowed on.
+        cpus: Vec<u32>,
+    },
+    /// A `SCHED_DEADLINE` task pinned to CPUs that are not a whole root
+    /// domain (`EPERM`): the kernel admits a deadline thread only with an
+    /// affinity covering its root domain.
+    #[error("task {task}: the kernel refuses SCHED_DEADLINE for a thread allowed only on CPUs {cpus:?} (EPERM): a deadline thread must be allowed on every CPU of its root domain; run it on all CPUs, or make those CPUs a root domain of their own (an exclusive cpuset: docs/DEADLINE.md)")]
+    DeadlineAffinity {
+        /// The task (the thread's name).
+        task: String,
+        /// The machine's CPUs it was to run on.
+        cpus: Vec<u32>,
+    },
+    /// The free deadline bandwidth could not be measured.
+    #[error("measuring the free SCHED_DEADLINE bandwidth: {0}")]
+    DeadlineProbe(crate::deadline::ProbeError),
     /// A thread could not be started.
     #[error("cannot start thread {name}: {source}")]
     Spawn {
@@ -162,6 +202,9 @@ impl From<Error> for RunError {
 /// A scenario resource, instantiated.
 enum Res {
     Pi(RawPiMutex),
+    /// A `bwi` mutex: a PI futex with user-space M-BWI accounting
+    /// ([`crate::bwi`]).
+    Bwi(RawPiMutex),
     Engine(RawEngineMutex),
     Cond(PiCondvar),
     Queue(PrioQueue<()>),
@@ -196,6 +239,9 @@ const RUN_CHUNK_NS: u64 = 1_000_000;
 /// A `run` ends when less than this CPU time is left (1 µs: about the cost
 /// of reading the thread's CPU clock).
 const RUN_SLACK_NS: u64 = 1_000;
+
+/// Events of each thread kept in [`RealRun::log`] (its first ones).
+pub const LOG_EVENTS: usize = 64;
 
 /// Busy-loop work unit: a few dependent integer operations.
 #[inline(never)]
@@ -284,12 +330,15 @@ fn attr_of(task: &Task) -> Result<SchedAttr, RunError> {
             sched_policy: sys::SCHED_IDLE,
             ..SchedAttr::default()
         },
-        Policy::Deadline => {
-            return Err(RunError::Unsupported {
-                path: task.path.clone(),
-                what: "SCHED_DEADLINE".into(),
-            })
-        }
+        Policy::Deadline => match s.dl {
+            Some(dl) => crate::deadline::attr(dl.runtime_us, dl.deadline_us, dl.period_us),
+            None => {
+                return Err(RunError::Unsupported {
+                    path: task.path.clone(),
+                    what: "SCHED_DEADLINE without dl-runtime".into(),
+                })
+            }
+        },
     })
 }
 
@@ -302,6 +351,10 @@ struct ThreadOut {
     events: u64,
     /// How late the thread woke for its start (ns).
     late_ns: u64,
+    /// What it lent and borrowed through `bwi` mutexes.
+    bwi: crate::bwi::BwiThread,
+    /// Its first [`LOG_EVENTS`] events: when each ended (ns) and what.
+    log: Vec<(u64, String)>,
 }
 
 /// Run-wide shared state.
@@ -435,6 +488,15 @@ pub struct RealRun {
     pub apply: thread::ApplyStats,
     /// Each thread's name and kernel tid, in start order.
     pub tids: Vec<(String, i32)>,
+    /// The first [`LOG_EVENTS`] events of each thread, all threads merged
+    /// in time order: (µs from the run's start, thread, the event's JSON
+    /// path — or a `bwi` throttle). An event's time is when it *ended*
+    /// (a `lock`: when the thread got the mutex).
+    pub log: Vec<(f64, String, String)>,
+    /// `bwi` mutexes: per thread with a non-zero figure, the budget it lent
+    /// and consumed, its throttles ([`crate::bwi`]: a user-space
+    /// approximation of M-BWI). Empty without `bwi` mutexes.
+    pub bwi: Vec<crate::bwi::BwiReport>,
 }
 
 impl RealRun {
@@ -471,6 +533,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         .filter(|p| caps.cpus.contains(p))
         .collect();
     let _claims = survey.keep(&physical);
+    let dl_free = deadline_admission(scenario, &cpu_map, &physical)?;
     let ns_per_loop = ns_per_loop(scenario, config, &cpu_map, &physical, &caps);
     let shared = Arc::new(Shared::new(
         scenario,
@@ -481,28 +544,33 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     ));
     let applied_before = thread::apply_stats();
     let threads = Threads::start(scenario, &shared, &attrs, &physical)?;
-    let failed = threads.tids.iter().position(|&t| t < 0);
+    let failed = threads.first_failure();
     let setup = setup_helpers(scenario, &shared, &threads, pi_cv);
     let watch = cpus::Watch::start();
     if failed.is_some() || setup.is_err() {
         // Tell every thread to stop at once.
         shared.t0_ns.store(ABORTED, Ordering::Release);
     }
-    let tids = threads
+    let tids: Vec<(String, i32)> = threads
         .names
         .iter()
         .cloned()
         .zip(threads.tids.clone())
         .collect();
     let (names, outs) = threads.release_and_join();
+    let bwi = bwi_reports(&tids, &outs);
+    let log = merged_log(&tids, &outs, shared.t0_ns.load(Ordering::Acquire));
     let apply = thread::apply_stats().since(&applied_before);
     let t0 = shared.begin().unwrap_or_else(sys::now_ns);
     let end = t0 + shared.duration_ns;
-    if let Some(i) = failed {
-        return Err(RunError::NoPrivilege(format!(
-            "thread {} could not set its scheduling attributes or CPU affinity",
-            names[i]
-        )));
+    if let Some(f) = failed {
+        return Err(start_failure(
+            scenario,
+            &names,
+            f,
+            &dl_free,
+            (&cpu_map, &physical),
+        ));
     }
     setup?;
     let actual_end = sys::now_ns().min(end);
@@ -527,7 +595,148 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         late_starts,
         apply,
         tids,
+        bwi,
+        log,
     })
+}
+
+/// The threads' logs merged in time order ([`RealRun::log`]).
+fn merged_log(
+    tids: &[(String, i32)],
+    outs: &[Option<ThreadOut>],
+    t0: u64,
+) -> Vec<(f64, String, String)> {
+    let mut log: Vec<(f64, String, String)> = tids
+        .iter()
+        .zip(outs)
+        .filter_map(|((n, _), o)| o.as_ref().map(|o| (n, &o.log)))
+        .flat_map(|(n, l)| {
+            l.iter()
+                .map(move |(t, w)| (t.saturating_sub(t0) as f64 / 1000.0, n.clone(), w.clone()))
+        })
+        .collect();
+    log.sort_by(|a, b| a.0.total_cmp(&b.0));
+    log
+}
+
+/// The `bwi` figures of the run's threads ([`crate::bwi::reports`]).
+fn bwi_reports(tids: &[(String, i32)], outs: &[Option<ThreadOut>]) -> Vec<crate::bwi::BwiReport> {
+    let threads: Vec<(String, i32, &crate::bwi::BwiThread)> = tids
+        .iter()
+        .zip(outs)
+        .filter_map(|((n, t), o)| o.as_ref().map(|o| (n.clone(), *t, &o.bwi)))
+        .collect();
+    crate::bwi::reports(&threads)
+}
+
+/// The machine's CPUs a thread of `task` runs on at its start.
+fn thread_cpus(task: &Task, cpu_map: &[(u32, u32)], physical: &[u32]) -> Vec<u32> {
+    match &task.cpus {
+        Some(c) => place(cpu_map, c),
+        None => physical.to_vec(),
+    }
+}
+
+/// For a scenario with `SCHED_DEADLINE` tasks: the free deadline bandwidth
+/// of each CPU set its deadline threads run on, measured by trying
+/// ([`crate::deadline::probe_free`]), and the check that their reservations
+/// fit — the first thread (in start order) that does not is named with its
+/// runtime, period and what is left ([`RunError::DeadlineAdmission`]).
+/// Threads also admit themselves at their start; an `EBUSY` there (another
+/// program took bandwidth meanwhile) is the same error.
+fn deadline_admission(
+    scenario: &Scenario,
+    cpu_map: &[(u32, u32)],
+    physical: &[u32],
+) -> Result<Vec<(Vec<u32>, f64)>, RunError> {
+    let mut free: Vec<(Vec<u32>, f64)> = Vec::new();
+    let mut taken: Vec<f64> = Vec::new();
+    for t in &scenario.tasks {
+        let Some(dl) = t.sched.dl.filter(|_| t.sched.policy == Policy::Deadline) else {
+            continue;
+        };
+        let cpus = thread_cpus(t, cpu_map, physical);
+        let i = match free.iter().position(|(c, _)| *c == cpus) {
+            Some(i) => i,
+            None => {
+                let f = crate::deadline::probe_free(&cpus).map_err(|e| match e {
+                    crate::deadline::ProbeError::NotARootDomain { cpus } => {
+                        RunError::DeadlineAffinity {
+                            task: t.name.clone(),
+                            cpus,
+                        }
+                    }
+                    e => RunError::DeadlineProbe(e),
+                })?;
+                free.push((cpus.clone(), f));
+                taken.push(0.0);
+                free.len() - 1
+            }
+        };
+        let bw = dl.runtime_us as f64 / dl.period_us as f64;
+        for name in t.thread_names() {
+            // The kernel's test, to its precision (the probe's 10⁻⁶).
+            if taken[i] + bw > free[i].1 + 1e-6 {
+                return Err(RunError::DeadlineAdmission {
+                    task: name,
+                    runtime_us: dl.runtime_us,
+                    period_us: dl.period_us,
+                    free: (free[i].1 - taken[i]).max(0.0),
+                    before: taken[i],
+                    cpus,
+                });
+            }
+            taken[i] += bw;
+        }
+    }
+    Ok(free)
+}
+
+/// The error for thread `i` (of `names`) that could not start: the call
+/// that failed — a deadline thread's admission (`EBUSY`) or affinity
+/// (`EPERM`) named as such — else no privilege.
+fn start_failure(
+    scenario: &Scenario,
+    names: &[String],
+    (i, error): (usize, Option<(&'static str, i32)>),
+    deadline_free: &[(Vec<u32>, f64)],
+    (cpu_map, physical): (&[(u32, u32)], &[u32]),
+) -> RunError {
+    let name = names.get(i).cloned().unwrap_or_default();
+    let task = scenario
+        .tasks
+        .iter()
+        .flat_map(|t| std::iter::repeat_n(t, t.instance as usize))
+        .nth(i);
+    if let (Some(t), Some(("sched_setattr", errno))) = (task, error) {
+        if let Some(dl) = t.sched.dl.filter(|_| t.sched.policy == Policy::Deadline) {
+            let cpus = thread_cpus(t, cpu_map, physical);
+            if errno == libc::EPERM {
+                return RunError::DeadlineAffinity { task: name, cpus };
+            }
+            if errno == libc::EBUSY {
+                let free = deadline_free
+                    .iter()
+                    .find(|(c, _)| *c == cpus)
+                    .map_or(0.0, |(_, f)| *f);
+                return RunError::DeadlineAdmission {
+                    task: name,
+                    runtime_us: dl.runtime_us,
+                    period_us: dl.period_us,
+                    free,
+                    before: 0.0,
+                    cpus,
+                };
+            }
+        }
+    }
+    let why = match error {
+        Some((op, errno)) => format!("{op}: {}", sys::errno_name(errno)),
+        None => "unknown".to_string(),
+    };
+    RunError::NoPrivilege(format!(
+        "thread {name} could not set its scheduling attributes or CPU affinity ({why})"
+    ))
 }
 
 /// Notes what disturbed the run: other programs' real-time threads on its
@@ -590,7 +799,7 @@ fn check_privilege(scenario: &Scenario, caps: &Capabilities) -> Result<(), RunEr
 }
 
 /// Each task's attributes, in task order; refuses a task CPU this process
-/// may not use and `SCHED_DEADLINE` (a task's or a phase's).
+/// may not use.
 fn task_attrs(scenario: &Scenario, caps: &Capabilities) -> Result<Vec<SchedAttr>, RunError> {
     let mut attrs = Vec::new();
     for t in &scenario.tasks {
@@ -603,16 +812,6 @@ fn task_attrs(scenario: &Scenario, caps: &Capabilities) -> Result<Vec<SchedAttr>
                     column: t.column,
                     message: format!("CPU {c} is not available (allowed: {:?})", caps.cpus),
                 });
-            }
-        }
-        for p in &t.phases {
-            if let Some(s) = p.sched {
-                if s.policy == Policy::Deadline {
-                    return Err(RunError::Unsupported {
-                        path: p.path.clone(),
-                        what: "SCHED_DEADLINE".into(),
-                    });
-                }
             }
         }
     }
@@ -742,7 +941,8 @@ fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
             // Inheritance is the kernel's own (a PI futex); the other
             // protocols are the engine's, mapped as every face maps them.
             ResourceKind::Mutex { protocol } => match protocol {
-                MutexProtocol::Inherit | MutexProtocol::Bwi => Res::Pi(RawPiMutex::new()),
+                MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
+                MutexProtocol::Bwi => Res::Bwi(RawPiMutex::new()),
                 p => Res::Engine(RawEngineMutex::new(engine::protocol(p))),
             },
             ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),
@@ -774,6 +974,8 @@ struct Threads {
     names: Vec<String>,
     /// Their tids (-1: the thread could not set its attributes or CPUs).
     tids: Vec<i32>,
+    /// Why a thread could not start (the call and its errno), by index.
+    start_errors: Vec<Option<(&'static str, i32)>>,
     go: Arc<Barrier>,
 }
 
@@ -789,7 +991,7 @@ impl Threads {
         let nthreads: usize = scenario.tasks.iter().map(|t| t.instance as usize).sum();
         let ready = Arc::new(Barrier::new(nthreads + 1));
         let go = Arc::new(Barrier::new(nthreads + 1));
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, i32)>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<(usize, StartResult)>();
         let mut handles = Vec::new();
         let mut names = Vec::new();
         for (ti, task) in scenario.tasks.iter().enumerate() {
@@ -821,16 +1023,28 @@ impl Threads {
         }
         drop(tid_tx);
         let mut tids = vec![-1; nthreads];
-        for (i, tid) in tid_rx.iter().take(nthreads) {
-            tids[i] = tid;
+        let mut start_errors = vec![None; nthreads];
+        for (i, started) in tid_rx.iter().take(nthreads) {
+            match started {
+                Ok(tid) => tids[i] = tid,
+                Err(e) => start_errors[i] = Some(e),
+            }
         }
         ready.wait();
         Ok(Threads {
             handles,
             names,
             tids,
+            start_errors,
             go,
         })
+    }
+
+    /// The first thread that could not start, and why (the call and its
+    /// errno), if any did not.
+    fn first_failure(&self) -> Option<(usize, Option<(&'static str, i32)>)> {
+        let i = self.tids.iter().position(|&t| t < 0)?;
+        Some((i, self.start_errors[i]))
     }
 
     /// The tids of the instances of the tasks `tis`.
@@ -859,6 +1073,9 @@ impl Threads {
     }
 }
 
+/// A started thread's tid, or the call that failed and its errno.
+type StartResult = Result<i32, (&'static str, i32)>;
+
 /// What one thread of the run needs to start.
 struct ThreadStart {
     sh: Arc<Shared>,
@@ -869,7 +1086,7 @@ struct ThreadStart {
     attr: SchedAttr,
     /// This machine's CPUs it runs on.
     cpus: Vec<u32>,
-    tid_tx: std::sync::mpsc::Sender<(usize, i32)>,
+    tid_tx: std::sync::mpsc::Sender<(usize, StartResult)>,
     ready: Arc<Barrier>,
     go: Arc<Barrier>,
 }
@@ -879,13 +1096,17 @@ impl ThreadStart {
     /// (-1 on failure), waits for the release, runs its program unless the
     /// run was called off, and leaves the registry.
     fn main(self) -> ThreadOut {
-        let ok = sys::set_affinity(0, &self.cpus).is_ok()
-            && sys::sched_setattr(sys::gettid(), &self.attr).is_ok()
-            && thread::join().is_ok();
+        let started = sys::set_affinity(0, &self.cpus)
+            .map_err(|e| ("sched_setaffinity", e))
+            .and_then(|()| {
+                sys::sched_setattr(sys::gettid(), &self.attr).map_err(|e| ("sched_setattr", e))
+            })
+            .and_then(|()| thread::join().map(|_| ()).map_err(|e| ("join", e.errno())));
+        let ok = started.is_ok();
         let callers = make_callers(&self.sh, &self.task);
         let _ = self
             .tid_tx
-            .send((self.idx, if ok { sys::gettid() } else { -1 }));
+            .send((self.idx, started.map(|()| sys::gettid())));
         self.ready.wait();
         self.go.wait();
         let out = match (callers, self.sh.begin()) {
@@ -895,8 +1116,18 @@ impl ThreadStart {
             _ => ThreadOut::default(),
         };
         thread::leave();
+        leave_deadline();
         out
     }
+}
+
+/// A `SCHED_DEADLINE` thread returns itself to `SCHED_OTHER`, running (its
+/// bandwidth is released by its own change: never by another thread's —
+/// see [`crate::deadline`]), at once: [`crate::deadline::leave_class`]
+/// shrinks its reservation first so that the kernel gives the bandwidth
+/// back at the switch, and a run ends with it free for the next.
+fn leave_deadline() {
+    let _ = crate::deadline::leave_class(&crate::sched::other(0));
 }
 
 /// Helpers (PI-CV) of conditions and queues, servers of endpoints; the
@@ -1011,6 +1242,10 @@ struct Ctx<'a> {
     zero_since: u64,
     /// The thread's voluntary context switches when last checked.
     zero_nvcsw: u64,
+    /// Its `bwi` state and counts.
+    bwi: crate::bwi::BwiThread,
+    /// Its first [`LOG_EVENTS`] events (see [`RealRun::log`]).
+    log: Vec<(u64, String)>,
 }
 
 impl Ctx<'_> {
@@ -1080,6 +1315,12 @@ impl Ctx<'_> {
         let end = Some(self.end());
         match &self.sh.res[r] {
             Res::Pi(m) => m.lock_until(end).map_err(|e| self.on_error(e))?,
+            Res::Bwi(m) => {
+                let until = self.end();
+                let r = self.bwi.lock(m, until);
+                self.log_throttles();
+                r.map_err(|e| self.on_error(e))?
+            }
             Res::Engine(m) => m.lock_until(end).map_err(|e| self.on_error(e))?,
             _ => {}
         }
@@ -1090,6 +1331,7 @@ impl Ctx<'_> {
     fn unlock(&mut self, r: usize) -> Result<(), Stop> {
         match &self.sh.res[r] {
             Res::Pi(m) => m.unlock()?,
+            Res::Bwi(m) => self.bwi.unlock(m, self.sh.end())?,
             Res::Engine(m) => m.unlock()?,
             _ => {}
         }
@@ -1111,7 +1353,7 @@ impl Ctx<'_> {
         let res_name = |n: &Node| -> String {
             for (i, r) in self.sh.res.iter().enumerate() {
                 let hit = match (n, r) {
-                    (Node::Object(o), Res::Pi(x)) => ObjId::from(x.id()) == *o,
+                    (Node::Object(o), Res::Pi(x) | Res::Bwi(x)) => ObjId::from(x.id()) == *o,
                     (Node::Object(o), Res::Engine(x)) => ObjId::from(x.id()) == *o,
                     (Node::Object(o), Res::Cond(x)) => ObjId::from(x.id()) == *o,
                     _ => false,
@@ -1257,6 +1499,24 @@ impl Ctx<'_> {
     fn event(&mut self, ev: &Event) -> Result<(), Stop> {
         self.events += 1;
         self.count_time(&ev.kind)?;
+        self.event_kind(ev)?;
+        if self.log.len() < LOG_EVENTS {
+            self.log.push((sys::now_ns(), ev.path.clone()));
+        }
+        Ok(())
+    }
+
+    /// Logs the `bwi` throttles of the last lock (the lent budget spent).
+    fn log_throttles(&mut self) {
+        for t in self.bwi.take_throttle_times() {
+            if self.log.len() < LOG_EVENTS {
+                self.log
+                    .push((t, format!("bwi: {}'s lent budget spent", self.name)));
+            }
+        }
+    }
+
+    fn event_kind(&mut self, ev: &Event) -> Result<(), Stop> {
         let end = Some(self.end());
         match &ev.kind {
             EventKind::Run(_)
@@ -1361,7 +1621,7 @@ impl Ctx<'_> {
             return Ok(());
         };
         let r = match &self.sh.res[mutex] {
-            Res::Pi(m) => c.wait_raw(m, end),
+            Res::Pi(m) | Res::Bwi(m) => c.wait_raw(m, end),
             Res::Engine(m) => c.wait_engine(m, end),
             _ => Ok(WaitResult::Woken),
         };
@@ -1547,6 +1807,8 @@ fn run_thread(
         zero_streak: 0,
         zero_since: 0,
         zero_nvcsw: 0,
+        bwi: crate::bwi::BwiThread::default(),
+        log: Vec::new(),
     };
     let end = cx.end();
     let mut late_ns = 0;
@@ -1563,7 +1825,7 @@ fn run_thread(
     // Leave nothing locked behind.
     while let Some(r) = cx.held.pop() {
         match &sh.res[r] {
-            Res::Pi(m) => {
+            Res::Pi(m) | Res::Bwi(m) => {
                 let _ = m.unlock();
             }
             Res::Engine(m) => {
@@ -1578,6 +1840,8 @@ fn run_thread(
         misses: cx.misses,
         events: cx.events,
         late_ns,
+        bwi: cx.bwi,
+        log: cx.log,
     }
 }
 

@@ -516,3 +516,22 @@ pub fn get_robust_list() -> Option<(usize, usize)> {
     };
     (r == 0).then_some((head, len))
 }
+
+/// The CPU time (ns) thread `tid` of this process has used so far: its
+/// per-thread `CLOCK_SCHED` CPU clock, read with `clock_gettime` (the
+/// kernel's encoding of a thread CPU clock id: `(!tid << 3) | 6`). `None`
+/// if `tid` is not a live thread of this process.
+pub fn thread_cpu_ns_of(tid: i32) -> Option<u64> {
+    if tid <= 0 {
+        return None;
+    }
+    let clock = ((!tid) << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec; clock_gettime writes it and fails
+    // with EINVAL for a clock id that names no thread of this process.
+    let r = unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
