@@ -426,6 +426,7 @@ fn resources(set: &TaskSet, opts: &ScenarioOptions) -> Vec<Resource> {
                 protocol: match m.protocol {
                     LockProtocol::None => MutexProtocol::None,
                     LockProtocol::Inherit => MutexProtocol::Inherit,
+                    LockProtocol::Bwi => MutexProtocol::Bwi,
                     LockProtocol::Ceiling(c) => MutexProtocol::Ceiling { ceiling: c },
                 },
             },
