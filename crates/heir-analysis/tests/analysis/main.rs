@@ -1,6 +1,7 @@
 //! heir-analysis integration tests: one binary, a module per behaviour.
 
 mod blocking;
+mod bwi;
 mod edf;
 mod eq5;
 mod extract;
