@@ -7,6 +7,7 @@ mod eq5;
 mod extract;
 mod rta;
 mod soundness;
+mod soundness_dl;
 mod sweep;
 mod table1;
 
