@@ -377,6 +377,24 @@ pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {
     t
 }
 
+/// `deadline servers: tau1 throttled 2, replenished 2; …` — one line for
+/// the `SCHED_DEADLINE` threads of a report, if it has any.
+pub fn server_line(report: &Report) -> Option<String> {
+    let parts: Vec<String> = report
+        .tasks
+        .iter()
+        .filter_map(|t| {
+            t.server.map(|s| {
+                format!(
+                    "{} throttled {}, replenished {}",
+                    t.name, s.throttled, s.replenished
+                )
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("deadline servers: {}", parts.join("; ")))
+}
+
 /// The deadlock line of a report, if it deadlocked:
 /// `deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A`.
 pub fn deadlock_line(report: &Report) -> Option<String> {

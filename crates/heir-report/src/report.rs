@@ -36,6 +36,20 @@ pub struct TaskReport {
     pub deadline_misses: u64,
     /// Response times of the completed jobs (µs).
     pub response_us: ResponseSummary,
+    /// A `SCHED_DEADLINE` thread's server (absent for other threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerStats>,
+}
+
+/// What happened to a deadline thread's server:
+/// `{"throttled":…,"replenished":…}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ServerStats {
+    /// Times its budget ran out and it was throttled.
+    pub throttled: u64,
+    /// Times it was replenished (after a throttle, or — a boosted thread —
+    /// at once with its donor's budget).
+    pub replenished: u64,
 }
 
 /// `{"at_us":…,"cycle":["A","m2","B","m1","A"]}`.

@@ -54,6 +54,14 @@ pub enum InstantKind {
     Suspend,
     /// The thread resumed the suspend point.
     Resume,
+    /// The thread's deadline server ran out of budget: throttled until its
+    /// replenishment (no resource).
+    Throttle,
+    /// The thread's deadline server was replenished (no resource).
+    Replenish,
+    /// The thread started spinning on its CPU for the mutex (M-BWI: the
+    /// owner runs on another CPU).
+    Spin,
 }
 
 /// One event. Times are ns since the start.

@@ -963,6 +963,7 @@ fn task_reports(
             jobs: out.jobs,
             deadline_misses: out.misses,
             response_us: out.stats.summary(),
+            server: None,
         });
     }
     (tasks, events, late_starts)

@@ -79,7 +79,16 @@
 //!   real-time thread, round-robin among themselves (no wake-up preemption)
 //!   with a slice of 4 ms × (CFS weight of the nice value) / 1024 — 4 ms at
 //!   nice 0, 346 ms at nice -20, 58 µs at nice 19, weight 3 for SCHED_IDLE;
-//! - `SCHED_DEADLINE` is not simulated yet ([`SimError::Invalid`]).
+//! - `SCHED_DEADLINE` threads run above every other class, earliest
+//!   absolute deadline first (FIFO among equal deadlines, a preempted thread
+//!   re-queued after the equal ones), each on a constant-bandwidth server
+//!   with Linux's rules (hard reservation: throttled at zero budget until
+//!   its replenishment instant); partitioned, or global EDF for threads free
+//!   on several CPUs. Mutex protocols: `inherit` is Linux's deadline
+//!   inheritance (parameters only, boosted owners never throttled), `bwi`
+//!   is M-BWI (seed 001: the owner runs on lent servers, remote waiters
+//!   spin, FIFO hand-off); PI-CV and RPC lend servers as `bwi` does. The
+//!   rules, step by step, are in the `sim::dl` module's docs.
 //!
 //! # Events (rt-app semantics)
 //!

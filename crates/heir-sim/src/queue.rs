@@ -20,6 +20,11 @@ pub(crate) enum EvKind {
     Wall,
     /// The time slice of an `SCHED_RR` / `SCHED_OTHER` thread expires.
     Slice,
+    /// The budget of the deadline server the thread runs on may be
+    /// exhausted (stale unless `gen` matches).
+    Budget,
+    /// The replenishment timer of the thread's throttled deadline server.
+    Replenish,
 }
 
 /// A future event. Ordered by `(time, seq)`: `seq` is the insertion counter,
@@ -96,21 +101,74 @@ impl EventQueue {
 /// 1 + prio for `Fixed { prio }` (1..=100), 101 = deadline.
 pub(crate) const NLEVELS: usize = 102;
 
+/// The run-queue level of `SCHED_DEADLINE` (above every fixed priority).
+pub(crate) const DL_LEVEL: u8 = (NLEVELS - 1) as u8;
+
 /// The run-queue level of an urgency. Every `Other` urgency shares level 0
 /// (round-robin among them); fixed priorities map one-to-one.
 pub(crate) fn level_of(u: Urgency) -> u8 {
     match u {
         Urgency::Other { .. } => 0,
         Urgency::Fixed { prio } => 1 + prio.min(99),
-        Urgency::Deadline { .. } => (NLEVELS - 1) as u8,
+        Urgency::Deadline { .. } => DL_LEVEL,
+    }
+}
+
+/// Where a ready thread stands: its level, and at the deadline level its
+/// scheduling deadline (earlier is more urgent). Ordered by urgency: a
+/// greater rank preempts a smaller one; equal ranks never preempt each
+/// other (FIFO).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Rank {
+    /// Run-queue level ([`level_of`]).
+    pub level: u8,
+    /// At [`DL_LEVEL`]: the absolute deadline (ns) it is scheduled by;
+    /// 0 elsewhere.
+    pub deadline: u64,
+}
+
+impl Rank {
+    /// The rank of a fixed-priority or `SCHED_OTHER`-class urgency.
+    pub fn of(u: Urgency) -> Rank {
+        match u {
+            Urgency::Deadline { abs_ns } => Rank::deadline(abs_ns),
+            _ => Rank {
+                level: level_of(u),
+                deadline: 0,
+            },
+        }
+    }
+
+    /// A `SCHED_DEADLINE` rank with absolute deadline `abs_ns`.
+    pub fn deadline(abs_ns: u64) -> Rank {
+        Rank {
+            level: DL_LEVEL,
+            deadline: abs_ns,
+        }
+    }
+}
+
+impl Ord for Rank {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.level
+            .cmp(&other.level)
+            .then(other.deadline.cmp(&self.deadline))
+    }
+}
+
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
 /// One FIFO per level and a bitmap of non-empty levels, like Linux's
-/// `rt_prio_array`. Entries are thread indices.
+/// `rt_prio_array`; the deadline level is kept ordered by deadline, FIFO
+/// among equal deadlines (Linux's deadline rb-tree inserts an equal key
+/// after the ones already there). Entries are (deadline, thread index).
 #[derive(Clone, Debug)]
 pub(crate) struct RunQueue {
-    levels: Vec<VecDeque<u32>>,
+    levels: Vec<VecDeque<(u64, u32)>>,
     bitmap: u128,
     len: usize,
 }
@@ -126,26 +184,33 @@ impl Default for RunQueue {
 }
 
 impl RunQueue {
-    /// Inserts `t` at the head (`head`) or the tail of `level`.
-    pub fn push(&mut self, level: u8, t: u32, head: bool) {
-        let q = &mut self.levels[usize::from(level)];
-        if head {
-            q.push_front(t);
+    /// Inserts `t` at the head (`head`) or the tail of its rank's level; at
+    /// the deadline level, in deadline order after equal deadlines (`head`
+    /// does not apply: Linux re-inserts a preempted deadline task by its
+    /// deadline).
+    pub fn push(&mut self, rank: Rank, t: u32, head: bool) {
+        let q = &mut self.levels[usize::from(rank.level)];
+        if rank.level == DL_LEVEL {
+            let at = q.partition_point(|&(d, _)| d <= rank.deadline);
+            q.insert(at, (rank.deadline, t));
+        } else if head {
+            q.push_front((0, t));
         } else {
-            q.push_back(t);
+            q.push_back((0, t));
         }
-        self.bitmap |= 1u128 << level;
+        self.bitmap |= 1u128 << rank.level;
         self.len += 1;
     }
 
-    /// Removes `t` from `level`; false if it was not there.
-    pub fn remove(&mut self, level: u8, t: u32) -> bool {
+    /// Removes `t` from `rank`'s level; false if it was not there.
+    pub fn remove(&mut self, rank: Rank, t: u32) -> bool {
+        let level = rank.level;
         let q = &mut self.levels[usize::from(level)];
-        if q.front() == Some(&t) {
+        if q.front().map(|e| e.1) == Some(t) {
             // The common case: the thread being dispatched is the head.
             q.pop_front();
         } else {
-            let Some(pos) = q.iter().position(|&x| x == t) else {
+            let Some(pos) = q.iter().position(|&(_, x)| x == t) else {
                 return false;
             };
             q.remove(pos);
@@ -162,10 +227,18 @@ impl RunQueue {
         (self.bitmap != 0).then(|| (127 - self.bitmap.leading_zeros()) as u8)
     }
 
-    /// The head of the most urgent non-empty level.
-    pub fn top(&self) -> Option<(u8, u32)> {
+    /// The head of the most urgent non-empty level, with its rank.
+    pub fn top(&self) -> Option<(Rank, u32)> {
         let l = self.top_level()?;
-        self.levels[usize::from(l)].front().map(|&t| (l, t))
+        self.levels[usize::from(l)].front().map(|&(d, t)| {
+            (
+                Rank {
+                    level: l,
+                    deadline: d,
+                },
+                t,
+            )
+        })
     }
 
     /// Whether `level` has a thread.
@@ -173,9 +246,11 @@ impl RunQueue {
         self.bitmap & (1u128 << level) != 0
     }
 
-    /// Threads at `level`, head first.
-    pub fn level(&self, level: u8) -> &VecDeque<u32> {
-        &self.levels[usize::from(level)]
+    /// Threads at `level`, head first, with their ranks.
+    pub fn level(&self, level: u8) -> impl Iterator<Item = (Rank, u32)> + '_ {
+        self.levels[usize::from(level)]
+            .iter()
+            .map(move |&(d, t)| (Rank { level, deadline: d }, t))
     }
 
     /// Non-empty levels, most urgent first.
@@ -244,22 +319,41 @@ mod tests {
     #[test]
     fn run_queue_fifo_head_and_levels() {
         let mut rq = RunQueue::default();
-        rq.push(5, 1, false);
-        rq.push(5, 2, false);
-        rq.push(5, 3, true);
-        rq.push(9, 4, false);
-        rq.push(0, 5, false);
-        assert_eq!(rq.top(), Some((9, 4)));
+        let r = |level| Rank { level, deadline: 0 };
+        rq.push(r(5), 1, false);
+        rq.push(r(5), 2, false);
+        rq.push(r(5), 3, true);
+        rq.push(r(9), 4, false);
+        rq.push(r(0), 5, false);
+        assert_eq!(rq.top(), Some((r(9), 4)));
         assert_eq!(rq.levels_desc().collect::<Vec<_>>(), vec![9, 5, 0]);
-        assert!(rq.remove(9, 4));
-        assert!(!rq.remove(9, 4));
-        assert_eq!(rq.top(), Some((5, 3)));
-        assert_eq!(
-            rq.level(5).iter().copied().collect::<Vec<_>>(),
-            vec![3, 1, 2]
-        );
+        assert!(rq.remove(r(9), 4));
+        assert!(!rq.remove(r(9), 4));
+        assert_eq!(rq.top(), Some((r(5), 3)));
+        assert_eq!(rq.level(5).map(|e| e.1).collect::<Vec<_>>(), vec![3, 1, 2]);
         assert_eq!(rq.len(), 4);
         assert!(!rq.has_level(9));
+    }
+
+    #[test]
+    fn deadline_level_is_earliest_first_fifo_among_equals() {
+        let mut rq = RunQueue::default();
+        rq.push(Rank::deadline(30), 1, false);
+        rq.push(Rank::deadline(10), 2, false);
+        rq.push(Rank::deadline(30), 3, true);
+        rq.push(Rank::deadline(20), 4, false);
+        rq.push(Rank::of(Urgency::fixed(99)), 5, false);
+        assert_eq!(rq.top(), Some((Rank::deadline(10), 2)));
+        assert_eq!(
+            rq.level(DL_LEVEL).map(|e| e.1).collect::<Vec<_>>(),
+            vec![2, 4, 1, 3]
+        );
+        assert!(Rank::deadline(10) > Rank::deadline(20));
+        assert!(Rank::deadline(u64::MAX) > Rank::of(Urgency::fixed(99)));
+        assert_eq!(
+            Rank::deadline(5).cmp(&Rank::deadline(5)),
+            std::cmp::Ordering::Equal
+        );
     }
 
     #[test]

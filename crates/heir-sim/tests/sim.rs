@@ -22,6 +22,9 @@ mod memory;
 #[path = "sim/examples.rs"]
 mod examples;
 
+#[path = "sim/deadline.rs"]
+mod deadline;
+
 #[path = "sim/errors.rs"]
 mod errors;
 

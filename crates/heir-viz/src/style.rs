@@ -59,6 +59,9 @@ pub(crate) fn xml(s: &str) -> String {
 pub(crate) fn instant_name(kind: InstantKind) -> &'static str {
     match kind {
         InstantKind::Lock => "lock",
+        InstantKind::Throttle => "throttle",
+        InstantKind::Replenish => "replenish",
+        InstantKind::Spin => "spin",
         InstantKind::LockBlocked => "blocked",
         InstantKind::Unlock => "unlock",
         InstantKind::Wait => "wait",

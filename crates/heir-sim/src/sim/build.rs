@@ -25,6 +25,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let mut names = ObjNamer {
             names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
             obj_res: Vec::new(),
+            lends: Vec::new(),
         };
         let mut helpers: Vec<(CondId, u32)> = Vec::new();
         let res_state = scenario
@@ -52,6 +53,13 @@ impl<'s, 'o> Simulator<'s, 'o> {
             info: tinfo,
             ..
         } = threads;
+        let has_dl = scenario.tasks.iter().any(|t| {
+            t.sched.policy == Policy::Deadline
+                || t.phases
+                    .iter()
+                    .any(|p| p.sched.is_some_and(|s| s.policy == Policy::Deadline))
+        });
+        let has_bwi = has_dl && names.lends.contains(&dl::Lends::Server);
         Ok(Simulator {
             sc: scenario,
             obs,
@@ -84,6 +92,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
             started: false,
             trace: true,
             changes: Changes::new(),
+            has_dl,
+            has_bwi,
+            obj_lends: names.lends,
+            block_seq: 0,
+            dl_dirty: false,
         })
     }
 }
@@ -114,26 +127,10 @@ fn end_of(scenario: &Scenario, config: &SimConfig) -> Result<Option<u64>, SimErr
 }
 
 /// What the simulator cannot run, checked before anything is built:
-/// `SCHED_DEADLINE`, events on resources of the wrong kind, and a scenario
-/// without an end.
+/// events on resources of the wrong kind, and a scenario without an end.
 fn check(scenario: &Scenario, end: Option<u64>) -> Result<(), SimError> {
-    let deadline = |s: &Sched| s.policy == Policy::Deadline;
     for task in &scenario.tasks {
-        if deadline(&task.sched) {
-            return Err(at_task(
-                task,
-                format!("task {}: SCHED_DEADLINE is not simulated yet", task.name),
-            ));
-        }
         for ph in &task.phases {
-            if ph.sched.as_ref().is_some_and(deadline) {
-                return Err(invalid_at(
-                    &ph.path,
-                    ph.line,
-                    ph.column,
-                    format!("task {}: SCHED_DEADLINE is not simulated yet", task.name),
-                ));
-            }
             for ev in &ph.events {
                 check_event(scenario, ev)?;
             }
@@ -197,6 +194,8 @@ impl ThreadSet {
                     stats: ResponseStats::new(),
                     jobs: 0,
                     misses: 0,
+                    throttles: 0,
+                    replenishments: 0,
                     timers: Vec::new(),
                 });
                 let mut th =
@@ -283,7 +282,8 @@ impl Thread {
                 urgency: base,
                 source: heir_core::Source::Task(eng),
             },
-            level: level_of(base),
+            rank: Rank::of(base),
+            dl: dl::Dl::default(),
             home,
             affinity: task.cpus.clone(),
             queued: false,
@@ -325,7 +325,14 @@ impl ResBuilder<'_> {
         let r = self.r;
         match kind {
             ResourceKind::Mutex { protocol } => {
-                ResState::Mutex(self.mutex(None, engine::protocol(protocol)))
+                let lends = match protocol {
+                    MutexProtocol::Bwi => dl::Lends::Server,
+                    MutexProtocol::Inherit => dl::Lends::Parameters,
+                    MutexProtocol::None | MutexProtocol::Ceiling { .. } => dl::Lends::No,
+                };
+                let m = self.mutex(None, engine::protocol(protocol));
+                self.names.lends_as(m.id.0, lends);
+                ResState::Mutex(m)
             }
             ResourceKind::Cond { helpers } => {
                 let c = self.cond(None);
@@ -424,6 +431,8 @@ struct ObjNamer {
     names: Vec<String>,
     /// Resource index of each engine object.
     obj_res: Vec<usize>,
+    /// How each engine object lends a deadline waiter's time.
+    lends: Vec<dl::Lends>,
 }
 
 impl ObjNamer {
@@ -436,6 +445,13 @@ impl ObjNamer {
     ) -> (MutexId, usize) {
         let m = engine.add_mutex(p);
         let idx = self.name(r, suffix);
+        // heir's own mutexes are pthread mutexes: Linux's inheritance.
+        let lends = if p == Protocol::Inherit {
+            dl::Lends::Parameters
+        } else {
+            dl::Lends::No
+        };
+        self.lends_as(m.0, lends);
         (m, record(&mut self.obj_res, m.0, idx))
     }
 
@@ -447,7 +463,18 @@ impl ObjNamer {
     ) -> (CondId, usize) {
         let c = engine.add_cond();
         let idx = self.name(r, suffix);
+        // PI-CV and RPC lend the waiter's server (M-BWI beyond mutexes).
+        self.lends_as(c.0, dl::Lends::Server);
         (c, record(&mut self.obj_res, c.0, idx))
+    }
+
+    /// Records how engine object `slot` lends a deadline waiter's time.
+    pub(super) fn lends_as(&mut self, slot: u32, lends: dl::Lends) {
+        let slot = slot as usize;
+        if self.lends.len() <= slot {
+            self.lends.resize(slot + 1, dl::Lends::No);
+        }
+        self.lends[slot] = lends;
     }
 
     /// The resource index for `r`'s object with `suffix`.

@@ -40,6 +40,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 deadline_ns,
             });
         }
+        if let Some(r) = dl::Res::of(&task.sched) {
+            self.dl_setup(t, Some(r))?;
+            match self.rank_for(t) {
+                Some(rank) => self.threads[t as usize].rank = rank,
+                None => {
+                    self.threads[t as usize].dl.parked = true;
+                    return Ok(());
+                }
+            }
+        }
         self.enqueue(t, false);
         self.wake_check(t);
         Ok(())
@@ -235,6 +245,21 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     pub(super) fn set_sched(&mut self, t: u32, s: &Sched) -> R<()> {
+        let res = dl::Res::of(s);
+        if res.is_some() || self.threads[t as usize].dl.own.is_some() {
+            self.threads[t as usize].policy = s.policy;
+            if res != self.threads[t as usize].dl.own {
+                self.release_server(t);
+                self.dl_setup(t, res)?;
+                if res.is_some() {
+                    self.dl_refresh();
+                    self.take_server(t);
+                    return Ok(());
+                }
+            } else {
+                return Ok(());
+            }
+        }
         let base = engine::urgency(s);
         let old_slice = self.slice_len(t);
         let th = &mut self.threads[t as usize];

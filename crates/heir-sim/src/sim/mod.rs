@@ -34,10 +34,11 @@ use heir_scenario::limits::{
     beyond_time_limit_s, beyond_time_limit_us, seconds_to_us, MAX_TIME_NS, MAX_TIME_S, MAX_TIME_US,
 };
 use heir_scenario::{
-    Event, EventKind, Global, Micros, Policy, ResourceKind, Scenario, Sched, Task, TimerMode,
+    Event, EventKind, Global, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, Task,
+    TimerMode,
 };
 
-use crate::queue::{level_of, EvKind, EventQueue, RunQueue};
+use crate::queue::{EvKind, EventQueue, Rank, RunQueue};
 use crate::rng::SplitMix64;
 use crate::{SimConfig, SimError};
 use heir_report::ResponseStats;
@@ -95,6 +96,10 @@ enum Act {
     Run { left: u64 },
     /// Busy until the wall-clock instant `end` (rt-app `runtime`).
     Runtime { end: u64 },
+    /// Busy-waiting for a `bwi` mutex whose owner runs on another CPU
+    /// (M-BWI); ends when the mutex is handed over or the owner stops
+    /// running.
+    Spin,
 }
 
 /// Where a thread is queued when ready.
@@ -142,7 +147,11 @@ struct Thread {
     policy: Policy,
     base: Urgency,
     eff: Effective,
-    level: u8,
+    /// Where it stands in the run queues (its level, and in the deadline
+    /// class the deadline of the server it runs on).
+    rank: Rank,
+    /// `SCHED_DEADLINE` state: its server, Linux boost, M-BWI spinning.
+    dl: dl::Dl,
     home: Home,
     affinity: Option<Vec<u32>>,
     queued: bool,
@@ -184,6 +193,9 @@ struct Cold {
     stats: ResponseStats,
     jobs: u64,
     misses: u64,
+    /// Deadline servers: times throttled, times replenished.
+    throttles: u64,
+    replenishments: u64,
     /// `unique` timers of this thread.
     timers: Vec<(usize, TimerState)>,
 }
@@ -348,6 +360,16 @@ pub struct Simulator<'s, 'o> {
     /// The changes of the last engine operation (the `*_into` engine calls
     /// write here: one buffer for the whole run, nothing moved per call).
     changes: Changes,
+    /// The scenario has `SCHED_DEADLINE` threads: ranks follow servers.
+    has_dl: bool,
+    /// Some object lends servers (M-BWI).
+    has_bwi: bool,
+    /// How each engine object (by `ObjId.0`) lends a deadline waiter's time.
+    obj_lends: Vec<dl::Lends>,
+    /// Counter ordering mutex waits (FIFO hand-off of `bwi` mutexes).
+    block_seq: u64,
+    /// Engine changes were applied: deadline ranks are to be re-evaluated.
+    dl_dirty: bool,
 }
 
 /// Stops the run with an error.
@@ -394,6 +416,7 @@ fn us_to_ns(us: u64) -> u64 {
 }
 
 mod build;
+mod dl;
 mod events;
 mod life;
 mod ops;
@@ -449,11 +472,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
             tasks: self
                 .cold
                 .iter()
-                .map(|c| TaskReport {
+                .zip(&self.threads)
+                .map(|(c, th)| TaskReport {
                     name: c.name.clone(),
                     jobs: c.jobs,
                     deadline_misses: c.misses,
                     response_us: c.stats.summary(),
+                    server: th.dl.own.map(|_| heir_report::ServerStats {
+                        throttled: c.throttles,
+                        replenished: c.replenishments,
+                    }),
                 })
                 .collect(),
             deadlock,
@@ -507,10 +535,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     th.eff, eff
                 ));
             }
-            if th.level != level_of(eff.urgency) {
-                return Err(format!("{name}: stale run-queue level"));
+            let t = self.index_of(th);
+            if th.status != Status::Running && Some(th.rank) != self.rank_for(t) && !th.dl.parked {
+                return Err(format!("{name}: stale run-queue rank"));
             }
-            if (th.status == Status::Ready) != th.queued {
+            if (th.status == Status::Ready) != (th.queued || th.dl.parked) {
                 return Err(format!(
                     "{name}: status {:?} but queued = {}",
                     th.status, th.queued
@@ -591,7 +620,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                                         deadline_ns: deadline,
                                     });
                                 }
-                                self.wake(t);
+                                self.wake(t)?;
                             }
                             (Status::Running, Act::Runtime { .. }) => {
                                 th.act = Act::Step;
@@ -606,8 +635,14 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     }
                 }
                 EvKind::Slice => self.slice_expired(t, ev.gen),
+                EvKind::Budget => self.budget_event(t, ev.gen)?,
+                EvKind::Replenish => self.replenish_event(t, ev.gen)?,
             }
+            self.dl_refresh();
             self.schedule()?;
+            while self.settle_spinners()? {
+                self.schedule()?;
+            }
         }
         Ok(())
     }

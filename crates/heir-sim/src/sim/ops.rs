@@ -16,8 +16,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             Ok(LockResult::Blocked) => {
                 self.instant(t, InstantKind::LockBlocked, m.res);
+                self.block_seq += 1;
+                self.threads[t as usize].dl.block_seq = self.block_seq;
                 self.apply_buffered();
-                self.block(t);
+                if !self.bwi_spin(t, m) {
+                    self.block(t);
+                }
                 Ok(false)
             }
             Err(EngineError::Cycle { cycle }) => Err(self.deadlock(&cycle)),
@@ -25,9 +29,14 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// Unlocks `m` (held by `t`), handing it to the top waiter, which wakes.
+    /// Unlocks `m` (held by `t`), handing it to the top waiter, which wakes
+    /// (a `bwi` mutex with deadline threads: to the waiter that blocked
+    /// first).
     pub(super) fn op_unlock(&mut self, t: u32, m: SimMutex, ev: &Event) -> R<()> {
         let eng = self.threads[t as usize].eng;
+        if self.has_bwi && self.lends(m.id.0 as usize) == dl::Lends::Server {
+            return self.op_unlock_fifo(t, m, ev);
+        }
         match self.engine.unlock_into(eng, m.id, &mut self.changes) {
             Ok(next) => {
                 self.instant(t, InstantKind::Unlock, m.res);
@@ -35,7 +44,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 if let Some(w) = next.and_then(|w| self.thread_of(w)) {
                     // Hand-off: the top waiter owns the mutex now.
                     self.instant(w, InstantKind::Lock, m.res);
-                    self.wake(w);
+                    self.wake(w)?;
                 }
                 Ok(())
             }
@@ -46,6 +55,41 @@ impl<'s, 'o> Simulator<'s, 'o> {
             ))),
             Err(e) => Err(self.internal(t, e)),
         }
+    }
+
+    /// [`Simulator::op_unlock`] of a `bwi` mutex: released, then acquired
+    /// on behalf of the waiter that blocked first, which wakes.
+    fn op_unlock_fifo(&mut self, t: u32, m: SimMutex, ev: &Event) -> R<()> {
+        let eng = self.threads[t as usize].eng;
+        let next = self.fifo_waiter(m);
+        match self.engine.release(eng, m.id) {
+            Ok(ch) => {
+                self.instant(t, InstantKind::Unlock, m.res);
+                self.apply_changes(&ch);
+            }
+            Err(EngineError::NotOwner { .. }) => {
+                return Err(stop(at_event(
+                    ev,
+                    messages::mutex_not_held(
+                        &self.cold[t as usize].name,
+                        &self.info.resources[m.res],
+                    ),
+                )))
+            }
+            Err(e) => return Err(self.internal(t, e)),
+        }
+        let Some(w) = next else {
+            return Ok(());
+        };
+        match self.engine.acquire(w, m.id) {
+            Ok(ch) => self.apply_changes(&ch),
+            Err(e) => return Err(self.internal(t, e)),
+        }
+        if let Some(w) = self.thread_of(w) {
+            self.instant(w, InstantKind::Lock, m.res);
+            self.wake(w)?;
+        }
+        Ok(())
     }
 
     /// `pthread_cond_wait(c, m)`: unlock `m` (handing it to its top waiter)
@@ -78,7 +122,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.instant(t, InstantKind::Wait, c.res);
                 self.apply_buffered();
                 if let Some(w) = next {
-                    self.wake(w);
+                    self.wake(w)?;
                 }
                 let th = &mut self.threads[t as usize];
                 th.wait = Some((c, m));
@@ -138,7 +182,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// owner per the mutex protocol).
     pub(super) fn rewake(&mut self, w: u32) -> R<()> {
         let Some((c, m)) = self.threads[w as usize].wait.take() else {
-            self.wake(w);
+            self.wake(w)?;
             return Ok(());
         };
         self.instant(w, InstantKind::Woken, c.res);
@@ -156,7 +200,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             Ok(LockResult::Acquired) => {
                 self.instant(w, InstantKind::Lock, m.res);
                 self.apply_buffered();
-                self.wake(w);
+                self.wake(w)?;
                 Ok(())
             }
             Ok(LockResult::Blocked) => {

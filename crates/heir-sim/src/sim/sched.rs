@@ -33,8 +33,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         th.stamp = stamp;
         th.queued = true;
         match th.home {
-            Home::Cpu(c) => self.local[c as usize].push(th.level, t, head),
-            Home::Global(_) => self.global.push(th.level, t, head),
+            Home::Cpu(c) => self.local[c as usize].push(th.rank, t, head),
+            Home::Global(_) => self.global.push(th.rank, t, head),
         }
     }
 
@@ -45,8 +45,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         th.queued = false;
         match th.home {
-            Home::Cpu(c) => self.local[c as usize].remove(th.level, t),
-            Home::Global(_) => self.global.remove(th.level, t),
+            Home::Cpu(c) => self.local[c as usize].remove(th.rank, t),
+            Home::Global(_) => self.global.remove(th.rank, t),
         };
     }
 
@@ -57,7 +57,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if let Home::Cpu(c) = th.home {
             let preempt = match self.cpus[c as usize].current {
                 None => true,
-                Some(cur) => self.threads[cur as usize].level < th.level,
+                Some(cur) => self.threads[cur as usize].rank < th.rank,
             };
             if preempt {
                 self.mark_dirty(c);
@@ -65,40 +65,51 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// A blocked or sleeping thread becomes ready (tail of its level).
-    pub(super) fn wake(&mut self, t: u32) {
+    /// A blocked or sleeping thread becomes ready (tail of its level); a
+    /// deadline thread's server follows the CBS wake-up rule first. A
+    /// thread spinning for the mutex it is handed goes on spinning's CPU.
+    pub(super) fn wake(&mut self, t: u32) -> R<()> {
+        if self.stop_spin_acquired(t) {
+            return Ok(());
+        }
         let th = &mut self.threads[t as usize];
         th.status = Status::Ready;
         th.act = Act::Step;
         self.maybe_close_pass(t);
+        if self.has_dl {
+            self.dl_wakeup(t)?;
+            match self.rank_for(t) {
+                Some(r) => self.threads[t as usize].rank = r,
+                None => {
+                    self.threads[t as usize].dl.parked = true;
+                    return Ok(());
+                }
+            }
+        }
         self.enqueue(t, false);
         self.wake_check(t);
+        Ok(())
     }
 
-    /// The most urgent ready thread CPU `c` may run: (level, stamp, thread).
-    pub(super) fn peek_best(&self, c: u32) -> Option<(u8, i64, u32)> {
+    /// The most urgent ready thread CPU `c` may run: (rank, stamp, thread).
+    pub(super) fn peek_best(&self, c: u32) -> Option<(Rank, i64, u32)> {
         let mut best = self.local[c as usize]
             .top()
-            .map(|(l, t)| (l, self.threads[t as usize].stamp, t));
+            .map(|(r, t)| (r, self.threads[t as usize].stamp, t));
         if !self.global.is_empty() {
             for l in self.global.levels_desc() {
-                if best.is_some_and(|(bl, _, _)| l < bl) {
+                if best.is_some_and(|(br, _, _)| l < br.level) {
                     break;
                 }
-                let found = self
-                    .global
-                    .level(l)
-                    .iter()
-                    .copied()
-                    .find(|&t| self.allowed(t, c));
-                if let Some(t) = found {
+                let found = self.global.level(l).find(|&(_, t)| self.allowed(t, c));
+                if let Some((r, t)) = found {
                     let stamp = self.threads[t as usize].stamp;
                     let better = match best {
                         None => true,
-                        Some((bl, bs, _)) => l > bl || (l == bl && stamp < bs),
+                        Some((br, bs, _)) => r > br || (r == br && stamp < bs),
                     };
                     if better {
-                        best = Some((l, stamp, t));
+                        best = Some((r, stamp, t));
                     }
                     break;
                 }
@@ -112,6 +123,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn schedule(&mut self) -> R<()> {
         loop {
             while let Some(c) = self.dirty.pop_front() {
+                if self.dl_dirty {
+                    // A thread left a CPU: the servers it consumed or lent
+                    // are free for others.
+                    self.dl_refresh();
+                }
                 self.cpus[c as usize].dirty = false;
                 self.resched_cpu(c)?;
             }
@@ -129,13 +145,13 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let mut cands = std::mem::take(&mut self.scratch);
         cands.clear();
         for l in self.global.levels_desc() {
-            cands.extend(self.global.level(l).iter().copied());
+            cands.extend(self.global.level(l).map(|e| e.1));
         }
         self.claimed.iter_mut().for_each(|c| *c = false);
         let mut any = false;
         for &t in &cands {
-            let lt = self.threads[t as usize].level;
-            let mut target: Option<(u32, Option<u8>)> = None;
+            let lt = self.threads[t as usize].rank;
+            let mut target: Option<(u32, Option<Rank>)> = None;
             for c in 0..self.cpus.len() as u32 {
                 if self.claimed[c as usize] || !self.allowed(t, c) {
                     continue;
@@ -146,7 +162,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         break;
                     }
                     Some(r) => {
-                        let rl = self.threads[r as usize].level;
+                        let rl = self.threads[r as usize].rank;
                         let better = match target {
                             None => true,
                             Some((_, Some(tl))) => rl < tl,
@@ -172,7 +188,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let best = self.peek_best(c);
         match self.cpus[c as usize].current {
             Some(cur) => {
-                let lc = self.threads[cur as usize].level;
+                let lc = self.threads[cur as usize].rank;
                 match best {
                     Some((lb, _, b)) if lb > lc => {
                         self.preempt(cur, true);
@@ -206,6 +222,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         self.cpus[c as usize].current = Some(t);
         self.events += 1;
+        self.take_server(t);
         self.open_slice(c, t);
         self.arm_slice(t);
         let now = self.now;
@@ -220,6 +237,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 Ok(())
             }
             Act::Runtime { end } if end > now => Ok(()),
+            Act::Spin => Ok(()),
             _ => {
                 th.act = Act::Step;
                 self.step(t)
@@ -230,6 +248,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// Takes the running thread `t` off its CPU (the CPU becomes dirty).
     pub(super) fn undispatch(&mut self, t: u32) {
         let c = self.threads[t as usize].cpu;
+        self.release_server(t);
         self.close_slice(c);
         self.disarm_slice(t);
         let now = self.now;
@@ -243,6 +262,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         self.cpus[c as usize].current = None;
         self.mark_dirty(c);
+        self.dl_dirty = self.has_dl;
     }
 
     /// The running thread `t` goes back to its run queue.
@@ -271,8 +291,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     pub(super) fn open_slice(&mut self, c: u32, t: u32) {
-        let donor = self.donor_of(t);
-        let urgency = self.threads[t as usize].eff.urgency;
+        let (urgency, donor) = self.shown(t);
         self.cpus[c as usize].slice = Some(OpenSlice {
             thread: t,
             start: self.now,
@@ -352,10 +371,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         th.slice_armed = false;
         th.slice_left = 0;
-        let (c, l) = (th.cpu, th.level);
+        let (c, l) = (th.cpu, th.rank.level);
         let contender = self.local[c as usize].has_level(l)
-            || (self.global.has_level(l)
-                && self.global.level(l).iter().any(|&x| self.allowed(x, c)));
+            || (self.global.has_level(l) && self.global.level(l).any(|(_, x)| self.allowed(x, c)));
         if contender {
             self.preempt(t, false);
         } else {
@@ -372,6 +390,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         for ch in changes.iter() {
             self.apply_change(ch);
         }
+        if self.dl_dirty {
+            self.dl_refresh();
+        }
     }
 
     /// [`Simulator::apply_changes`] of the last `*_into` engine operation
@@ -381,6 +402,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         for i in 0..self.changes.len() {
             let ch = self.changes[i];
             self.apply_change(&ch);
+        }
+        if self.dl_dirty {
+            self.dl_refresh();
         }
     }
 
@@ -400,18 +424,24 @@ impl<'s, 'o> Simulator<'s, 'o> {
             donor,
             urgency: ch.new.urgency,
         });
-        let raised = ch.new.urgency > ch.old.urgency;
-        let new_level = level_of(ch.new.urgency);
         let old_slice = self.slice_len(t);
         let th = &mut self.threads[t as usize];
-        let old_level = th.level;
+        let old_rank = th.rank;
         th.eff = ch.new;
+        if self.has_dl {
+            // Ranks follow servers: re-evaluated once the operation's
+            // changes are all applied ([`Simulator::dl_refresh`]).
+            self.dl_dirty = true;
+            return;
+        }
+        let new_rank = Rank::of(ch.new.urgency);
+        let raised = ch.new.urgency > ch.old.urgency;
+        let th = &mut self.threads[t as usize];
         match th.status {
             Status::Ready => {
-                if new_level != old_level {
-                    th.level = old_level;
+                if new_rank != old_rank {
                     self.dequeue(t);
-                    self.threads[t as usize].level = new_level;
+                    self.threads[t as usize].rank = new_rank;
                     self.enqueue(t, !raised);
                     if raised {
                         self.wake_check(t);
@@ -419,7 +449,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
             }
             Status::Running => {
-                th.level = new_level;
+                th.rank = new_rank;
                 let (c, global) = (th.cpu, matches!(th.home, Home::Global(_)));
                 self.close_slice(c);
                 self.open_slice(c, t);
@@ -431,7 +461,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     self.mark_dirty(c);
                 }
             }
-            _ => th.level = new_level,
+            _ => th.rank = new_rank,
         }
     }
 }

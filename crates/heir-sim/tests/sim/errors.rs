@@ -1,6 +1,6 @@
 //! Scenarios that cannot be simulated get a clear `SimError` with a path.
 
-use heir_scenario::{DlParams, EventKind, MutexProtocol, Policy, Sched};
+use heir_scenario::{EventKind, MutexProtocol};
 use heir_sim::{NullObserver, SimConfig, SimError};
 
 use crate::common::*;
@@ -10,40 +10,6 @@ fn err(sc: &heir_scenario::Scenario, cfg: &SimConfig) -> (String, String) {
         Err(SimError::Invalid { path, message, .. }) => (path, message),
         Ok(r) => panic!("expected an error, got {r:?}"),
     }
-}
-
-#[test]
-fn sched_deadline_is_refused_naming_the_task() {
-    let mut b = B::new();
-    let mut t = fifo("Dl", 0, vec![run_us(1000)]);
-    t.policy = Policy::Deadline;
-    b.task(t);
-    b.sc.tasks[0].sched.dl = Some(DlParams {
-        runtime_us: 1000,
-        deadline_us: 10_000,
-        period_us: 10_000,
-    });
-    let (path, msg) = err(&b.sc, &SimConfig::default());
-    assert_eq!(path, "tasks.Dl");
-    assert!(msg.contains("SCHED_DEADLINE is not simulated yet"), "{msg}");
-    assert!(msg.contains("Dl"), "{msg}");
-    // Also in a phase.
-    let mut b = B::new();
-    let mut t = fifo("P", 10, vec![]);
-    t.phases = vec![(
-        1,
-        None,
-        Some(Sched {
-            policy: Policy::Deadline,
-            priority: 0,
-            dl: None,
-        }),
-        vec![run_us(10)],
-    )];
-    b.task(t);
-    let (path, msg) = err(&b.sc, &SimConfig::default());
-    assert_eq!(path, "tasks.P.phases.p0");
-    assert!(msg.contains("SCHED_DEADLINE is not simulated yet"));
 }
 
 #[test]

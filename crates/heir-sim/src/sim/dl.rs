@@ -1,0 +1,734 @@
+//! `SCHED_DEADLINE`: EDF with constant-bandwidth servers (hard
+//! reservations), Linux's deadline inheritance through `inherit` mutexes,
+//! and M-BWI (seed 001) through `bwi` mutexes and PI-CV/RPC objects.
+//!
+//! # Servers
+//!
+//! Every `SCHED_DEADLINE` thread owns a server ([`Dl`]): a budget
+//! (`runtime`) and an absolute deadline, with its reservation (Q, D, P).
+//! The CBS rules, as Linux's `kernel/sched/deadline.c` applies them:
+//!
+//! 1. start (`sched_setattr`): deadline = now + D, runtime = Q;
+//! 2. wake-up: if the deadline has passed, or runtime / (deadline − now)
+//!    exceeds Q / D, a new period starts (deadline = now + D, runtime = Q);
+//!    otherwise both are kept — for a constrained deadline (D < P) the
+//!    runtime is then cut to Q / D × (deadline − now) (revised CBS);
+//! 3. running consumes the runtime of the server the thread runs on;
+//! 4. at zero the server is throttled until its replenishment instant
+//!    (deadline − D + P), then deadline += P and runtime += Q (repeated
+//!    while the runtime is not positive).
+//!
+//! # Inheritance
+//!
+//! - Through `inherit` mutexes (and the mutexes heir adds inside barriers
+//!   and suspend points) a thread inherits as Linux's rt_mutex does: the
+//!   top waiter's *parameters* only. A non-deadline owner boosted by a
+//!   deadline waiter gets a fresh entity (now + D_donor, Q_donor); a
+//!   deadline owner keeps its own deadline and runtime (its place in the
+//!   EDF order is its own), but is never throttled while boosted: when its
+//!   runtime runs out it is replenished with the donor's Q and its deadline
+//!   moves by the donor's P. A deadline owner whose own deadline is earlier
+//!   than its top waiter's is not boosted at all.
+//! - Through `bwi` mutexes, condition variables with helpers and RPC
+//!   endpoints a deadline waiter *lends its server* (M-BWI, seed 001 §3.6):
+//!   the task at the end of the chain may run on any server lent to it, and
+//!   runs on the earliest-deadline one that has budget and is not consumed
+//!   elsewhere, consuming that server's budget; a throttled server is
+//!   skipped until it is replenished. A server is consumed by one CPU at a
+//!   time: with several helpers of one condvar, the first to run on it
+//!   takes it. A deadline waiter that blocks on a `bwi` mutex whose owner is
+//!   running on another CPU spins on its own CPU (consuming its own budget)
+//!   until the mutex is handed to it or the owner stops running — then it
+//!   sleeps and its server is lent. `bwi` mutexes are handed over in FIFO
+//!   order.
+
+use super::*;
+use crate::queue::{Rank, DL_LEVEL};
+
+/// A reservation in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Res {
+    pub q: u64,
+    pub d: u64,
+    pub p: u64,
+}
+
+impl Res {
+    pub fn of(s: &Sched) -> Option<Res> {
+        match (s.policy, s.dl) {
+            (Policy::Deadline, Some(dl)) => Some(Res {
+                q: us_to_ns(dl.runtime_us).max(1),
+                d: us_to_ns(dl.deadline_us).max(1),
+                p: us_to_ns(dl.period_us).max(1),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A thread's deadline entity: its own server when it is a
+/// `SCHED_DEADLINE` thread, or the entity Linux gives a boosted thread.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Dl {
+    /// The thread's own reservation (a `SCHED_DEADLINE` thread).
+    pub own: Option<Res>,
+    /// Linux inheritance: the top deadline waiter (thread) and the
+    /// parameters it lends (its own, or those it inherited).
+    pub pi: Option<(u32, Res)>,
+    /// Budget left (ns); negative after an overrun.
+    pub runtime: i64,
+    /// Absolute deadline (ns).
+    pub deadline: u64,
+    /// Out of budget until the replenishment timer fires.
+    pub throttled: bool,
+    /// Generation of the replenishment timer (stale timers are ignored).
+    pub timer_gen: u32,
+    /// While running: the thread whose server this thread consumes.
+    pub on: Option<u32>,
+    /// Since when it consumes it (ns).
+    pub since: u64,
+    /// Generation of the budget-exhaustion event.
+    pub budget_gen: u32,
+    /// The thread consuming this server right now, if any.
+    pub used_by: Option<u32>,
+    /// Spinning on its CPU for a `bwi` mutex whose owner runs elsewhere.
+    pub spinning: bool,
+    /// Ready, but with no server to run on (throttled): not queued.
+    pub parked: bool,
+    /// Order of blocking on a mutex (FIFO hand-off of `bwi` mutexes).
+    pub block_seq: u64,
+}
+
+/// How an object passes a deadline waiter's time on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lends {
+    /// Not at all (no inheritance, ceilings, barriers' internal mutexes
+    /// without inheritance).
+    No,
+    /// Linux's rt_mutex deadline inheritance (`inherit`).
+    Parameters,
+    /// The server itself (M-BWI: `bwi` mutexes, PI-CV, RPC).
+    Server,
+}
+
+impl<'s, 'o> Simulator<'s, 'o> {
+    /// How object `o` (an engine object index) lends.
+    pub(super) fn lends(&self, o: usize) -> Lends {
+        self.obj_lends.get(o).copied().unwrap_or(Lends::No)
+    }
+
+    /// Whether `t` is scheduled in the deadline class: its own server, or a
+    /// Linux boost by a deadline waiter.
+    pub(super) fn in_dl_class(&self, t: u32) -> bool {
+        let d = &self.threads[t as usize].dl;
+        d.own.is_some() || d.pi.is_some()
+    }
+
+    /// Step 1 of the CBS rules: a thread becomes `SCHED_DEADLINE` (at its
+    /// start, or a phase's `sched`).
+    pub(super) fn dl_setup(&mut self, t: u32, res: Option<Res>) -> R<()> {
+        let now = self.now;
+        let d = &mut self.threads[t as usize].dl;
+        d.own = res;
+        if let Some(r) = res {
+            d.deadline = now.saturating_add(r.d);
+            d.runtime = r.q as i64;
+            d.throttled = false;
+            d.timer_gen = d.timer_gen.wrapping_add(1);
+            self.dl_base(t)?;
+        }
+        Ok(())
+    }
+
+    /// The engine's base urgency of a deadline thread follows its server's
+    /// absolute deadline.
+    pub(super) fn dl_base(&mut self, t: u32) -> R<()> {
+        let th = &mut self.threads[t as usize];
+        if th.dl.own.is_none() || th.status == Status::Exited {
+            return Ok(());
+        }
+        let base = Urgency::Deadline {
+            abs_ns: th.dl.deadline,
+        };
+        if th.base == base {
+            return Ok(());
+        }
+        th.base = base;
+        let eng = th.eng;
+        match self.engine.set_base(eng, base) {
+            Ok(ch) => {
+                self.apply_changes(&ch);
+                Ok(())
+            }
+            Err(e) => Err(self.internal(t, e)),
+        }
+    }
+
+    /// Step 2: the wake-up rule, when a deadline thread becomes ready.
+    pub(super) fn dl_wakeup(&mut self, t: u32) -> R<()> {
+        let now = self.now;
+        let d = &mut self.threads[t as usize].dl;
+        let Some(r) = d.own else {
+            return Ok(());
+        };
+        if d.throttled || d.pi.is_some() {
+            return Ok(());
+        }
+        let passed = d.deadline <= now;
+        // runtime / (deadline − now) > Q / D  ⇔  runtime·D > (deadline − now)·Q
+        let overflow = !passed
+            && (d.runtime.max(0) as u128) * u128::from(r.d)
+                > u128::from(d.deadline - now) * u128::from(r.q);
+        if passed || overflow {
+            if !passed && r.d < r.p {
+                // Revised CBS for a constrained deadline: keep the
+                // deadline, cut the runtime to the density's share.
+                d.runtime =
+                    (u128::from(r.q) * u128::from(d.deadline - now) / u128::from(r.d)) as i64;
+            } else {
+                d.deadline = now.saturating_add(r.d);
+                d.runtime = r.q as i64;
+            }
+        }
+        self.dl_base(t)
+    }
+
+    /// The servers lent to `t` through M-BWI objects, transitively: the
+    /// deadline threads blocked upstream of `t`, breadth-first.
+    pub(super) fn lenders(&self, t: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let mut next = 0;
+        let mut frontier = vec![t];
+        while next < frontier.len() {
+            let u = frontier[next];
+            next += 1;
+            let Ok(objs) = self.engine.targets_of(self.threads[u as usize].eng) else {
+                continue;
+            };
+            for &o in objs {
+                if self.lends(o.0 as usize) != Lends::Server {
+                    continue;
+                }
+                let Ok(ws) = self.engine.waiters(o) else {
+                    continue;
+                };
+                for w in ws {
+                    let Some(wt) = self.thread_of(w) else {
+                        continue;
+                    };
+                    if frontier.contains(&wt) || frontier.len() > MAX_LENDERS {
+                        continue;
+                    }
+                    frontier.push(wt);
+                    if self.threads[wt as usize].dl.own.is_some() {
+                        out.push(wt);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The server `t` runs on now, with its deadline: the earliest-deadline
+    /// one among its own entity (if in the deadline class and not
+    /// throttled) and the servers lent to it that have budget, are not
+    /// spinning and are not consumed by another thread.
+    pub(super) fn dl_pair(&self, t: u32) -> Option<(u64, u32)> {
+        let th = &self.threads[t as usize];
+        let mut best: Option<(u64, u32)> = None;
+        if self.in_dl_class(t) && !th.dl.throttled {
+            best = Some((th.dl.deadline, t));
+        }
+        if self.has_bwi {
+            let mut lenders = Vec::new();
+            self.lenders(t, &mut lenders);
+            for w in lenders {
+                let d = &self.threads[w as usize].dl;
+                let free = d.used_by.is_none_or(|u| u == t);
+                if d.throttled || d.spinning || !free {
+                    continue;
+                }
+                if best.is_none_or(|(bd, _)| d.deadline < bd) {
+                    best = Some((d.deadline, w));
+                }
+            }
+        }
+        best
+    }
+
+    /// Where `t` stands in the run queues; `None` when it may not run
+    /// (a deadline thread whose server is throttled, with nothing lent).
+    pub(super) fn rank_for(&self, t: u32) -> Option<Rank> {
+        let th = &self.threads[t as usize];
+        if !self.has_dl {
+            return Some(Rank::of(th.eff.urgency));
+        }
+        if let Some((d, _)) = self.dl_pair(t) {
+            return Some(Rank::deadline(d));
+        }
+        if th.dl.own.is_some() {
+            return None;
+        }
+        match th.eff.urgency {
+            // Lent deadlines it cannot run on now: its best other urgency.
+            Urgency::Deadline { .. } => {
+                let mut donors = Vec::new();
+                let fixed = self
+                    .engine
+                    .donors(th.eng, &mut donors)
+                    .ok()
+                    .and_then(|()| {
+                        donors
+                            .iter()
+                            .map(|d| d.urgency)
+                            .find(|u| !matches!(u, Urgency::Deadline { .. }))
+                    })
+                    .unwrap_or(th.base);
+                Some(Rank::of(fixed))
+            }
+            u => Some(Rank::of(u)),
+        }
+    }
+
+    /// Linux's inheritance for `t`: the deadline waiter it inherits from
+    /// through `inherit` mutexes (with the parameters that waiter lends),
+    /// if it is boosted.
+    fn linux_top(&self, t: u32) -> Option<(u32, Res)> {
+        let th = &self.threads[t as usize];
+        let objs = self.engine.targets_of(th.eng).ok()?;
+        let mut top: Option<u32> = None;
+        for &o in objs {
+            if self.lends(o.0 as usize) != Lends::Parameters {
+                continue;
+            }
+            let Ok(ws) = self.engine.waiters(o) else {
+                continue;
+            };
+            for w in ws {
+                let Some(wt) = self.thread_of(w) else {
+                    continue;
+                };
+                if !self.in_dl_class(wt) {
+                    continue;
+                }
+                let wd = self.threads[wt as usize].dl.deadline;
+                if top.is_none_or(|x| wd < self.threads[x as usize].dl.deadline) {
+                    top = Some(wt);
+                }
+            }
+        }
+        let top = top?;
+        let td = &self.threads[top as usize].dl;
+        let params = td.pi.map(|p| p.1).or(td.own)?;
+        // A deadline owner is boosted only by an earlier deadline
+        // (`dl_entity_preempt`).
+        if th.dl.own.is_some() && td.deadline >= th.dl.deadline {
+            return None;
+        }
+        Some((top, params))
+    }
+
+    /// Linux's `replenish_dl_entity` for a boosted thread: a thread without
+    /// its own reservation starts a fresh period with the donor's
+    /// parameters; then the deadline moves by the donor's period until the
+    /// runtime is positive; a deadline left in the past restarts.
+    fn replenish_boosted(&mut self, t: u32) {
+        let now = self.now;
+        let d = &mut self.threads[t as usize].dl;
+        let Some((_, pr)) = d.pi else {
+            return;
+        };
+        if d.own.is_none() {
+            d.deadline = now.saturating_add(pr.d);
+            d.runtime = pr.q as i64;
+        }
+        while d.runtime <= 0 {
+            d.deadline = d.deadline.saturating_add(pr.p);
+            d.runtime += pr.q as i64;
+        }
+        if d.deadline < now {
+            d.deadline = now.saturating_add(pr.d);
+            d.runtime = pr.q as i64;
+        }
+        if d.throttled {
+            d.throttled = false;
+            d.timer_gen = d.timer_gen.wrapping_add(1);
+        }
+    }
+
+    /// Re-evaluates every thread's deadline state after a change: Linux
+    /// boosts, then ranks (re-queueing, parking or un-parking threads, and
+    /// moving running threads to the server they should consume).
+    pub(super) fn dl_refresh(&mut self) {
+        if !self.has_dl {
+            return;
+        }
+        self.dl_dirty = false;
+        // Boosts follow chains: repeat until stable (bounded by the chain
+        // depth the engine allows).
+        for _ in 0..=heir_core::MAX_CHAIN_DEPTH {
+            let mut changed = false;
+            for t in 0..self.threads.len() as u32 {
+                if self.threads[t as usize].status == Status::Exited {
+                    continue;
+                }
+                let new = self.linux_top(t);
+                let old = self.threads[t as usize].dl.pi;
+                if new.map(|p| p.0) != old.map(|p| p.0) || new.map(|p| p.1) != old.map(|p| p.1) {
+                    changed = true;
+                    self.charge(t);
+                    self.threads[t as usize].dl.pi = new;
+                    if new.is_some() {
+                        self.replenish_boosted(t);
+                    } else {
+                        let d = &self.threads[t as usize].dl;
+                        if d.own.is_some() && d.runtime <= 0 && !d.throttled {
+                            self.throttle(t);
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for t in 0..self.threads.len() as u32 {
+            self.rerank(t);
+        }
+    }
+
+    /// Puts `t` where [`Simulator::rank_for`] says: re-queued at its new
+    /// rank, parked (no server), un-parked, or — running — on its new
+    /// server, preempted if it can no longer run.
+    pub(super) fn rerank(&mut self, t: u32) {
+        let new = self.rank_for(t);
+        let th = &self.threads[t as usize];
+        let old = th.rank;
+        match th.status {
+            // Not queued yet (being woken or started): its caller queues it.
+            Status::Ready if !th.queued && !th.dl.parked => {
+                if let Some(r) = new {
+                    self.threads[t as usize].rank = r;
+                }
+            }
+            Status::Ready => match new {
+                None => {
+                    if th.queued {
+                        self.dequeue(t);
+                    }
+                    self.threads[t as usize].dl.parked = true;
+                }
+                Some(r) => {
+                    let parked = std::mem::take(&mut self.threads[t as usize].dl.parked);
+                    if parked {
+                        self.threads[t as usize].rank = r;
+                        self.enqueue(t, false);
+                        self.wake_check(t);
+                    } else if r != old {
+                        self.dequeue(t);
+                        self.threads[t as usize].rank = r;
+                        self.enqueue(t, r < old);
+                        if r > old {
+                            self.wake_check(t);
+                        }
+                    }
+                }
+            },
+            Status::Running => {
+                let c = th.cpu;
+                match new {
+                    None => {
+                        self.undispatch(t);
+                        let th = &mut self.threads[t as usize];
+                        th.status = Status::Ready;
+                        th.dl.parked = true;
+                    }
+                    Some(r) => {
+                        let pair = self.dl_pair(t).map(|p| p.1);
+                        if pair != self.threads[t as usize].dl.on || r != old {
+                            self.charge(t);
+                            self.release_server(t);
+                            self.threads[t as usize].rank = r;
+                            self.take_server(t);
+                            self.close_slice(c);
+                            self.open_slice(c, t);
+                            self.mark_dirty(c);
+                        }
+                    }
+                }
+            }
+            _ => {
+                if let Some(r) = new {
+                    self.threads[t as usize].rank = r;
+                }
+            }
+        }
+    }
+
+    /// Step 3: charges the running thread `t` for the time since it last
+    /// was, on the server it consumes.
+    pub(super) fn charge(&mut self, t: u32) {
+        let now = self.now;
+        let th = &mut self.threads[t as usize];
+        let Some(s) = th.dl.on else {
+            return;
+        };
+        let used = now.saturating_sub(th.dl.since);
+        th.dl.since = now;
+        let sd = &mut self.threads[s as usize].dl;
+        sd.runtime = sd.runtime.saturating_sub(used as i64);
+    }
+
+    /// `t` (just dispatched, or moved) starts consuming the server it
+    /// should; arms the exhaustion event.
+    pub(super) fn take_server(&mut self, t: u32) {
+        if !self.has_dl {
+            return;
+        }
+        let pair = self.dl_pair(t).map(|p| p.1);
+        let now = self.now;
+        let th = &mut self.threads[t as usize];
+        th.dl.on = pair;
+        th.dl.since = now;
+        th.dl.budget_gen = th.dl.budget_gen.wrapping_add(1);
+        let gen = th.dl.budget_gen;
+        if let Some(s) = pair {
+            let sd = &mut self.threads[s as usize].dl;
+            sd.used_by = Some(t);
+            let left = sd.runtime.max(0) as u64;
+            self.evq
+                .push(now.saturating_add(left), EvKind::Budget, t, gen);
+        }
+    }
+
+    /// `t` stops consuming its server (charged first).
+    pub(super) fn release_server(&mut self, t: u32) {
+        if !self.has_dl {
+            return;
+        }
+        self.charge(t);
+        let th = &mut self.threads[t as usize];
+        th.dl.budget_gen = th.dl.budget_gen.wrapping_add(1);
+        if let Some(s) = th.dl.on.take() {
+            let sd = &mut self.threads[s as usize].dl;
+            if sd.used_by == Some(t) {
+                sd.used_by = None;
+            }
+            self.exhausted(s, t);
+        }
+    }
+
+    /// Step 4: server `s` ran out of budget: throttled until its
+    /// replenishment instant.
+    fn throttle(&mut self, s: u32) {
+        let now = self.now;
+        let d = &mut self.threads[s as usize].dl;
+        let Some(r) = d.own else {
+            return;
+        };
+        d.throttled = true;
+        d.timer_gen = d.timer_gen.wrapping_add(1);
+        let gen = d.timer_gen;
+        let at = d.deadline.saturating_sub(r.d).saturating_add(r.p).max(now);
+        self.cold[s as usize].throttles += 1;
+        self.evq.push(at, EvKind::Replenish, s, gen);
+        if self.trace {
+            self.obs.event(&TraceEvent::Instant {
+                thread: s as usize,
+                at_ns: now,
+                kind: InstantKind::Throttle,
+                resource: None,
+            });
+        }
+    }
+
+    /// The budget of the server `t` consumes may be exhausted now.
+    pub(super) fn budget_event(&mut self, t: u32, gen: u32) -> R<()> {
+        let th = &self.threads[t as usize];
+        if th.status != Status::Running || th.dl.budget_gen != gen {
+            return Ok(());
+        }
+        if let Act::Run { left } = th.act {
+            if th.run_start.saturating_add(left) <= self.now {
+                // Its work ends at this very instant: the work completes
+                // first (the budget is accounted when it leaves the CPU).
+                self.evq.push(self.now, EvKind::Budget, t, gen);
+                return Ok(());
+            }
+        }
+        self.charge(t);
+        if self.threads[t as usize].dl.on.is_none() {
+            return Ok(());
+        }
+        // Charged and released; an exhausted server is throttled (or a
+        // boosted entity replenished) on the way.
+        self.release_server(t);
+        self.take_server(t);
+        self.dl_refresh();
+        Ok(())
+    }
+
+    /// Server `s`, consumed by `t` until now, has no budget left: a boosted
+    /// entity is replenished at once (Linux never throttles a boosted
+    /// task), any other server is throttled.
+    fn exhausted(&mut self, s: u32, t: u32) {
+        let d = &self.threads[s as usize].dl;
+        if d.runtime > 0 || d.throttled {
+            return;
+        }
+        if s == t && d.pi.is_some() {
+            self.replenish_boosted(t);
+            self.cold[t as usize].replenishments += 1;
+        } else {
+            self.throttle(s);
+        }
+    }
+
+    /// The replenishment timer of server `s` fired.
+    pub(super) fn replenish_event(&mut self, s: u32, gen: u32) -> R<()> {
+        let now = self.now;
+        let d = &mut self.threads[s as usize].dl;
+        if d.timer_gen != gen || !d.throttled {
+            return Ok(());
+        }
+        let Some(r) = d.own else {
+            return Ok(());
+        };
+        d.throttled = false;
+        while d.runtime <= 0 {
+            d.deadline = d.deadline.saturating_add(r.p);
+            d.runtime += r.q as i64;
+        }
+        if d.deadline < now {
+            d.deadline = now.saturating_add(r.d);
+            d.runtime = r.q as i64;
+        }
+        self.cold[s as usize].replenishments += 1;
+        if self.trace {
+            self.obs.event(&TraceEvent::Instant {
+                thread: s as usize,
+                at_ns: now,
+                kind: InstantKind::Replenish,
+                resource: None,
+            });
+        }
+        self.dl_base(s)?;
+        self.dl_refresh();
+        Ok(())
+    }
+
+    /// The task at the end of `t`'s chain (what `t`'s time reaches first).
+    pub(super) fn chain_end(&self, t: u32) -> Option<u32> {
+        let mut ends = Vec::new();
+        self.engine
+            .time_goes_to(self.threads[t as usize].eng, &mut ends)
+            .ok()?;
+        ends.first().and_then(|&e| self.thread_of(e))
+    }
+
+    /// After a `bwi` lock blocked `t`: spin if the owner runs on another
+    /// CPU (true), else sleep (false: the caller blocks it).
+    pub(super) fn bwi_spin(&mut self, t: u32, m: SimMutex) -> bool {
+        if self.lends(m.id.0 as usize) != Lends::Server || self.threads[t as usize].dl.own.is_none()
+        {
+            return false;
+        }
+        let Some(end) = self.chain_end(t) else {
+            return false;
+        };
+        let (e, me) = (&self.threads[end as usize], &self.threads[t as usize]);
+        if e.status == Status::Running && e.cpu != me.cpu {
+            let th = &mut self.threads[t as usize];
+            th.dl.spinning = true;
+            th.act = Act::Spin;
+            self.instant(t, InstantKind::Spin, m.res);
+            return true;
+        }
+        false
+    }
+
+    /// Spinning threads whose owner no longer runs stop spinning and sleep,
+    /// lending their servers. True if any did (schedule again).
+    pub(super) fn settle_spinners(&mut self) -> R<bool> {
+        if !self.has_bwi {
+            return Ok(false);
+        }
+        let mut any = false;
+        for t in 0..self.threads.len() as u32 {
+            if !self.threads[t as usize].dl.spinning {
+                continue;
+            }
+            let running = self
+                .chain_end(t)
+                .is_some_and(|e| self.threads[e as usize].status == Status::Running && e != t);
+            if running {
+                continue;
+            }
+            any = true;
+            let th = &mut self.threads[t as usize];
+            th.dl.spinning = false;
+            match th.status {
+                Status::Running => self.block(t),
+                Status::Ready => {
+                    if th.queued {
+                        self.dequeue(t);
+                    }
+                    let th = &mut self.threads[t as usize];
+                    th.dl.parked = false;
+                    th.status = Status::Blocked;
+                    th.act = Act::Step;
+                }
+                _ => {}
+            }
+        }
+        if any {
+            self.dl_refresh();
+        }
+        Ok(any)
+    }
+
+    /// A spinning thread was handed the mutex it spun for: it goes on.
+    /// False if `t` was not spinning.
+    pub(super) fn stop_spin_acquired(&mut self, t: u32) -> bool {
+        let th = &mut self.threads[t as usize];
+        if !th.dl.spinning {
+            return false;
+        }
+        th.dl.spinning = false;
+        th.act = Act::Step;
+        if th.status == Status::Running {
+            let c = th.cpu;
+            self.mark_dirty(c);
+        }
+        true
+    }
+
+    /// FIFO hand-off of a `bwi` mutex: the waiter that blocked first.
+    pub(super) fn fifo_waiter(&self, m: SimMutex) -> Option<TaskId> {
+        let ws = self.engine.waiters(m.id).ok()?;
+        ws.min_by_key(|&w| {
+            self.thread_of(w)
+                .map_or(u64::MAX, |x| self.threads[x as usize].dl.block_seq)
+        })
+    }
+
+    /// The urgency and donor an `Exec` slice of `t` shows: with deadline
+    /// threads, the deadline of the server it runs on and that server's
+    /// owner.
+    pub(super) fn shown(&self, t: u32) -> (Urgency, Option<usize>) {
+        let th = &self.threads[t as usize];
+        if self.has_dl && th.rank.level == DL_LEVEL {
+            let urgency = Urgency::Deadline {
+                abs_ns: th.rank.deadline,
+            };
+            let donor = match th.dl.on.or_else(|| self.dl_pair(t).map(|p| p.1)) {
+                Some(s) if s != t => Some(s as usize),
+                _ => th.dl.pi.map(|p| p.0 as usize),
+            };
+            return (urgency, donor);
+        }
+        (th.eff.urgency, self.donor_of(t))
+    }
+}
+
+/// The most servers followed upstream of one thread.
+const MAX_LENDERS: usize = 4096;
