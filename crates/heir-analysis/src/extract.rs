@@ -30,8 +30,8 @@ use heir_scenario::{
 
 use crate::error::{AnalysisError, ErrorKind, Location};
 use crate::model::{
-    fmt_us, lock_cycle_message, Call, Class, LockProtocol, Mutex, Nanos, Section, Server, Task,
-    TaskSet,
+    fmt_us, lock_cycle_message, shared_across_message, Call, Class, LockProtocol, Mutex, Nanos,
+    Place, Section, Server, Task, TaskSet,
 };
 
 /// Events a job may have after unrolling `loop`s; beyond, the file is refused.
@@ -104,8 +104,24 @@ struct Job {
 
 /// Extracts the analysis model. See the module docs for what is accepted.
 pub fn extract(sc: &Scenario) -> Result<Extracted, AnalysisError> {
+    extract_on(sc, None)
+}
+
+/// [`extract`] on `cpus` CPUs (as `heir sim --cpus`; `None`: 1 + the
+/// largest CPU the scenario names). It matters for `SCHED_DEADLINE` tasks
+/// free on every CPU (global EDF).
+pub fn extract_on(sc: &Scenario, cpus: Option<u32>) -> Result<Extracted, AnalysisError> {
+    let ncpus = heir_scenario::messages::cpu_count(sc, cpus).map_err(|r| {
+        let at = Location {
+            path: r.path,
+            line: r.line,
+            column: r.column,
+        };
+        AnalysisError::new(ErrorKind::Invalid, Some(at), r.message)
+    })?;
     let mut ex = Extractor {
         sc,
+        ncpus,
         servers: Servers::of(sc)?,
         mutexes: Mutexes::of(sc),
         mutex_cpu: HashMap::new(),
@@ -268,7 +284,8 @@ impl Mutexes {
                     name: r.name.clone(),
                     protocol: match protocol {
                         MutexProtocol::None => LockProtocol::None,
-                        MutexProtocol::Inherit | MutexProtocol::Bwi => LockProtocol::Inherit,
+                        MutexProtocol::Inherit => LockProtocol::Inherit,
+                        MutexProtocol::Bwi => LockProtocol::Bwi,
                         MutexProtocol::Ceiling { ceiling } => LockProtocol::Ceiling(ceiling),
                     },
                 });
@@ -327,10 +344,12 @@ fn single_mode(t: &ScTask) -> Result<(), AnalysisError> {
 /// The task set being extracted, and what the cross-task checks need.
 struct Extractor<'a> {
     sc: &'a Scenario,
+    /// CPUs of the machine.
+    ncpus: u32,
     servers: Servers,
     mutexes: Mutexes,
-    /// First use of each mutex: (cpu, task name).
-    mutex_cpu: HashMap<usize, (u32, String)>,
+    /// First use of each mutex: (where its user runs, task name).
+    mutex_cpu: HashMap<usize, (Place, String)>,
     /// (outer, inner) -> the inner lock event, for naming lock cycles.
     lock_edges: HashMap<(usize, usize), Location>,
     tasks: Vec<Task>,
@@ -342,9 +361,14 @@ impl Extractor<'_> {
     /// Adds the threads of real-time task `t`, analysed in `class`.
     fn periodic_task(&mut self, t: &ScTask, class: Class) -> Result<(), AnalysisError> {
         single_mode(t)?;
-        let cpu = one_cpu(t)?;
+        let (cpu, global_cpus) = self.placement(t, class)?;
+        let place = if global_cpus.is_some() {
+            Place::Global
+        } else {
+            Place::Cpu(cpu)
+        };
         let shapes = self.job_shapes(t)?;
-        self.check_cpu_of_shared(t, cpu)?;
+        self.check_cpu_of_shared(t, place)?;
         let (wcet, demand) = (shapes.wcet(), shapes.demand());
         if demand > shapes.period {
             return Err(AnalysisError::new(
@@ -364,6 +388,7 @@ impl Extractor<'_> {
             self.tasks.push(Task {
                 name,
                 cpu,
+                global_cpus,
                 class,
                 period: shapes.period,
                 deadline: shapes.period,
@@ -377,13 +402,42 @@ impl Extractor<'_> {
         Ok(())
     }
 
+    /// Where `t` runs: `(cpu, None)` pinned, `(0, Some(m))` free on all
+    /// `m ≥ 2` CPUs (a `SCHED_DEADLINE` task without `cpus`, or listing
+    /// every CPU; on one CPU it is pinned to CPU 0).
+    fn placement(&self, t: &ScTask, class: Class) -> Result<(u32, Option<u32>), AnalysisError> {
+        if matches!(class, Class::Deadline { .. }) {
+            let all: Vec<u32> = (0..self.ncpus).collect();
+            let free = match t.cpus.as_deref() {
+                None => true,
+                Some(list) => list == all.as_slice() && self.ncpus > 1,
+            };
+            let moves = t.phases.iter().any(|p| p.cpus.is_some());
+            if free && !moves {
+                return Ok(if self.ncpus > 1 {
+                    (0, Some(self.ncpus))
+                } else {
+                    (0, None)
+                });
+            }
+        }
+        Ok((one_cpu(t)?, None))
+    }
+
     /// Partitioned checks, with positions: every server `t` calls is on
-    /// `cpu`, and every mutex it locks is used on one CPU only.
-    fn check_cpu_of_shared(&mut self, t: &ScTask, cpu: u32) -> Result<(), AnalysisError> {
+    /// its CPU, and every mutex it locks is used on one CPU only (or only
+    /// by global tasks).
+    fn check_cpu_of_shared(&mut self, t: &ScTask, place: Place) -> Result<(), AnalysisError> {
         for e in all_events(t) {
             match e.kind {
-                EventKind::Call { endpoint, .. } => self.check_call_cpu(t, cpu, e, endpoint.0)?,
-                EventKind::Lock(r) => self.check_mutex_cpu(t, cpu, e, r.0)?,
+                EventKind::Call { endpoint, .. } => {
+                    let cpu = match place {
+                        Place::Cpu(c) => c,
+                        Place::Global => u32::MAX,
+                    };
+                    self.check_call_cpu(t, cpu, e, endpoint.0)?
+                }
+                EventKind::Lock(r) => self.check_mutex_cpu(t, place, e, r.0)?,
                 _ => {}
             }
         }
@@ -414,12 +468,12 @@ impl Extractor<'_> {
         ))
     }
 
-    /// The mutex of resource `r`, locked by `t` at `e`, has no user on
-    /// another CPU (its first user is recorded).
+    /// The mutex of resource `r`, locked by `t` at `e`, has no user
+    /// elsewhere (its first user is recorded).
     fn check_mutex_cpu(
         &mut self,
         t: &ScTask,
-        cpu: u32,
+        place: Place,
         e: &Event,
         r: usize,
     ) -> Result<(), AnalysisError> {
@@ -427,16 +481,17 @@ impl Extractor<'_> {
             return Ok(());
         };
         match self.mutex_cpu.get(&m) {
-            Some((c, other)) if *c != cpu => Err(unsupported(
+            Some((p, other)) if *p != place => Err(unsupported(
                 at_event(e),
-                format!(
-                    "mutex {} is used by {} on CPU {} and by {} on CPU {}: global resources need a multiprocessor locking protocol, which heir does not analyse; keep every user of a mutex on one CPU",
-                    self.mutexes.list[m].name, other, c, t.name, cpu
+                shared_across_message(
+                    &self.mutexes.list[m],
+                    (*p, other.as_str()),
+                    (place, t.name.as_str()),
                 ),
             )),
             Some(_) => Ok(()),
             None => {
-                self.mutex_cpu.insert(m, (cpu, t.name.clone()));
+                self.mutex_cpu.insert(m, (place, t.name.clone()));
                 Ok(())
             }
         }

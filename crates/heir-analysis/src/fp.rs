@@ -78,6 +78,31 @@ pub enum Unbounded {
     NotAdmitted { load: f64 },
     /// `SCHED_DEADLINE`: jobs arrive faster than the reservation period.
     ReservationPeriod,
+    /// `SCHED_DEADLINE`, global: the servers fail the global EDF test
+    /// (`load` against `limit` on `cpus` CPUs).
+    NotAdmittedGlobal { load: f64, limit: f64, cpus: u32 },
+    /// `SCHED_DEADLINE`: a blocking chain of the task reaches `mutex`, which
+    /// has no bandwidth inheritance.
+    NotBwi { mutex: usize },
+    /// `SCHED_DEADLINE` under M-BWI: the task can wait for task `other`,
+    /// which has no guarantee itself.
+    Interferer { other: usize },
+    /// `SCHED_DEADLINE` under M-BWI: a job needs `needed` of budget (C + B)
+    /// but the budget is `runtime`, and several server periods are not
+    /// bounded here (globally with interferers, or when the interference
+    /// can take every later budget).
+    OverBudget {
+        needed: Nanos,
+        runtime: Nanos,
+        global: bool,
+    },
+    /// `SCHED_DEADLINE`: a job can take `bound`, longer than the job period,
+    /// so jobs queue up.
+    JobsOverlap { bound: Nanos },
+    /// `SCHED_DEADLINE` under deadline inheritance: task `holder` can block
+    /// this one on `mutex`, and its job (E > Q) can exhaust its budget inside
+    /// the section.
+    ThrottledHolder { holder: usize, mutex: usize },
 }
 
 impl Unbounded {
@@ -122,6 +147,37 @@ impl Unbounded {
             Unbounded::ReservationPeriod => {
                 "SCHED_DEADLINE: jobs arrive faster than the reservation period".to_string()
             }
+            Unbounded::NotAdmittedGlobal { load, limit, cpus } => format!(
+                "SCHED_DEADLINE admission fails on the {cpus} CPUs (global EDF, GFB: load {load:.3} > {limit:.3})"
+            ),
+            Unbounded::NotBwi { mutex } => format!(
+                "a blocking chain of this task reaches mutex {} (protocol {}), which has no bandwidth inheritance: its owner runs on its own budget and can be throttled while holding it (seed 001 §3.4, Fig. 1); not bounded here (use protocol \"bwi\")",
+                set.mutexes[*mutex].name,
+                crate::model::protocol_name(set.mutexes[*mutex].protocol)
+            ),
+            Unbounded::Interferer { other } => format!(
+                "it can wait for task {}, which has no guarantee itself: that task can then run on this one's budget beyond the bound (seed 001 §3.5)",
+                set.tasks[*other].name
+            ),
+            Unbounded::OverBudget { needed, runtime, global } => format!(
+                "a job needs C + B = {} µs of budget but Q = {} µs{}",
+                crate::model::fmt_us(*needed),
+                crate::model::fmt_us(*runtime),
+                if *global {
+                    "; a job spanning several server periods with interferers is analysed on one CPU only"
+                } else {
+                    ", and the interference can take every later budget"
+                }
+            ),
+            Unbounded::JobsOverlap { bound } => format!(
+                "a job can take {} µs, longer than its period: jobs queue up, not analysed",
+                crate::model::fmt_us(*bound)
+            ),
+            Unbounded::ThrottledHolder { holder, mutex } => format!(
+                "task {} can block it on {} and may exhaust its budget inside that section (E > Q): under deadline inheritance it is then throttled while holding the mutex (seed 001 §3.4, Fig. 1); use protocol \"bwi\"",
+                set.tasks[*holder].name,
+                set.mutexes[*mutex].name
+            ),
         }
     }
 }
@@ -141,7 +197,7 @@ pub struct TaskResult {
 }
 
 impl TaskResult {
-    fn bounded(wcrt: Nanos, blocking: Nanos, deadline: Nanos) -> TaskResult {
+    pub(crate) fn bounded(wcrt: Nanos, blocking: Nanos, deadline: Nanos) -> TaskResult {
         TaskResult {
             wcrt: Some(wcrt),
             blocking: Some(blocking),
@@ -149,7 +205,7 @@ impl TaskResult {
             unbounded: None,
         }
     }
-    fn unbounded(why: Unbounded, blocking: Option<Nanos>) -> TaskResult {
+    pub(crate) fn unbounded(why: Unbounded, blocking: Option<Nanos>) -> TaskResult {
         TaskResult {
             wcrt: None,
             blocking,
@@ -236,6 +292,8 @@ pub struct Analyzer {
     hp: Vec<(Nanos, Nanos)>,
     dl: Vec<(Nanos, Nanos)>,
     marks: Vec<bool>,
+    /// The `SCHED_DEADLINE` groups' admissions of the last analysed set.
+    admissions: Vec<crate::dl::GroupAdmission>,
 }
 
 impl Analyzer {
@@ -449,7 +507,7 @@ impl Analyzer {
                     continue;
                 }
                 let floor = match set.mutexes[r].protocol {
-                    LockProtocol::Inherit => continue,
+                    LockProtocol::Inherit | LockProtocol::Bwi => continue,
                     LockProtocol::Ceiling(c) if c >= pt => continue,
                     LockProtocol::Ceiling(c) => c,
                     LockProtocol::None => i32::MIN,
@@ -496,12 +554,19 @@ impl Analyzer {
         }
     }
 
-    /// Fills `out` for every `SCHED_DEADLINE` task, CPU by CPU.
+    /// Fills `out` for every `SCHED_DEADLINE` task, group by group: the
+    /// reservations pinned to each CPU, then those free on every CPU. A
+    /// pinned group whose mutexes all use `inherit` gets the
+    /// deadline-inheritance test of seed 001 §3.3; every other group the
+    /// M-BWI analysis of [`crate::dl`]. The groups' admissions are kept
+    /// ([`Analyzer::admissions`]).
     fn analyze_deadline_tasks(&mut self, set: &TaskSet, out: &mut [Option<TaskResult>]) {
+        self.admissions.clear();
+        let is_dl = |t: &Task| matches!(t.class, Class::Deadline { .. });
         let mut cpus: Vec<u32> = set
             .tasks
             .iter()
-            .filter(|t| matches!(t.class, Class::Deadline { .. }))
+            .filter(|t| is_dl(t) && t.global_cpus.is_none())
             .map(|t| t.cpu)
             .collect();
         cpus.sort_unstable();
@@ -509,39 +574,127 @@ impl Analyzer {
         for cpu in cpus {
             let members: Vec<usize> = (0..self.n)
                 .filter(|&t| {
-                    set.tasks[t].cpu == cpu && matches!(set.tasks[t].class, Class::Deadline { .. })
+                    let task = &set.tasks[t];
+                    is_dl(task) && task.global_cpus.is_none() && task.cpu == cpu
                 })
                 .collect();
-            let res: Vec<Reservation> = members
+            let mut protocols = members
                 .iter()
-                .map(|&i| {
-                    let (q, d, p) = dl_params(&set.tasks[i]);
-                    Reservation {
-                        runtime: q,
-                        deadline: d,
-                        period: p,
-                        blocking: self.deadline_blocking(set, i, &members),
-                    }
-                })
-                .collect();
-            let util = edf::utilisation_test(&res);
-            let block = edf::blocking_test(&res);
-            for (k, &i) in members.iter().enumerate() {
-                let task = &set.tasks[i];
-                let b = res[k].blocking;
-                out[i] = Some(if !(util.admitted && block.admitted) {
-                    let load = block.load[k].max(util.load[k]);
-                    TaskResult::unbounded(Unbounded::NotAdmitted { load }, Some(b))
-                } else if task.period < res[k].period {
-                    TaskResult::unbounded(Unbounded::ReservationPeriod, Some(b))
-                } else {
-                    let (q, d, p) = (res[k].runtime, res[k].deadline, res[k].period);
-                    let chunks = task.demand.div_ceil(q).max(1);
-                    let r = (chunks - 1).saturating_mul(p).saturating_add(d);
-                    TaskResult::bounded(r, b, task.deadline)
-                });
-            }
+                .flat_map(|&t| set.tasks[t].sections.iter())
+                .map(|s| set.mutexes[s.mutex].protocol)
+                .peekable();
+            let inherit_only =
+                protocols.peek().is_some() && protocols.all(|p| p == LockProtocol::Inherit);
+            let adm = if inherit_only {
+                self.deadline_inheritance(set, cpu, &members, out)
+            } else {
+                crate::dl::analyze_group(set, &members, Some(cpu), 1, out)
+            };
+            self.admissions.push(adm);
         }
+        let global: Vec<usize> = (0..self.n)
+            .filter(|&t| is_dl(&set.tasks[t]) && set.tasks[t].global_cpus.is_some())
+            .collect();
+        if let Some(m) = global
+            .iter()
+            .filter_map(|&t| set.tasks[t].global_cpus)
+            .max()
+        {
+            let adm = crate::dl::analyze_group(set, &global, None, m, out);
+            self.admissions.push(adm);
+        }
+    }
+
+    /// The admissions of the `SCHED_DEADLINE` groups of the last analysed
+    /// set, pinned CPUs in order, then the global group.
+    pub fn admissions(&self) -> &[crate::dl::GroupAdmission] {
+        &self.admissions
+    }
+
+    /// Seed 001 §3.3's test for the reservations `members` of `cpu`, whose
+    /// mutexes use deadline inheritance (without bandwidth inheritance):
+    /// `Σ Q/P ≤ 1` and `∀i: Σ_{D_j ≤ D_i} Q_j/P_j + B_i/P_i ≤ 1`.
+    fn deadline_inheritance(
+        &mut self,
+        set: &TaskSet,
+        cpu: u32,
+        members: &[usize],
+        out: &mut [Option<TaskResult>],
+    ) -> crate::dl::GroupAdmission {
+        let res: Vec<Reservation> = members
+            .iter()
+            .map(|&i| {
+                let (q, d, p) = dl_params(&set.tasks[i]);
+                Reservation {
+                    runtime: q,
+                    deadline: d,
+                    period: p,
+                    blocking: self.deadline_blocking(set, i, members),
+                }
+            })
+            .collect();
+        let util = edf::utilisation_test(&res);
+        let block = edf::blocking_test(&res);
+        let admitted = util.admitted && block.admitted;
+        for (k, &i) in members.iter().enumerate() {
+            let task = &set.tasks[i];
+            let b = res[k].blocking;
+            out[i] = Some(if !admitted {
+                let load = block.load[k].max(util.load[k]);
+                TaskResult::unbounded(Unbounded::NotAdmitted { load }, Some(b))
+            } else if task.period < res[k].period {
+                TaskResult::unbounded(Unbounded::ReservationPeriod, Some(b))
+            } else if let Some((holder, mutex)) = self.throttled_holder(set, i, members) {
+                TaskResult::unbounded(Unbounded::ThrottledHolder { holder, mutex }, Some(b))
+            } else {
+                let (q, d, p) = (res[k].runtime, res[k].deadline, res[k].period);
+                let chunks = task.demand.div_ceil(q).max(1);
+                let r = (chunks - 1).saturating_mul(p).saturating_add(d);
+                TaskResult::bounded(r, b, task.deadline)
+            });
+        }
+        let load = block
+            .load
+            .iter()
+            .chain(&util.load)
+            .fold(0.0f64, |a, &b| a.max(b));
+        crate::dl::GroupAdmission {
+            cpu: Some(cpu),
+            cpus: 1,
+            test: "deadline inheritance: Σ Q/P ≤ 1 and ∀i Σ_{D_j ≤ D_i} Q_j/P_j + B_i/P_i ≤ 1 (seed 001 §3.3)".into(),
+            load,
+            limit: 1.0,
+            needed_load: None,
+            admitted,
+        }
+    }
+
+    /// A reservation of `members` with a longer relative deadline than τ_i
+    /// that can block it (a section on a mutex τ_i's level uses) and whose
+    /// job exceeds its budget, with that mutex: its budget can run out
+    /// inside the section.
+    fn throttled_holder(
+        &self,
+        set: &TaskSet,
+        i: usize,
+        members: &[usize],
+    ) -> Option<(usize, usize)> {
+        let di = dl_params(&set.tasks[i]).1;
+        let m = self.m;
+        members.iter().copied().find_map(|l| {
+            let (q, d, _) = dl_params(&set.tasks[l]);
+            if d <= di || set.tasks[l].demand <= q {
+                return None;
+            }
+            (0..m)
+                .find(|&r| {
+                    self.uses[l * m + r]
+                        && members
+                            .iter()
+                            .any(|&j| dl_params(&set.tasks[j]).1 <= di && self.uses[j * m + r])
+                })
+                .map(|r| (l, r))
+        })
     }
 
     /// `B_i` of the EDF admission test: lower preemption levels (longer
@@ -741,7 +894,9 @@ impl Analyzer {
         reset(&mut self.rel_any, m, false);
         for r in 0..m {
             let kind = match set.mutexes[r].protocol {
-                LockProtocol::Inherit => (self.ceiling[r] >= pi).then_some(false),
+                LockProtocol::Inherit | LockProtocol::Bwi => {
+                    (self.ceiling[r] >= pi).then_some(false)
+                }
                 LockProtocol::None => self.uses[i * m + r].then_some(false),
                 LockProtocol::Ceiling(c) if c >= pi => Some(true),
                 LockProtocol::Ceiling(_) => self.uses[i * m + r].then_some(false),
@@ -851,7 +1006,8 @@ impl Analyzer {
         self.hp.clear();
         self.dl.clear();
         for (h, th) in set.tasks.iter().enumerate() {
-            if h == i || self.cpu[h] != cpu {
+            // A global reservation can run on any CPU (one at a time).
+            if h == i || (self.cpu[h] != cpu && th.global_cpus.is_none()) {
                 continue;
             }
             if self.fixed[h] {

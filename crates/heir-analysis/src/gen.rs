@@ -25,7 +25,7 @@ use heir_scenario::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Call, LockProtocol, Mutex, Section, Server, Task, TaskSet};
+use crate::model::{Call, Class, LockProtocol, Mutex, Section, Server, Task, TaskSet};
 use crate::rng::Rng;
 
 /// UUniFast: `n` utilisations, uniformly distributed on the simplex of sum
@@ -334,6 +334,104 @@ fn nest(sections: &mut Vec<Section>, r: usize, len_us: u64, rng: &mut Rng) -> bo
     true
 }
 
+/// A random set of `tasks` `SCHED_DEADLINE` reservations of total
+/// utilisation `utilisation` (UUniFast), sharing `resources` mutexes with
+/// bandwidth inheritance (`bwi`): pinned to CPU 0 (`global_cpus == None`)
+/// or free on `m` CPUs (`Some(m)`, `m ≥ 2`).
+///
+/// Periods are log-uniform in 5–100 ms (whole ms); each task uses each
+/// mutex with probability 0.5 for 100 µs–3 ms (capped by its work), nested
+/// inside an earlier section with probability 0.3. Budgets: half of the
+/// tasks get `Q = C`, the others `Q = C +` the sum of every other task's
+/// longest section (so that many jobs fit their budget with their
+/// interference), capped by `D`; `D = P`, or with probability 0.25 a
+/// deadline in `[Q, P]`; jobs come every `P`, or with probability 0.25
+/// every `2P`. Whole µs throughout, as [`to_scenario`] writes them.
+pub fn generate_deadline(
+    rng: &mut Rng,
+    tasks: usize,
+    utilisation: f64,
+    resources: usize,
+    global_cpus: Option<u32>,
+) -> TaskSet {
+    let params = GenParams {
+        tasks,
+        period_min_us: 5_000,
+        period_max_us: 100_000,
+        period_granularity_us: 1_000,
+        resources,
+        access_probability: 0.5,
+        cs_us: (100, 3_000),
+        nest_probability: 0.3,
+        servers: 0,
+        ..GenParams::default()
+    };
+    let utils = uunifast(rng, tasks, utilisation);
+    let periods = periods_us(&params, rng);
+    let mut out: Vec<Task> = Vec::with_capacity(tasks);
+    for (k, &p_us) in periods.iter().enumerate() {
+        let u = utils.get(k).copied().unwrap_or(0.0).clamp(0.0, 1.0);
+        let c_us = ((u * p_us as f64).round() as u64).clamp(1, p_us);
+        let sections = random_sections(&params, c_us, rng);
+        let mut t = Task::fixed(
+            format!("D{k}"),
+            0,
+            0,
+            p_us * 1000,
+            c_us * 1000,
+            sections,
+            vec![],
+        );
+        t.global_cpus = global_cpus;
+        out.push(t);
+    }
+    let longest: Vec<u64> = out
+        .iter()
+        .map(|t| {
+            t.sections
+                .iter()
+                .map(|s| s.length / 1000)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let all: u64 = longest.iter().sum();
+    for (k, t) in out.iter_mut().enumerate() {
+        let (c_us, p_us) = (t.wcet / 1000, t.period / 1000);
+        let q_us = if rng.chance(0.5) {
+            c_us
+        } else {
+            (c_us + all - longest[k]).min(p_us)
+        };
+        let d_us = if rng.chance(0.25) {
+            rng.range_u64(q_us, p_us)
+        } else {
+            p_us
+        };
+        if rng.chance(0.25) {
+            t.period = 2 * p_us * 1000;
+            t.deadline = t.period;
+        }
+        t.class = Class::Deadline {
+            runtime: q_us * 1000,
+            deadline: d_us * 1000,
+            period: p_us * 1000,
+        };
+    }
+    let mutexes = (0..resources)
+        .map(|r| Mutex {
+            name: format!("M{r}"),
+            protocol: LockProtocol::Bwi,
+        })
+        .collect();
+    TaskSet {
+        tasks: out,
+        servers: vec![],
+        mutexes,
+        pi_cv: true,
+    }
+}
+
 /// How [`to_scenario`] lays a task set out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScenarioOptions {
@@ -368,7 +466,8 @@ impl Default for ScenarioOptions {
 }
 
 /// A scenario that runs `set` (single-shape, whole-µs tasks on their CPUs,
-/// as [`generate`] makes them): one phase per task with its pieces then a
+/// or on every CPU for global ones, as [`generate`] and
+/// [`generate_deadline`] make them): one phase per task with its pieces then a
 /// `timer`; one `serve` loop per server. Random choices come from `rng`.
 pub fn to_scenario(set: &TaskSet, opts: &ScenarioOptions, rng: &mut Rng) -> Scenario {
     let layout = Layout {
@@ -426,6 +525,7 @@ fn resources(set: &TaskSet, opts: &ScenarioOptions) -> Vec<Resource> {
                 protocol: match m.protocol {
                     LockProtocol::None => MutexProtocol::None,
                     LockProtocol::Inherit => MutexProtocol::Inherit,
+                    LockProtocol::Bwi => MutexProtocol::Bwi,
                     LockProtocol::Ceiling(c) => MutexProtocol::Ceiling { ceiling: c },
                 },
             },
@@ -503,7 +603,12 @@ fn client_task(
         priority,
         dl,
     };
-    one_phase_task(&t.name, path, sched, t.cpu, delay_us, ev.events)
+    let mut task = one_phase_task(&t.name, path, sched, t.cpu, delay_us, ev.events);
+    if let Some(m) = t.global_cpus {
+        // Every CPU, named: the scenario then has m CPUs.
+        task.cpus = Some((0..m).collect());
+    }
+    task
 }
 
 /// One piece of a job, as [`to_scenario`] writes it.

@@ -14,7 +14,9 @@
 //! - **seed 000's `I_i`** computed exactly in polynomial time as a
 //!   maximum-weight bipartite matching ([`matching`],
 //!   [`Analyzer::rpc_interference`]);
-//! - **EDF / CBS admission** for `SCHED_DEADLINE` reservations ([`edf`]);
+//! - **EDF / CBS admission** for `SCHED_DEADLINE` reservations ([`edf`]),
+//!   and their guarantees under the multiprocessor bandwidth inheritance
+//!   protocol (M-BWI, seed 001), pinned or global ([`dl`]);
 //! - **random task sets** (UUniFast, RandFixedSum, log-uniform periods,
 //!   critical-section and RPC profiles) and **sweeps** of the schedulability
 //!   ratio against utilisation per protocol, in parallel and reproducible
@@ -43,6 +45,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod dl;
 pub mod edf;
 pub mod error;
 pub mod extract;
@@ -80,7 +83,18 @@ pub fn analyze_scenario(
     scenario: &Scenario,
     options: &Options,
 ) -> Result<AnalysisReport, AnalysisError> {
-    let ex = extract::extract(scenario)?;
+    analyze_scenario_on(scenario, options, None)
+}
+
+/// [`analyze_scenario`] on `cpus` CPUs (`heir analyze --compare --cpus`;
+/// `None`: 1 + the largest CPU the scenario names). The count matters for
+/// `SCHED_DEADLINE` tasks free on every CPU (global EDF).
+pub fn analyze_scenario_on(
+    scenario: &Scenario,
+    options: &Options,
+    cpus: Option<u32>,
+) -> Result<AnalysisReport, AnalysisError> {
+    let ex = extract::extract_on(scenario, cpus)?;
     let (set, protocol) = match options.protocol {
         Some(p) => (ex.set.with_protocol(p), p.name().to_string()),
         None => {
@@ -100,7 +114,8 @@ pub fn analyze_scenario(
 /// Validates and analyses a task set (the `protocol` label is "as written").
 pub fn analyze_set(set: &TaskSet) -> Result<AnalysisReport, AnalysisError> {
     set.validate()?;
-    let results = Analyzer::new().analyze(set);
+    let mut analyzer = Analyzer::new();
+    let results = analyzer.analyze(set);
     let tasks: Vec<TaskBound> = set
         .tasks
         .iter()
@@ -115,5 +130,6 @@ pub fn analyze_set(set: &TaskSet) -> Result<AnalysisReport, AnalysisError> {
         ),
         tasks,
         skipped: Vec::new(),
+        admissions: analyzer.admissions().to_vec(),
     })
 }

@@ -26,6 +26,17 @@ pub enum LockProtocol {
     Inherit,
     /// Immediate priority ceiling at the given real-time priority.
     Ceiling(i32),
+    /// Multiprocessor bandwidth inheritance (M-BWI, seed 001 §3.6): the
+    /// owner inherits the waiter's deadline *and* runs on its budget. For
+    /// fixed-priority tasks it is priority inheritance.
+    Bwi,
+}
+
+impl LockProtocol {
+    /// Whether waiters lend their urgency to the owner (inherit, bwi).
+    pub fn inherits(self) -> bool {
+        matches!(self, LockProtocol::Inherit | LockProtocol::Bwi)
+    }
 }
 
 /// The protocol families heir compares (`heir sweep`, `heir analyze
@@ -117,8 +128,12 @@ pub struct Call {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Task {
     pub name: String,
-    /// The one CPU it may run on (partitioned scheduling).
+    /// The one CPU it may run on (partitioned scheduling); ignored when
+    /// `global_cpus` is set.
     pub cpu: u32,
+    /// `Some(m)`: free on every one of the machine's `m ≥ 2` CPUs (global
+    /// EDF, `SCHED_DEADLINE` tasks only); `None`: pinned to `cpu`.
+    pub global_cpus: Option<u32>,
     pub class: Class,
     /// `T_i`: the minimum time between releases.
     pub period: Nanos,
@@ -151,6 +166,7 @@ impl Task {
             name: name.into(),
             cpu,
             class: Class::Fixed { priority },
+            global_cpus: None,
             period,
             deadline: period,
             wcet,
@@ -324,9 +340,9 @@ impl TaskSet {
                 "task {} locks {} ({}) inside {} ({}): nested critical sections that mix protocols are not analysed",
                 t.name,
                 m.name,
-                protocol_word(m.protocol),
+                protocol_name(m.protocol),
                 outer.name,
-                protocol_word(outer.protocol)
+                protocol_name(outer.protocol)
             )));
         }
         Ok(m)
@@ -449,8 +465,20 @@ fn validate_times(t: &Task) -> Result<(), AnalysisError> {
         period,
     } = t.class
     else {
+        if t.global_cpus.is_some() {
+            return Err(unsupported(format!(
+                "task {}: only SCHED_DEADLINE tasks are analysed free on every CPU (global EDF); pin fixed-priority tasks to one CPU",
+                t.name
+            )));
+        }
         return Ok(());
     };
+    if t.global_cpus.is_some_and(|m| m < 2) {
+        return invalid(format!(
+            "task {}: a global task needs at least 2 CPUs (on one CPU, pin it to CPU 0)",
+            t.name
+        ));
+    }
     if runtime == 0 || runtime > deadline || deadline > period {
         return invalid(format!(
             "task {}: SCHED_DEADLINE needs 0 < runtime ≤ deadline ≤ period",
@@ -468,8 +496,8 @@ fn validate_times(t: &Task) -> Result<(), AnalysisError> {
 
 /// What [`TaskSet::validate`] learns of each mutex from its sections.
 struct MutexUsers {
-    /// The CPU of its first user.
-    cpu: Vec<Option<u32>>,
+    /// Where its first user runs, and its name.
+    place: Vec<Option<(Place, String)>>,
     /// Whether `SCHED_DEADLINE` tasks use it.
     deadline: Vec<bool>,
     /// Whether fixed-priority tasks use it.
@@ -479,21 +507,23 @@ struct MutexUsers {
 impl MutexUsers {
     fn new(mutexes: usize) -> MutexUsers {
         MutexUsers {
-            cpu: vec![None; mutexes],
+            place: vec![None; mutexes],
             deadline: vec![false; mutexes],
             fixed: vec![false; mutexes],
         }
     }
 
     /// `t` uses mutex `k` (`m`): refused if an earlier user is on another
-    /// CPU.
+    /// CPU, or one of them is global and the other pinned.
     fn add(&mut self, t: &Task, k: usize, m: &Mutex) -> Result<(), AnalysisError> {
-        match self.cpu[k] {
-            None => self.cpu[k] = Some(t.cpu),
-            Some(cpu) if cpu != t.cpu => {
-                return Err(unsupported(format!(
-                    "mutex {} is used on CPU {} and CPU {} (by {}): global resources need a multiprocessor locking protocol, which heir does not analyse; keep every user of a mutex on one CPU",
-                    m.name, cpu, t.cpu, t.name
+        let place = Place::of(t);
+        match self.place[k] {
+            None => self.place[k] = Some((place, t.name.clone())),
+            Some((p, ref other)) if p != place => {
+                return Err(unsupported(shared_across_message(
+                    m,
+                    (p, other),
+                    (place, &t.name),
                 )));
             }
             _ => {}
@@ -505,25 +535,52 @@ impl MutexUsers {
         Ok(())
     }
 
-    /// Mutex `k` (`m`), if `SCHED_DEADLINE` tasks use it, is theirs alone
-    /// and uses inheritance.
+    /// Mutex `k` (`m`), if `SCHED_DEADLINE` tasks use it, is theirs alone.
+    /// (Its protocol is judged by the analysis: without bandwidth
+    /// inheritance its users are reported unbounded, with the reason.)
     fn validate_deadline_use(&self, k: usize, m: &Mutex) -> Result<(), AnalysisError> {
-        if !self.deadline[k] {
-            return Ok(());
-        }
-        if self.fixed[k] {
+        if self.deadline[k] && self.fixed[k] {
             return Err(unsupported(format!(
                 "mutex {} is shared by SCHED_DEADLINE and fixed-priority tasks: not analysed",
                 m.name
             )));
         }
-        if m.protocol != LockProtocol::Inherit {
-            return Err(unsupported(format!(
-                "mutex {} is used by SCHED_DEADLINE tasks: the EDF analysis needs protocol \"inherit\" (deadline inheritance)",
-                m.name
-            )));
-        }
         Ok(())
+    }
+}
+
+/// Where a task runs: pinned to one CPU, or free on all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    Cpu(u32),
+    Global,
+}
+
+impl Place {
+    pub(crate) fn of(t: &Task) -> Place {
+        match t.global_cpus {
+            Some(_) => Place::Global,
+            None => Place::Cpu(t.cpu),
+        }
+    }
+}
+
+/// The refusal of a mutex used from two places (`(place, task name)`
+/// each): two CPUs, or a global task and a pinned one.
+pub(crate) fn shared_across_message(m: &Mutex, a: (Place, &str), b: (Place, &str)) -> String {
+    match (a.0, b.0) {
+        (Place::Cpu(x), Place::Cpu(y)) => format!(
+            "mutex {} is used by {} on CPU {} and by {} on CPU {}: global resources need a multiprocessor locking protocol, which heir does not analyse for pinned tasks; keep every user of a mutex on one CPU",
+            m.name, a.1, x, b.1, y
+        ),
+        (Place::Global, Place::Cpu(c)) | (Place::Cpu(c), Place::Global) => {
+            let (g, p) = if a.0 == Place::Global { (a.1, b.1) } else { (b.1, a.1) };
+            format!(
+                "mutex {} is used by {} (free on every CPU) and by {} (pinned to CPU {}): bandwidth inheritance across affinities is not analysed (seed 001 §4.3: the owner would run another CPU's bandwidth); make all its users global or all pinned to one CPU",
+                m.name, g, p, c
+            )
+        }
+        _ => format!("mutex {} is used from two places", m.name),
     }
 }
 
@@ -535,11 +592,12 @@ pub(crate) fn lock_cycle_message(cycle: &[String]) -> String {
     )
 }
 
-fn protocol_word(p: LockProtocol) -> &'static str {
+pub(crate) fn protocol_name(p: LockProtocol) -> &'static str {
     match p {
         LockProtocol::None => "no protocol",
         LockProtocol::Inherit => "inherit",
         LockProtocol::Ceiling(_) => "ceiling",
+        LockProtocol::Bwi => "bwi",
     }
 }
 

@@ -2,6 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::dl::GroupAdmission;
 use crate::fp::TaskResult;
 use crate::model::{Class, Nanos, Task, TaskSet};
 
@@ -29,6 +30,21 @@ pub struct TaskBound {
     pub schedulable: bool,
     /// Why there is no bound, for people.
     pub reason: Option<String>,
+    /// For a `SCHED_DEADLINE` task: its reservation.
+    pub reservation: Option<ReservationBound>,
+}
+
+/// The reservation of a `SCHED_DEADLINE` task, as the report shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReservationBound {
+    /// `Q` (µs).
+    pub runtime_us: f64,
+    /// `D`, the server's relative deadline (µs).
+    pub deadline_us: f64,
+    /// `P` (µs).
+    pub period_us: f64,
+    /// `None`: pinned to the task's `cpu`; `Some(m)`: global on `m` CPUs.
+    pub global_cpus: Option<u32>,
 }
 
 /// The analysis of a whole scenario or task set.
@@ -42,6 +58,9 @@ pub struct AnalysisReport {
     pub tasks: Vec<TaskBound>,
     /// Threads left out, and why.
     pub skipped: Vec<(String, String)>,
+    /// The admission of each group of `SCHED_DEADLINE` tasks (per CPU, then
+    /// the global group); empty without them.
+    pub admissions: Vec<GroupAdmission>,
 }
 
 fn us(ns: Nanos) -> f64 {
@@ -65,6 +84,19 @@ impl TaskBound {
             wcrt_us: r.wcrt.map(us),
             schedulable: r.schedulable,
             reason: r.unbounded.as_ref().map(|u| u.describe(set)),
+            reservation: match task.class {
+                Class::Deadline {
+                    runtime,
+                    deadline,
+                    period,
+                } => Some(ReservationBound {
+                    runtime_us: us(runtime),
+                    deadline_us: us(deadline),
+                    period_us: us(period),
+                    global_cpus: task.global_cpus,
+                }),
+                Class::Fixed { .. } => None,
+            },
         }
     }
 }
@@ -77,19 +109,57 @@ impl AnalysisReport {
 
     /// `{"schedulable":bool,"tasks":{NAME:{"wcrt_us":number|null,
     /// "deadline_us":number,"schedulable":bool,"blocking_us":number|null}}}`.
+    ///
+    /// A `SCHED_DEADLINE` task also has `"runtime_us"`, `"dl_deadline_us"`,
+    /// `"dl_period_us"` (Q, D, P), `"wcet_us"` (C), `"cpu"` (a number, or
+    /// `"global"`) and `"reason"` (string or null); with such tasks the
+    /// object also has `"admission"`: one object per group, `{"cpu": number
+    /// or "global", "cpus", "test", "load", "limit", "needed_load"
+    /// (number or null), "admitted"}`.
     pub fn to_json(&self) -> Value {
         let mut tasks = Map::new();
         for t in &self.tasks {
-            tasks.insert(
-                t.name.clone(),
-                json!({
-                    "wcrt_us": t.wcrt_us,
-                    "deadline_us": t.deadline_us,
-                    "schedulable": t.schedulable,
-                    "blocking_us": t.blocking_us,
-                }),
-            );
+            let mut v = json!({
+                "wcrt_us": t.wcrt_us,
+                "deadline_us": t.deadline_us,
+                "schedulable": t.schedulable,
+                "blocking_us": t.blocking_us,
+            });
+            if let (Some(r), Some(obj)) = (&t.reservation, v.as_object_mut()) {
+                obj.insert("runtime_us".into(), json!(r.runtime_us));
+                obj.insert("dl_deadline_us".into(), json!(r.deadline_us));
+                obj.insert("dl_period_us".into(), json!(r.period_us));
+                obj.insert("wcet_us".into(), json!(t.wcet_us));
+                let cpu = match r.global_cpus {
+                    Some(_) => json!("global"),
+                    None => json!(t.cpu),
+                };
+                obj.insert("cpu".into(), cpu);
+                obj.insert("reason".into(), json!(t.reason));
+            }
+            tasks.insert(t.name.clone(), v);
         }
-        json!({ "schedulable": self.schedulable, "tasks": tasks })
+        let mut out = json!({ "schedulable": self.schedulable, "tasks": tasks });
+        if !self.admissions.is_empty() {
+            let groups: Vec<Value> = self
+                .admissions
+                .iter()
+                .map(|a| {
+                    json!({
+                        "cpu": a.cpu.map_or(json!("global"), |c| json!(c)),
+                        "cpus": a.cpus,
+                        "test": a.test,
+                        "load": a.load,
+                        "limit": a.limit,
+                        "needed_load": a.needed_load,
+                        "admitted": a.admitted,
+                    })
+                })
+                .collect();
+            if let Some(obj) = out.as_object_mut() {
+                obj.insert("admission".into(), Value::Array(groups));
+            }
+        }
+        out
     }
 }

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use heir::run::{run_scenario, RunConfig};
-use heir_analysis::{analyze_scenario, AnalysisReport, Options, Protocol};
+use heir_analysis::{analyze_scenario_on, AnalysisReport, Options, Protocol};
 use heir_scenario::limits::MAX_CPUS;
 use heir_sim::{simulate, NullObserver, Report, SimConfig};
 
@@ -116,7 +116,7 @@ pub fn main(args: Args) -> CliResult {
     let (file, scenario) = read_scenario_with(&args.file, &overrides)?;
     let options = Options { protocol: family };
     // `file:line:col: at path: …`, or `file: at path: …` without a position.
-    let report = analyze_scenario(&scenario, &options).map_err(|e| {
+    let report = analyze_scenario_on(&scenario, &options, args.cpus).map_err(|e| {
         let has_position = e.at.as_ref().is_some_and(|l| l.line > 0);
         bad_input_in(&file, has_position, e)
     })?;
@@ -194,11 +194,22 @@ fn render(
     real: Option<&Report>,
     real_asked: bool,
 ) -> String {
+    let has_dl = report.tasks.iter().any(|b| b.reservation.is_some());
+    let has_fp = report.tasks.iter().any(|b| b.reservation.is_none());
+    let kind = match (has_fp, has_dl) {
+        (true, true) => "fixed-priority and EDF/CBS analysis",
+        (false, true) => "EDF/CBS analysis",
+        _ => "fixed-priority analysis",
+    };
     let mut out = format!(
-        "{file}: fixed-priority analysis, {}{protocols}; times in ms\n\n",
+        "{file}: {kind}, {}{protocols}; times in ms\n\n",
         report.protocol
     );
-    out.push_str(&bounds_table(report));
+    if has_dl {
+        out.push_str(&deadline_table(report));
+    } else {
+        out.push_str(&bounds_table(report));
+    }
     if let Some(sim) = sim {
         out.push_str(&comparison(report, sim, real, real_asked));
     }
@@ -226,6 +237,104 @@ fn bounds_table(report: &AnalysisReport) -> String {
         ]);
     }
     let mut out = t.render();
+    let reasons: Vec<String> = report
+        .tasks
+        .iter()
+        .filter_map(|b| b.reason.as_ref().map(|r| format!("  {}: {r}", b.name)))
+        .collect();
+    if !reasons.is_empty() {
+        out.push('\n');
+        out.push_str(&reasons.join("\n"));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\n{}\n",
+        if report.schedulable {
+            "schedulable: every task meets its deadline"
+        } else {
+            "not schedulable"
+        }
+    ));
+    out
+}
+
+/// The text output with `SCHED_DEADLINE` tasks: the fixed-priority tasks'
+/// table (if any), the reservations' table, each group's admission, the
+/// reasons and the verdict.
+fn deadline_table(report: &AnalysisReport) -> String {
+    let mut out = String::new();
+    let fixed: Vec<_> = report
+        .tasks
+        .iter()
+        .filter(|b| b.reservation.is_none())
+        .collect();
+    if !fixed.is_empty() {
+        let mut t = Table::new([
+            "task", "cpu", "prio", "period", "C", "E", "B", "bound", "deadline", "ok",
+        ]);
+        for b in &fixed {
+            t.row([
+                b.name.clone(),
+                b.cpu.to_string(),
+                b.priority.map_or(String::new(), |p| p.to_string()),
+                ms(Some(b.period_us)),
+                ms(Some(b.wcet_us)),
+                ms(Some(b.demand_us)),
+                ms(b.blocking_us),
+                b.wcrt_us.map_or("unbounded".to_string(), |v| ms(Some(v))),
+                ms(Some(b.deadline_us)),
+                if b.schedulable { "yes" } else { "no" }.to_string(),
+            ]);
+        }
+        out.push_str("fixed priority (below every SCHED_DEADLINE task; each reservation of the CPU, or global, taken as (⌈w/P⌉ + 1)·Q of interference):\n\n");
+        out.push_str(&t.render());
+        out.push('\n');
+    }
+    let mut t = Table::new([
+        "task", "cpu", "Q", "D", "P", "period", "C", "B", "bound", "deadline", "ok",
+    ]);
+    for b in &report.tasks {
+        let Some(r) = &b.reservation else { continue };
+        t.row([
+            b.name.clone(),
+            r.global_cpus
+                .map_or(b.cpu.to_string(), |_| "any".to_string()),
+            ms(Some(r.runtime_us)),
+            ms(Some(r.deadline_us)),
+            ms(Some(r.period_us)),
+            ms(Some(b.period_us)),
+            ms(Some(b.wcet_us)),
+            ms(b.blocking_us),
+            b.wcrt_us.map_or("unbounded".to_string(), |v| ms(Some(v))),
+            ms(Some(b.deadline_us)),
+            if b.schedulable { "yes" } else { "no" }.to_string(),
+        ]);
+    }
+    out.push_str("SCHED_DEADLINE (B: interference taken from the task's own budget under bwi, blocking under inherit):\n\n");
+    out.push_str(&t.render());
+    out.push('\n');
+    for a in &report.admissions {
+        let group = match a.cpu {
+            Some(c) => format!("CPU {c}"),
+            None => format!("global ({} CPUs)", a.cpus),
+        };
+        let needed = a
+            .needed_load
+            .map(|n| format!("; with the budgets the tasks need, Σ (C+B)/D = {n:.3}"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{group}: load {:.3} {} {:.3}: {} ({}){needed}\n",
+            a.load,
+            if a.admitted { "≤" } else { ">" },
+            a.limit,
+            if a.admitted {
+                "admitted"
+            } else {
+                "not admitted"
+            },
+            a.test
+        ));
+    }
     let reasons: Vec<String> = report
         .tasks
         .iter()

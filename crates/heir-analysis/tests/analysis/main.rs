@@ -1,11 +1,13 @@
 //! heir-analysis integration tests: one binary, a module per behaviour.
 
 mod blocking;
+mod bwi;
 mod edf;
 mod eq5;
 mod extract;
 mod rta;
 mod soundness;
+mod soundness_dl;
 mod sweep;
 mod table1;
 

@@ -1,0 +1,371 @@
+//! `SCHED_DEADLINE` reservations under the multiprocessor bandwidth
+//! inheritance protocol (M-BWI, seed 001 §3.5–3.6; Faggioli, Lipari and
+//! Cucinotta, Real-Time Systems 48, 2012).
+//!
+//! Under M-BWI a task blocked on a mutex lends its server (budget and
+//! deadline) to the owner at the end of its blocking chain, or busy-waits
+//! on its own budget while that owner runs on another CPU. Either way the
+//! time is charged to the *waiter's* server: the servers are scheduled
+//! exactly as independent constant-bandwidth servers, and what a task loses
+//! to others is its **interference** `B_i` (seed 001 calls it `I_i`), taken
+//! from its own budget. So:
+//!
+//! 1. **Admission** of the servers of a group — the reservations pinned to
+//!    one CPU, or those free on all `m` CPUs — is the test of independent
+//!    sporadic servers `(Q, D, P)`: on one CPU the density test
+//!    `Σ Q_j/D_j ≤ 1` (EDF; with `D = P` the utilisation test of seed 001
+//!    §3.3), globally the density form of Goossens, Funk and Baruah's test
+//!    `Σ Q_j/D_j ≤ m − (m−1)·max_j Q_j/D_j` (GFB, RTS 2003; density form
+//!    in Bertogna, Cirinei and Lipari, ECRTS 2005). Compared exactly.
+//! 2. **Interference** `B_i` from the critical sections of the blocking
+//!    chains that start at τ_i: `closure(i)` = the mutexes τ_i locks, and,
+//!    transitively, those locked inside a section on a mutex of the closure
+//!    (seed 001 §3.5's chains through nested sections); `Γ_i` = the other
+//!    tasks of the group that lock a mutex of the closure; `L_x` = the
+//!    longest outermost section of x that contains a section on the
+//!    closure, `S_x` the sum of those sections per job.
+//!    - one CPU: `B_i = Σ_{x ∈ Γ_i, D_x ≥ D_i} L_x` (see [`analyze_group`]
+//!      for why only those, once each);
+//!    - global: `B_i = Σ_{x ∈ Γ_i} ⌈(D_i + D_x)/T_x⌉ · S_x` (every job of x
+//!      that can be pending during τ_i's job, whatever the queue order).
+//! 3. **Guarantee**: a task whose job fits its budget, `C_i + B_i ≤ Q_i`,
+//!    and whose interferers `Γ_i` are guaranteed the same way (their own
+//!    budgets never run out inside a section), finishes each job by its
+//!    server deadline: bound `D_i`. On one CPU a job that does not fit
+//!    takes `k` server periods, `k` the least with
+//!    `k·Q_i ≥ C_i + B_i + (k−1)·Σ_{x ∈ Γ_i} L_x` (after each replenishment
+//!    every interferer may again be inside one section): bound
+//!    `(k−1)·P_i + D_i`, if that is at most the job period `T_i`.
+
+use crate::edf::sum_le_one;
+use crate::fp::{TaskResult, Unbounded};
+use crate::model::{Class, LockProtocol, Nanos, Task, TaskSet};
+
+/// The admission of one group of reservations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupAdmission {
+    /// The CPU of a partitioned group, `None` for the global group.
+    pub cpu: Option<u32>,
+    /// CPUs the group runs on (1 when partitioned).
+    pub cpus: u32,
+    /// What was tested, in words.
+    pub test: String,
+    /// The servers' load `Σ Q/D`.
+    pub load: f64,
+    /// What it is compared with: 1, or `m − (m−1)·max Q/D` (global).
+    pub limit: f64,
+    /// `Σ (C+B)/D`: the load with the budgets the tasks need (tasks without
+    /// a known `B` left out); `None` for the deadline-inheritance test.
+    pub needed_load: Option<f64>,
+    /// The test passed.
+    pub admitted: bool,
+}
+
+/// `(Q, D, P)` of a reservation.
+pub(crate) fn params(t: &Task) -> (Nanos, Nanos, Nanos) {
+    match t.class {
+        Class::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => (runtime, deadline, period),
+        Class::Fixed { .. } => (t.demand, t.deadline, t.period),
+    }
+}
+
+/// Per task of a group: what the interference computation found.
+#[derive(Clone, Debug, Default)]
+struct Interf {
+    /// `B_i` (first server period on one CPU; the job's window globally).
+    b: Nanos,
+    /// `Σ_{x ∈ Γ_i} L_x`: what each later server period can lose (one CPU).
+    b_all: Nanos,
+    /// `Γ_i`, as task indices of the set.
+    gamma: Vec<usize>,
+    /// A mutex of the closure without bandwidth inheritance.
+    not_bwi: Option<usize>,
+}
+
+/// The mutexes of `closure(i)`: those τ_i locks, and those locked inside a
+/// section on a closure mutex by any task of `members`.
+fn closure(set: &TaskSet, i: usize, members: &[usize]) -> Vec<bool> {
+    let m = set.mutexes.len();
+    let mut cl = vec![false; m];
+    for s in &set.tasks[i].sections {
+        cl[s.mutex] = true;
+    }
+    // outer -> inner edges of the group (acyclic, validated): m passes.
+    for _ in 0..m {
+        let mut changed = false;
+        for &x in members {
+            let secs = &set.tasks[x].sections;
+            for s in secs {
+                let mut p = s.parent;
+                while let Some(pi) = p {
+                    if cl[secs[pi].mutex] && !cl[s.mutex] {
+                        cl[s.mutex] = true;
+                        changed = true;
+                    }
+                    p = secs[pi].parent;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    cl
+}
+
+/// The outermost sections of `t` that contain a section on a mutex of `cl`:
+/// `(longest, sum)`.
+fn outer_sections(t: &Task, cl: &[bool]) -> (Nanos, Nanos) {
+    let secs = &t.sections;
+    let mut marked = vec![false; secs.len()];
+    for (k, s) in secs.iter().enumerate() {
+        if cl[s.mutex] {
+            let mut root = k;
+            while let Some(p) = secs[root].parent {
+                root = p;
+            }
+            marked[root] = true;
+        }
+    }
+    secs.iter()
+        .zip(&marked)
+        .filter(|(_, &mk)| mk)
+        .fold((0, 0), |(mx, sum): (Nanos, Nanos), (s, _)| {
+            (mx.max(s.length), sum.saturating_add(s.length))
+        })
+}
+
+/// `B_i`, `Σ L_x`, `Γ_i` and the first non-bwi closure mutex of task `i`.
+fn interference(set: &TaskSet, i: usize, members: &[usize], global: bool) -> Interf {
+    let cl = closure(set, i, members);
+    let not_bwi = (0..cl.len()).find(|&r| cl[r] && set.mutexes[r].protocol != LockProtocol::Bwi);
+    let (_, di, _) = params(&set.tasks[i]);
+    let mut out = Interf {
+        not_bwi,
+        ..Interf::default()
+    };
+    for &x in members {
+        if x == i {
+            continue;
+        }
+        let tx = &set.tasks[x];
+        if !tx.sections.iter().any(|s| cl[s.mutex]) {
+            continue;
+        }
+        let (longest, sum) = outer_sections(tx, &cl);
+        out.gamma.push(x);
+        let (_, dx, _) = params(tx);
+        out.b_all = out.b_all.saturating_add(longest);
+        if global {
+            let jobs = di.saturating_add(dx).div_ceil(tx.period.max(1));
+            out.b = out.b.saturating_add(jobs.saturating_mul(sum));
+        } else if dx >= di {
+            out.b = out.b.saturating_add(longest);
+        }
+    }
+    out
+}
+
+/// The admission of the servers of `members` on `cpus` CPUs (see the
+/// module docs), and each one's density.
+fn admission(set: &TaskSet, members: &[usize], cpu: Option<u32>, cpus: u32) -> GroupAdmission {
+    let dens: Vec<(u64, u64)> = members
+        .iter()
+        .map(|&i| {
+            let (q, d, _) = params(&set.tasks[i]);
+            (q, d)
+        })
+        .collect();
+    let load: f64 = dens.iter().map(|&(q, d)| q as f64 / d as f64).sum();
+    if cpus <= 1 {
+        return GroupAdmission {
+            cpu,
+            cpus: 1,
+            test: "EDF density test Σ Q/D ≤ 1 (seed 001 §3.3 with D = P)".into(),
+            load,
+            limit: 1.0,
+            needed_load: None,
+            admitted: sum_le_one(&dens),
+        };
+    }
+    // GFB: Σ δ + (m−1)·δ_max ≤ m, i.e. Σ δ/m + (m−1)·δ_max/m ≤ 1, exactly.
+    let m = u64::from(cpus);
+    let max = dens
+        .iter()
+        .copied()
+        .max_by(|&(q1, d1), &(q2, d2)| (q1 as u128 * d2 as u128).cmp(&(q2 as u128 * d1 as u128)))
+        .unwrap_or((0, 1));
+    let mut terms: Vec<(u64, u64)> = dens
+        .iter()
+        .map(|&(q, d)| (q, d.saturating_mul(m)))
+        .collect();
+    terms.push(((m - 1).saturating_mul(max.0), max.1.saturating_mul(m)));
+    let dmax = max.0 as f64 / max.1 as f64;
+    GroupAdmission {
+        cpu,
+        cpus,
+        test: format!(
+            "global EDF, GFB density test Σ Q/D ≤ m − (m−1)·max Q/D with m = {cpus} (Goossens, Funk, Baruah 2003)"
+        ),
+        load,
+        limit: cpus as f64 - (cpus as f64 - 1.0) * dmax,
+        needed_load: None,
+        admitted: sum_le_one(&terms),
+    }
+}
+
+/// What one task of a group gets before the interferers are checked.
+enum Pre {
+    /// Final: unbounded for this reason.
+    Out(Unbounded, Option<Nanos>),
+    /// Fits its budget: bound `D_i` if its interferers are guaranteed.
+    Fits,
+    /// Needs several server periods: this bound if its interferers are
+    /// guaranteed.
+    Spans(Nanos),
+}
+
+/// Analyses one group of `SCHED_DEADLINE` tasks under M-BWI: the tasks of
+/// `members` pinned to `cpu` (`cpus == 1`) or free on `cpus` CPUs
+/// (`cpu == None`). Fills `out` for every member and returns the group's
+/// admission.
+///
+/// Why, on one CPU, only interferers with `D_x ≥ D_i` count, each once:
+/// while τ_i's job is pending and its server has budget, the server is
+/// ready (τ_i runs, or lends it down its chain), so no server with a later
+/// deadline runs, and a job released after τ_i's with a later deadline
+/// cannot start. A task runs on τ_i's budget only when τ_i's server is the
+/// most urgent it may use; a guaranteed task with an earlier deadline uses
+/// its own, which has budget while its job is pending. So the tasks that
+/// take τ_i's budget had a later (or equal) deadline and were already
+/// inside an outermost section when τ_i was released, and can take it only
+/// until they leave that section. This is why every interferer must be
+/// guaranteed too: one whose budget runs out inside a section would run on
+/// τ_i's (the greatest set of tasks closed under this is computed).
+pub fn analyze_group(
+    set: &TaskSet,
+    members: &[usize],
+    cpu: Option<u32>,
+    cpus: u32,
+    out: &mut [Option<TaskResult>],
+) -> GroupAdmission {
+    let global = cpu.is_none();
+    let mut adm = admission(set, members, cpu, cpus);
+    let inter: Vec<Interf> = members
+        .iter()
+        .map(|&i| interference(set, i, members, global))
+        .collect();
+    adm.needed_load = Some(
+        members
+            .iter()
+            .zip(&inter)
+            .filter(|(_, f)| f.not_bwi.is_none())
+            .map(|(&i, f)| {
+                let t = &set.tasks[i];
+                t.demand.saturating_add(f.b) as f64 / params(t).1 as f64
+            })
+            .sum(),
+    );
+    let pre: Vec<Pre> = members
+        .iter()
+        .zip(&inter)
+        .map(|(&i, f)| pre_verdict(&set.tasks[i], f, &adm, global))
+        .collect();
+    // The guaranteed self-sufficient tasks: fitting ones whose interferers
+    // are all in the set (greatest fixed point).
+    let pos = |x: usize| members.iter().position(|&y| y == x);
+    let mut ok: Vec<bool> = pre.iter().map(|p| matches!(p, Pre::Fits)).collect();
+    loop {
+        let mut changed = false;
+        for k in 0..members.len() {
+            if ok[k]
+                && inter[k]
+                    .gamma
+                    .iter()
+                    .any(|&x| pos(x).is_some_and(|p| !ok[p]))
+            {
+                ok[k] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (k, &i) in members.iter().enumerate() {
+        let t = &set.tasks[i];
+        let f = &inter[k];
+        let blocked_by = f
+            .gamma
+            .iter()
+            .copied()
+            .find(|&x| pos(x).is_some_and(|p| !ok[p]));
+        out[i] = Some(match (&pre[k], blocked_by) {
+            (Pre::Out(why, b), _) => TaskResult::unbounded(why.clone(), *b),
+            (_, Some(other)) => TaskResult::unbounded(Unbounded::Interferer { other }, Some(f.b)),
+            (Pre::Fits, None) => TaskResult::bounded(params(t).1, f.b, t.deadline),
+            (Pre::Spans(r), None) => TaskResult::bounded(*r, f.b, t.deadline),
+        });
+    }
+    adm
+}
+
+/// The verdict of task `t` from its own numbers and the admission.
+fn pre_verdict(t: &Task, f: &Interf, adm: &GroupAdmission, global: bool) -> Pre {
+    let (q, d, p) = params(t);
+    if !adm.admitted {
+        let why = if global {
+            Unbounded::NotAdmittedGlobal {
+                load: adm.load,
+                limit: adm.limit,
+                cpus: adm.cpus,
+            }
+        } else {
+            Unbounded::NotAdmitted { load: adm.load }
+        };
+        return Pre::Out(why, f.not_bwi.is_none().then_some(f.b));
+    }
+    if let Some(mutex) = f.not_bwi {
+        return Pre::Out(Unbounded::NotBwi { mutex }, None);
+    }
+    if t.period < p {
+        return Pre::Out(Unbounded::ReservationPeriod, Some(f.b));
+    }
+    let needed = t.demand.saturating_add(f.b);
+    if needed <= q {
+        return Pre::Fits;
+    }
+    // Several server periods: on one CPU, or globally without interferers.
+    if global && !f.gamma.is_empty() {
+        return Pre::Out(
+            Unbounded::OverBudget {
+                needed,
+                runtime: q,
+                global: true,
+            },
+            Some(f.b),
+        );
+    }
+    let per_later = if global { 0 } else { f.b_all };
+    if q <= per_later {
+        return Pre::Out(
+            Unbounded::OverBudget {
+                needed,
+                runtime: q,
+                global: false,
+            },
+            Some(f.b),
+        );
+    }
+    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉.
+    let k = 1 + (needed - q).div_ceil(q - per_later);
+    let r = (k - 1).saturating_mul(p).saturating_add(d);
+    if r > t.period {
+        return Pre::Out(Unbounded::JobsOverlap { bound: r }, Some(f.b));
+    }
+    Pre::Spans(r)
+}
