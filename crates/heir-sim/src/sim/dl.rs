@@ -202,30 +202,30 @@ impl<'s, 'o> Simulator<'s, 'o> {
         while next < frontier.len() {
             let u = frontier[next];
             next += 1;
-            let Ok(objs) = self.engine.targets_of(self.threads[u as usize].eng) else {
-                continue;
-            };
-            for &o in objs {
-                if self.lends(o.0 as usize) != Lends::Server {
+            for wt in self.waiting_on(u, Lends::Server) {
+                if frontier.contains(&wt) || frontier.len() > MAX_LENDERS {
                     continue;
                 }
-                let Ok(ws) = self.engine.waiters(o) else {
-                    continue;
-                };
-                for w in ws {
-                    let Some(wt) = self.thread_of(w) else {
-                        continue;
-                    };
-                    if frontier.contains(&wt) || frontier.len() > MAX_LENDERS {
-                        continue;
-                    }
-                    frontier.push(wt);
-                    if self.threads[wt as usize].dl.own.is_some() {
-                        out.push(wt);
-                    }
+                frontier.push(wt);
+                if self.threads[wt as usize].dl.own.is_some() {
+                    out.push(wt);
                 }
             }
         }
+    }
+
+    /// The threads waiting on the objects `t` is a target of that lend as
+    /// `how`, object by object, each in wake order.
+    fn waiting_on(&self, t: u32, how: Lends) -> impl Iterator<Item = u32> + use<'_, 's, 'o> {
+        let objs = self
+            .engine
+            .targets_of(self.threads[t as usize].eng)
+            .unwrap_or(&[]);
+        objs.iter()
+            .filter(move |o| self.lends(o.0 as usize) == how)
+            .filter_map(move |&o| self.engine.waiters(o).ok())
+            .flatten()
+            .filter_map(move |w| self.thread_of(w))
     }
 
     /// The server `t` runs on now, with its deadline: the earliest-deadline
@@ -294,26 +294,14 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// if it is boosted.
     fn linux_top(&self, t: u32) -> Option<(u32, Res)> {
         let th = &self.threads[t as usize];
-        let objs = self.engine.targets_of(th.eng).ok()?;
         let mut top: Option<u32> = None;
-        for &o in objs {
-            if self.lends(o.0 as usize) != Lends::Parameters {
+        for wt in self.waiting_on(t, Lends::Parameters) {
+            if !self.in_dl_class(wt) {
                 continue;
             }
-            let Ok(ws) = self.engine.waiters(o) else {
-                continue;
-            };
-            for w in ws {
-                let Some(wt) = self.thread_of(w) else {
-                    continue;
-                };
-                if !self.in_dl_class(wt) {
-                    continue;
-                }
-                let wd = self.threads[wt as usize].dl.deadline;
-                if top.is_none_or(|x| wd < self.threads[x as usize].dl.deadline) {
-                    top = Some(wt);
-                }
+            let wd = self.threads[wt as usize].dl.deadline;
+            if top.is_none_or(|x| wd < self.threads[x as usize].dl.deadline) {
+                top = Some(wt);
             }
         }
         let top = top?;
@@ -614,6 +602,22 @@ impl<'s, 'o> Simulator<'s, 'o> {
         self.dl_base(s)?;
         self.dl_refresh();
         Ok(())
+    }
+
+    /// A thread just made ready joins its run queue at the rank it should
+    /// have, or is parked when it has no server to run on.
+    pub(super) fn queue_or_park(&mut self, t: u32) {
+        if self.has_dl {
+            match self.rank_for(t) {
+                Some(r) => self.threads[t as usize].rank = r,
+                None => {
+                    self.threads[t as usize].dl.parked = true;
+                    return;
+                }
+            }
+        }
+        self.enqueue(t, false);
+        self.wake_check(t);
     }
 
     /// The task at the end of `t`'s chain (what `t`'s time reaches first).

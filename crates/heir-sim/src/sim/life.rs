@@ -42,16 +42,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         if let Some(r) = dl::Res::of(&task.sched) {
             self.dl_setup(t, Some(r))?;
-            match self.rank_for(t) {
-                Some(rank) => self.threads[t as usize].rank = rank,
-                None => {
-                    self.threads[t as usize].dl.parked = true;
-                    return Ok(());
-                }
-            }
         }
-        self.enqueue(t, false);
-        self.wake_check(t);
+        self.queue_or_park(t);
         Ok(())
     }
 

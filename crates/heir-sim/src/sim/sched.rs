@@ -78,16 +78,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         self.maybe_close_pass(t);
         if self.has_dl {
             self.dl_wakeup(t)?;
-            match self.rank_for(t) {
-                Some(r) => self.threads[t as usize].rank = r,
-                None => {
-                    self.threads[t as usize].dl.parked = true;
-                    return Ok(());
-                }
-            }
         }
-        self.enqueue(t, false);
-        self.wake_check(t);
+        self.queue_or_park(t);
         Ok(())
     }
 
