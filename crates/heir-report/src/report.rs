@@ -39,6 +39,11 @@ pub struct TaskReport {
     /// A `SCHED_DEADLINE` thread's server (absent for other threads).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerStats>,
+    /// Times the thread ran on another CPU than the one it last ran on (0
+    /// when pinned). The simulator counts every thread; absent (`None`)
+    /// for real runs, which do not observe it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
 }
 
 /// What happened to a deadline thread's server:

@@ -97,6 +97,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             obj_lends: names.lends,
             block_seq: 0,
             dl_dirty: false,
+            bwi_affinity: g.bwi_affinity,
+            spread: Vec::new(),
         })
     }
 }
@@ -196,6 +198,8 @@ impl ThreadSet {
                     misses: 0,
                     throttles: 0,
                     replenishments: 0,
+                    last_cpu: None,
+                    migrations: 0,
                     timers: Vec::new(),
                 });
                 let mut th =
