@@ -24,7 +24,9 @@ pub struct Report {
     pub events: u64,
 }
 
-/// One thread's results: `{"jobs":…,"deadline_misses":…,"response_us":{…}}`.
+/// One thread's results: `{"jobs":…,"deadline_misses":…,"response_us":{…}}`,
+/// then `"server":{…}` for a deadline thread and `"migrations":…` when the
+/// run counts them (the simulator does, for every thread).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TaskReport {
     /// Thread name (the key of the `tasks` object).

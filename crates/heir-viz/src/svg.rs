@@ -5,7 +5,8 @@
 //! the thread's colour, boosted execution hatched with stripes in the donor's
 //! colour, a release arrow (↑) and a deadline arrow (↓) per job, deadline
 //! misses in red (the missed deadline's arrow, and a ✕ where the late job
-//! completed), and a time axis in ms.
+//! completed), a `→CPU n` label where a thread's execution moves to another
+//! CPU than its previous bar's (a migration), and a time axis in ms.
 //!
 //! Only events inside the window are kept, so memory is bounded by the
 //! window, not by the run. As a second bound, at most
@@ -536,7 +537,12 @@ impl<'a> Renderer<'a> {
 
     fn bars(&mut self) {
         let _ = writeln!(self.out, r#"<g class="bars">"#);
+        let mut last_cpu: Vec<Option<u32>> = vec![None; self.g.threads.len()];
         for b in &self.g.bars {
+            let moved = match last_cpu.get_mut(b.thread) {
+                Some(last) => last.replace(b.cpu).is_some_and(|l| l != b.cpu),
+                None => false,
+            };
             let Some((y, h)) = self.bar_geometry(b.thread) else {
                 continue;
             };
@@ -564,6 +570,17 @@ impl<'a> Renderer<'a> {
                     self.out,
                     r#"<rect class="boosted" x="{x0:.2}" y="{y:.2}" width="{w:.2}" height="{h:.2}" fill="url(#boost-{d})" stroke="{}" stroke-width="1"><title>{tip}</title></rect>"#,
                     self.colour_of(d)
+                );
+            }
+            if moved {
+                let _ = write!(
+                    self.out,
+                    r#"<text class="migrate" x="{x0:.2}" y="{:.2}" font-size="9" fill="{MARK_GREY}">→CPU {}<title>{} migrates to CPU {} at {} ms</title></text>"#,
+                    y - 2.0,
+                    b.cpu,
+                    xml(&name),
+                    b.cpu,
+                    ms(b.start_ns)
                 );
             }
             let _ = writeln!(self.out);
