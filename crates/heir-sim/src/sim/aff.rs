@@ -35,10 +35,21 @@
 use super::*;
 
 impl<'s, 'o> Simulator<'s, 'o> {
-    /// Affinity inheritance is in force: the scenario lends servers and
-    /// `global.bwi_affinity` is on.
+    /// Affinity inheritance is in force: the scenario lends servers,
+    /// `global.bwi_affinity` is on, and threads do not all have the same
+    /// affinity (else every server may run wherever its owner may, and
+    /// the usual rule is the same, at less cost).
     pub(super) fn aff_on(&self) -> bool {
-        self.bwi_affinity && self.has_bwi
+        self.bwi_affinity && self.has_bwi && self.mixed_homes
+    }
+
+    /// After `t`'s affinity changed: whether threads now differ in
+    /// affinity (once they did, affinity inheritance stays in force).
+    pub(super) fn note_home(&mut self, t: u32) {
+        if !self.mixed_homes {
+            let home = &self.threads[t as usize].home;
+            self.mixed_homes = self.threads.iter().any(|x| x.home != *home);
+        }
     }
 
     /// With affinity inheritance, the server a running thread consumes

@@ -376,6 +376,8 @@ pub struct Simulator<'s, 'o> {
     dl_dirty: bool,
     /// `global.bwi_affinity`: lent servers run on their own task's CPUs.
     bwi_affinity: bool,
+    /// Some threads have had different affinities (`sim::aff`).
+    mixed_homes: bool,
     /// Ready spread threads (affinity inheritance, `sim::aff`), outside
     /// the run queues.
     spread: Vec<u32>,
