@@ -379,8 +379,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 break;
             }
         }
-        for t in 0..self.threads.len() as u32 {
-            self.rerank(t);
+        // Re-ranking may take, free or throttle a server others rank by:
+        // again until nothing changes (bounded: each pass settles one more
+        // server).
+        for _ in 0..=self.threads.len() {
+            for t in 0..self.threads.len() as u32 {
+                self.rerank(t);
+            }
+            if !std::mem::take(&mut self.dl_dirty) {
+                break;
+            }
         }
     }
 
@@ -480,6 +488,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         th.dl.budget_gen = th.dl.budget_gen.wrapping_add(1);
         let gen = th.dl.budget_gen;
         if let Some(s) = pair {
+            // A lent server may be lent to others too (the helpers of one
+            // condvar): taken here, it ranks them no longer.
+            self.dl_dirty |= s != t;
             let sd = &mut self.threads[s as usize].dl;
             sd.used_by = Some(t);
             let left = sd.runtime.max(0) as u64;
@@ -497,6 +508,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let th = &mut self.threads[t as usize];
         th.dl.budget_gen = th.dl.budget_gen.wrapping_add(1);
         if let Some(s) = th.dl.on.take() {
+            self.dl_dirty |= s != t;
             let sd = &mut self.threads[s as usize].dl;
             if sd.used_by == Some(t) {
                 sd.used_by = None;
@@ -516,6 +528,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         d.throttled = true;
         d.timer_gen = d.timer_gen.wrapping_add(1);
         let gen = d.timer_gen;
+        self.dl_dirty = true;
         let at = d.deadline.saturating_sub(r.d).saturating_add(r.p).max(now);
         self.cold[s as usize].throttles += 1;
         self.evq.push(at, EvKind::Replenish, s, gen);
@@ -609,7 +622,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn queue_or_park(&mut self, t: u32) {
         if self.has_dl {
             match self.rank_for(t) {
-                Some(r) => self.threads[t as usize].rank = r,
+                Some(r) => {
+                    let th = &mut self.threads[t as usize];
+                    th.rank = r;
+                    th.dl.parked = false;
+                }
                 None => {
                     self.threads[t as usize].dl.parked = true;
                     return;
