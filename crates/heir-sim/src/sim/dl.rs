@@ -270,23 +270,31 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         match th.eff.urgency {
             // Lent deadlines it cannot run on now: its best other urgency.
-            Urgency::Deadline { .. } => {
-                let mut donors = Vec::new();
-                let fixed = self
-                    .engine
-                    .donors(th.eng, &mut donors)
-                    .ok()
-                    .and_then(|()| {
-                        donors
-                            .iter()
-                            .map(|d| d.urgency)
-                            .find(|u| !matches!(u, Urgency::Deadline { .. }))
-                    })
-                    .unwrap_or(th.base);
-                Some(Rank::of(fixed))
-            }
+            Urgency::Deadline { .. } => Some(Rank::of(self.without_servers(t).0)),
             u => Some(Rank::of(u)),
         }
+    }
+
+    /// What `t` runs at when a deadline is lent to it but no server it
+    /// may run on has budget: the most urgent fixed-priority urgency that
+    /// reaches it (its own base if none), with the thread it comes from.
+    fn without_servers(&self, t: u32) -> (Urgency, Option<usize>) {
+        let th = &self.threads[t as usize];
+        let mut donors = Vec::new();
+        if self.engine.donors(th.eng, &mut donors).is_err() {
+            return (th.base, None);
+        }
+        donors
+            .iter()
+            .find(|d| !matches!(d.urgency, Urgency::Deadline { .. }))
+            .map(|d| {
+                let from = match d.source {
+                    heir_core::Source::Task(id) => self.thread_of(id).filter(|&x| x != t),
+                    _ => None,
+                };
+                (d.urgency, from.map(|x| x as usize))
+            })
+            .unwrap_or((th.base, None))
     }
 
     /// Linux's inheritance for `t`: the deadline waiter it inherits from
@@ -746,6 +754,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 _ => th.dl.pi.map(|p| p.0 as usize),
             };
             return (urgency, donor);
+        }
+        if self.has_dl && matches!(th.eff.urgency, Urgency::Deadline { .. }) {
+            return self.without_servers(t);
         }
         (th.eff.urgency, self.donor_of(t))
     }
