@@ -5,8 +5,10 @@
 //! the thread's colour, boosted execution hatched with stripes in the donor's
 //! colour, a release arrow (↑) and a deadline arrow (↓) per job, deadline
 //! misses in red (the missed deadline's arrow, and a ✕ where the late job
-//! completed), a `→CPU n` label where a thread's execution moves to another
-//! CPU than its previous bar's (a migration), and a time axis in ms.
+//! completed), `SCHED_DEADLINE` servers' throttled spans (from the
+//! throttle to the replenishment instant) as grey cross-hatching across the
+//! lane, a `→CPU n` label where a thread's execution moves to another CPU
+//! than its previous bar's (a migration), and a time axis in ms.
 //!
 //! Only events inside the window are kept, so memory is bounded by the
 //! window, not by the run. As a second bound, at most
@@ -17,7 +19,7 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use heir_report::{Observer, ThreadInfo, TraceEvent, TraceInfo};
+use heir_report::{InstantKind, Observer, ThreadInfo, TraceEvent, TraceInfo};
 
 use crate::style::{colour, ms, xml};
 
@@ -73,6 +75,15 @@ struct Mark {
     missed: bool,
 }
 
+/// A span of a thread's lane: a throttled server, from its throttle to its
+/// replenishment (clipped to the window).
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    thread: usize,
+    start_ns: u64,
+    end_ns: u64,
+}
+
 /// Jobs whose deadline mark may still turn red, per thread (bounded).
 const PENDING_JOBS: usize = 64;
 
@@ -107,6 +118,10 @@ pub struct SvgGantt {
     deadlines: Vec<Mark>,
     /// Completions of late jobs.
     misses: Vec<Mark>,
+    /// Throttled servers' spans.
+    throttled: Vec<Span>,
+    /// Per thread: since when its server is throttled, if it is now.
+    throttled_since: Vec<Option<u64>>,
     /// Per thread: for each job released in the window and not yet
     /// complete, the index of its deadline mark (if drawn).
     pending: Vec<VecDeque<Option<usize>>>,
@@ -131,6 +146,8 @@ impl SvgGantt {
             releases: Vec::new(),
             deadlines: Vec::new(),
             misses: Vec::new(),
+            throttled: Vec::new(),
+            throttled_since: Vec::new(),
             pending: Vec::new(),
             end_ns: None,
             truncated: false,
@@ -152,6 +169,15 @@ impl SvgGantt {
         self.bars.iter().filter(|b| b.donor.is_some()).count()
     }
 
+    /// The throttled spans kept, as (thread, start ns, end ns), clipped to
+    /// the window.
+    pub fn throttled_spans(&self) -> Vec<(usize, u64, u64)> {
+        self.throttled
+            .iter()
+            .map(|s| (s.thread, s.start_ns, s.end_ns))
+            .collect()
+    }
+
     /// True when [`SvgOptions::max_items`] cut the window short.
     pub fn truncated(&self) -> bool {
         self.truncated
@@ -168,7 +194,24 @@ impl SvgGantt {
     }
 
     fn items(&self) -> usize {
-        self.bars.len() + self.releases.len() + self.deadlines.len() + self.misses.len()
+        self.bars.len()
+            + self.releases.len()
+            + self.deadlines.len()
+            + self.misses.len()
+            + self.throttled.len()
+    }
+
+    /// Thread `thread`'s server was throttled from `start_ns` to `end_ns`.
+    fn throttled_span(&mut self, thread: usize, start_ns: u64, end_ns: u64) {
+        let (ws, we) = (self.opts.window_start_ns, self.window_end());
+        if end_ns <= ws || start_ns >= we || end_ns <= start_ns || !self.room() {
+            return;
+        }
+        self.throttled.push(Span {
+            thread,
+            start_ns: start_ns.max(ws),
+            end_ns: end_ns.min(we),
+        });
     }
 
     /// Room for one more item; records the truncation otherwise.
@@ -205,6 +248,7 @@ impl Observer for SvgGantt {
         self.cpus = info.cpus;
         self.threads = info.threads.clone();
         self.pending = vec![VecDeque::new(); info.threads.len()];
+        self.throttled_since = vec![None; info.threads.len()];
     }
 
     fn event(&mut self, ev: &TraceEvent) {
@@ -285,12 +329,38 @@ impl Observer for SvgGantt {
                     });
                 }
             }
+            TraceEvent::Instant {
+                thread,
+                at_ns,
+                kind: InstantKind::Throttle,
+                ..
+            } => {
+                if let Some(open) = self.throttled_since.get_mut(thread) {
+                    open.get_or_insert(at_ns);
+                }
+            }
+            TraceEvent::Instant {
+                thread,
+                at_ns,
+                kind: InstantKind::Replenish,
+                ..
+            } => {
+                if let Some(start) = self.throttled_since.get_mut(thread).and_then(Option::take) {
+                    self.throttled_span(thread, start, at_ns);
+                }
+            }
             TraceEvent::Instant { .. } | TraceEvent::Boost { .. } => {}
         }
     }
 
     fn finish(&mut self, end_ns: u64) {
         self.end_ns = Some(end_ns);
+        // Servers still throttled when the run ends.
+        for thread in 0..self.throttled_since.len() {
+            if let Some(start) = self.throttled_since[thread].take() {
+                self.throttled_span(thread, start, end_ns);
+            }
+        }
     }
 }
 
@@ -430,6 +500,12 @@ impl<'a> Renderer<'a> {
                 r#"<pattern id="boost-{d}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect x="0" y="0" width="3" height="6" fill="{c}"/></pattern>"#
             );
         }
+        if !self.g.throttled.is_empty() {
+            let _ = writeln!(
+                self.out,
+                r##"<pattern id="throttled" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,0L6,6M6,0L0,6" stroke="#999999" stroke-width="0.8"/></pattern>"##
+            );
+        }
         let _ = writeln!(self.out, "</defs>");
     }
 
@@ -452,6 +528,9 @@ impl<'a> Renderer<'a> {
         );
         if self.g.bars.iter().any(|b| b.donor.is_some()) {
             sub.push_str("; hatched: boosted, stripes in the donor's colour");
+        }
+        if !self.g.throttled.is_empty() {
+            sub.push_str("; grey cross-hatch: server throttled");
         }
         if self.g.truncated {
             sub.push_str("; truncated (too many items)");
@@ -537,6 +616,25 @@ impl<'a> Renderer<'a> {
 
     fn bars(&mut self) {
         let _ = writeln!(self.out, r#"<g class="bars">"#);
+        for sp in &self.g.throttled {
+            let Some(y) = self.lane_top(sp.thread) else {
+                continue;
+            };
+            let x0 = self.x(sp.start_ns);
+            let w = (self.x(sp.end_ns) - x0).max(0.3);
+            let tip = xml(&format!(
+                "{}: server throttled (budget exhausted) {}–{} ms",
+                self.name(sp.thread),
+                ms(sp.start_ns),
+                ms(sp.end_ns)
+            ));
+            let _ = writeln!(
+                self.out,
+                r##"<rect class="throttled" x="{x0:.2}" y="{:.2}" width="{w:.2}" height="{:.2}" fill="url(#throttled)" stroke="#999999" stroke-width="0.5"><title>{tip}</title></rect>"##,
+                y + self.lane * 0.3,
+                self.lane * 0.6
+            );
+        }
         let mut last_cpu: Vec<Option<u32>> = vec![None; self.g.threads.len()];
         for b in &self.g.bars {
             let moved = match last_cpu.get_mut(b.thread) {
@@ -719,6 +817,16 @@ impl<'a> Renderer<'a> {
             x + 14.0,
             base_y
         );
+        if !self.g.throttled.is_empty() {
+            x += 120.0;
+            let _ = writeln!(
+                self.out,
+                r##"<rect class="legend-throttled" x="{x:.2}" y="{:.2}" width="24" height="10" fill="url(#throttled)" stroke="#999999" stroke-width="0.5"/><text x="{:.2}" y="{:.2}">throttled</text>"##,
+                base_y - 9.0,
+                x + 30.0,
+                base_y
+            );
+        }
         // Next rows: one hatch sample per donor.
         for (i, &d) in donors.iter().enumerate() {
             let row = 1 + i / 4;

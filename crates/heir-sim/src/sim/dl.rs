@@ -286,23 +286,31 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         match th.eff.urgency {
             // Lent deadlines it cannot run on now: its best other urgency.
-            Urgency::Deadline { .. } => {
-                let mut donors = Vec::new();
-                let fixed = self
-                    .engine
-                    .donors(th.eng, &mut donors)
-                    .ok()
-                    .and_then(|()| {
-                        donors
-                            .iter()
-                            .map(|d| d.urgency)
-                            .find(|u| !matches!(u, Urgency::Deadline { .. }))
-                    })
-                    .unwrap_or(th.base);
-                Some(Rank::of(fixed))
-            }
+            Urgency::Deadline { .. } => Some(Rank::of(self.without_servers(t).0)),
             u => Some(Rank::of(u)),
         }
+    }
+
+    /// What `t` runs at when a deadline is lent to it but no server it
+    /// may run on has budget: the most urgent fixed-priority urgency that
+    /// reaches it (its own base if none), with the thread it comes from.
+    fn without_servers(&self, t: u32) -> (Urgency, Option<usize>) {
+        let th = &self.threads[t as usize];
+        let mut donors = Vec::new();
+        if self.engine.donors(th.eng, &mut donors).is_err() {
+            return (th.base, None);
+        }
+        donors
+            .iter()
+            .find(|d| !matches!(d.urgency, Urgency::Deadline { .. }))
+            .map(|d| {
+                let from = match d.source {
+                    heir_core::Source::Task(id) => self.thread_of(id).filter(|&x| x != t),
+                    _ => None,
+                };
+                (d.urgency, from.map(|x| x as usize))
+            })
+            .unwrap_or((th.base, None))
     }
 
     /// Linux's inheritance for `t`: the deadline waiter it inherits from
@@ -395,8 +403,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 break;
             }
         }
-        for t in 0..self.threads.len() as u32 {
-            self.rerank(t);
+        // Re-ranking may take, free or throttle a server others rank by:
+        // again until nothing changes (bounded: each pass settles one more
+        // server).
+        for _ in 0..=self.threads.len() {
+            for t in 0..self.threads.len() as u32 {
+                self.rerank(t);
+            }
+            if !std::mem::take(&mut self.dl_dirty) {
+                break;
+            }
         }
         self.aff_requeue();
     }
@@ -497,6 +513,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         th.dl.budget_gen = th.dl.budget_gen.wrapping_add(1);
         let gen = th.dl.budget_gen;
         if let Some(s) = pair {
+            // A lent server may be lent to others too (the helpers of one
+            // condvar): taken here, it ranks them no longer.
+            self.dl_dirty |= s != t;
             let sd = &mut self.threads[s as usize].dl;
             sd.used_by = Some(t);
             let left = sd.runtime.max(0) as u64;
@@ -514,6 +533,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let th = &mut self.threads[t as usize];
         th.dl.budget_gen = th.dl.budget_gen.wrapping_add(1);
         if let Some(s) = th.dl.on.take() {
+            self.dl_dirty |= s != t;
             let sd = &mut self.threads[s as usize].dl;
             if sd.used_by == Some(t) {
                 sd.used_by = None;
@@ -533,6 +553,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         d.throttled = true;
         d.timer_gen = d.timer_gen.wrapping_add(1);
         let gen = d.timer_gen;
+        self.dl_dirty = true;
         let at = d.deadline.saturating_sub(r.d).saturating_add(r.p).max(now);
         self.cold[s as usize].throttles += 1;
         self.evq.push(at, EvKind::Replenish, s, gen);
@@ -626,7 +647,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn queue_or_park(&mut self, t: u32) {
         if self.has_dl {
             match self.rank_for(t) {
-                Some(r) => self.threads[t as usize].rank = r,
+                Some(r) => {
+                    let th = &mut self.threads[t as usize];
+                    th.rank = r;
+                    th.dl.parked = false;
+                }
                 None => {
                     self.threads[t as usize].dl.parked = true;
                     return;
@@ -746,6 +771,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 _ => th.dl.pi.map(|p| p.0 as usize),
             };
             return (urgency, donor);
+        }
+        if self.has_dl && matches!(th.eff.urgency, Urgency::Deadline { .. }) {
+            return self.without_servers(t);
         }
         (th.eff.urgency, self.donor_of(t))
     }

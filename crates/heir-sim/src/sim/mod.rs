@@ -550,11 +550,21 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             let t = self.index_of(th);
             if th.queued && Some(th.rank) != self.rank_for(t) {
-                return Err(format!("{name}: stale run-queue rank"));
+                return Err(format!(
+                    "{name}: stale run-queue rank {:?}, should be {:?}",
+                    th.rank,
+                    self.rank_for(t)
+                ));
             }
             if (th.status == Status::Ready) != (th.queued || th.dl.parked) {
                 return Err(format!(
                     "{name}: status {:?} but queued = {}",
+                    th.status, th.queued
+                ));
+            }
+            if th.dl.parked && (th.status != Status::Ready || th.queued) {
+                return Err(format!(
+                    "{name}: parked (no server to run on) but {:?}, queued = {}",
                     th.status, th.queued
                 ));
             }
@@ -657,6 +667,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
             self.schedule()?;
             while self.settle_spinners()? {
                 self.schedule()?;
+            }
+            // Debug builds validate the simulator's and the engine's
+            // invariants after every event (as Zircon's wait queues do).
+            #[cfg(debug_assertions)]
+            if let Err(e) = self.check_invariants() {
+                panic!("simulator invariant broken at {} ns: {e}", self.now);
             }
         }
         Ok(())

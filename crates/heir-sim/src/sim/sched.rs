@@ -138,6 +138,13 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.cpus[c as usize].dirty = false;
                 self.resched_cpu(c)?;
             }
+            if self.dl_dirty {
+                // The last decisions took or freed servers lent to others.
+                self.dl_refresh();
+                if !self.dirty.is_empty() {
+                    continue;
+                }
+            }
             let placed = !self.global.is_empty() && self.balance();
             if !(self.balance_spread() || placed) {
                 break;
@@ -287,15 +294,29 @@ impl<'s, 'o> Simulator<'s, 'o> {
         self.enqueue(t, head);
     }
 
+    /// `t` stops competing for a CPU because it blocks or sleeps: taken off
+    /// its CPU — or, when an engine change applied during its operation has
+    /// already preempted it (out of its run queue) or parked it (a deadline
+    /// server exhausted at that instant), from there.
+    fn leave(&mut self, t: u32) {
+        let th = &self.threads[t as usize];
+        match th.status {
+            Status::Running => self.undispatch(t),
+            Status::Ready if th.queued => self.dequeue(t),
+            _ => {}
+        }
+        self.threads[t as usize].dl.parked = false;
+    }
+
     pub(super) fn block(&mut self, t: u32) {
-        self.undispatch(t);
+        self.leave(t);
         let th = &mut self.threads[t as usize];
         th.status = Status::Blocked;
         th.act = Act::Step;
     }
 
     pub(super) fn sleep_until(&mut self, t: u32, when: u64) {
-        self.undispatch(t);
+        self.leave(t);
         let th = &mut self.threads[t as usize];
         th.status = Status::Sleeping;
         th.act = Act::Step;
@@ -405,6 +426,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
         for ch in changes.iter() {
             self.apply_change(ch);
         }
+        // With deadline servers an operation may move a lender without
+        // changing anyone's urgency (a waiter woken whose deadline was not
+        // the most urgent one lent): ranks are re-evaluated after each.
+        self.dl_dirty |= self.has_dl;
         if self.dl_dirty {
             self.dl_refresh();
         }
@@ -418,6 +443,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             let ch = self.changes[i];
             self.apply_change(&ch);
         }
+        self.dl_dirty |= self.has_dl;
         if self.dl_dirty {
             self.dl_refresh();
         }

@@ -520,3 +520,48 @@ fn spread_owners_keep_the_invariants() {
         }
     }
 }
+
+#[test]
+fn a_deadline_waiter_lends_one_server_to_all_helpers_consumed_by_one_cpu_at_a_time() {
+    // W (Q = 4 ms every 50 ms) waits on c, whose helpers H1 (CPU 0) and H2
+    // (CPU 1) are SCHED_FIFO 10; M1 and M2 (SCHED_FIFO 50, one per CPU)
+    // arrive with W. W lends its one server to both helpers: one helper at
+    // a time runs on it (the other is preempted by its M), 4 ms in all,
+    // then the server is throttled until 51 ms (its replenishment).
+    let sc = parse(
+        r#"{ "global": { "duration": 0.06 },
+            "resources": { "m": { "type": "mutex" },
+                           "c": { "type": "cond", "helpers": ["H1", "H2"] } },
+            "tasks": {
+              "H1": { "policy": "SCHED_FIFO", "priority": 10, "cpus": [0], "loop": 1,
+                      "run": 20000, "signal": "c" },
+              "H2": { "policy": "SCHED_FIFO", "priority": 10, "cpus": [1], "loop": 1,
+                      "run": 20000, "signal": "c" },
+              "M1": { "policy": "SCHED_FIFO", "priority": 50, "cpus": [0], "delay": 1000,
+                      "loop": 1, "run": 30000 },
+              "M2": { "policy": "SCHED_FIFO", "priority": 50, "cpus": [1], "delay": 1000,
+                      "loop": 1, "run": 30000 },
+              "W": { "policy": "SCHED_DEADLINE", "dl-runtime": 4000, "dl-period": 50000,
+                     "cpus": [0, 1], "delay": 1000, "loop": 1,
+                     "lock": "m", "wait": { "ref": "c", "mutex": "m" }, "unlock": "m" } } }"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    let lent: Vec<(String, f64, f64)> = rec
+        .slices()
+        .into_iter()
+        .filter(|s| s.4.as_deref() == Some("W"))
+        .map(|s| (s.0, s.1, s.2))
+        .collect();
+    // H1, the first helper to run at 1 ms, takes the server: 1–5 ms.
+    assert_eq!(lent, rows(&[("H1", 1.0, 5.0)]));
+    assert_eq!(server(&r, "W"), (1, 1));
+    // H2 ran on nothing lent: its M preempted it at 1 ms for 30 ms.
+    assert_eq!(
+        rec.cpu_slices(1),
+        rows(&[("H2", 0.0, 1.0), ("M2", 1.0, 31.0), ("H2", 31.0, 50.0)])
+    );
+    assert!(rec
+        .instants()
+        .iter()
+        .any(|i| i.0 == 5.0 && i.1 == "W" && i.2 == InstantKind::Throttle));
+}

@@ -145,3 +145,137 @@ proptest! {
         }
     }
 }
+
+/// A random small `SCHED_DEADLINE` scenario as rt-app JSON: 2-5 threads
+/// (mostly deadline reservations, some `SCHED_FIFO`), 1-2 mutexes under
+/// `bwi` or `inherit`, nested sections, a condvar with helpers, timers and
+/// sleeps, pinned or free on 1-2 CPUs, overrunning budgets often.
+pub fn gen_deadline(seed: u64) -> String {
+    let mut r = SplitMix64::new(seed);
+    let cpus = r.uniform(1, 2);
+    let mutexes = r.uniform(1, 2) as usize;
+    let threads = r.uniform(2, 5) as usize;
+    let mut res = Vec::new();
+    for m in 0..mutexes {
+        let p = if r.uniform(0, 2) == 0 {
+            "inherit"
+        } else {
+            "bwi"
+        };
+        res.push(format!(
+            r#""m{m}": {{ "type": "mutex", "protocol": "{p}" }}"#
+        ));
+    }
+    let helpers: Vec<String> = (0..threads)
+        .filter(|_| r.uniform(0, 1) == 0)
+        .map(|t| format!(r#""T{t}""#))
+        .collect();
+    res.push(format!(
+        r#""c": {{ "type": "cond", "helpers": [{}] }}"#,
+        helpers.join(", ")
+    ));
+    let mut tasks = Vec::new();
+    for t in 0..threads {
+        let mut f: Vec<String> = Vec::new();
+        if r.uniform(0, 4) == 0 {
+            f.push(format!(
+                r#""policy": "SCHED_FIFO", "priority": {}"#,
+                r.uniform(1, 50)
+            ));
+        } else {
+            let q = r.uniform(200, 3000);
+            let p = q + r.uniform(0, 8000);
+            let d = r.uniform(q, p);
+            f.push(format!(
+                r#""policy": "SCHED_DEADLINE", "dl-runtime": {q}, "dl-deadline": {d}, "dl-period": {p}"#
+            ));
+        }
+        match r.uniform(0, 2) {
+            0 => {}
+            1 => f.push(format!(r#""cpus": [{}]"#, r.uniform(0, cpus - 1))),
+            _ => f.push(r#""cpus": [0, 1]"#.replace(", 1", if cpus == 2 { ", 1" } else { "" })),
+        }
+        f.push(format!(r#""delay": {}"#, r.uniform(0, 2000)));
+        f.push(r#""loop": -1"#.into());
+        let mut k = 0;
+        let mut ev = |f: &mut Vec<String>, key: &str, v: String| {
+            k += 1;
+            f.push(format!(r#""{key}{k}": {v}"#));
+        };
+        ev(&mut f, "run", r.uniform(1, 1500).to_string());
+        for _ in 0..r.uniform(1, 4) {
+            let m = r.uniform(0, mutexes as u64 - 1);
+            match r.uniform(0, 6) {
+                0 => ev(&mut f, "sleep", r.uniform(1, 2000).to_string()),
+                1 | 2 => {
+                    ev(&mut f, "lock", format!(r#""m{m}""#));
+                    ev(&mut f, "run", r.uniform(1, 2500).to_string());
+                    let m2 = r.uniform(0, mutexes as u64 - 1);
+                    if m2 != m && r.uniform(0, 1) == 0 {
+                        ev(&mut f, "lock", format!(r#""m{m2}""#));
+                        ev(&mut f, "run", r.uniform(1, 800).to_string());
+                        ev(&mut f, "unlock", format!(r#""m{m2}""#));
+                    }
+                    ev(&mut f, "unlock", format!(r#""m{m}""#));
+                }
+                3 => {
+                    ev(&mut f, "lock", format!(r#""m{m}""#));
+                    ev(
+                        &mut f,
+                        "wait",
+                        format!(r#"{{ "ref": "c", "mutex": "m{m}" }}"#),
+                    );
+                    ev(&mut f, "unlock", format!(r#""m{m}""#));
+                }
+                4 => ev(&mut f, "signal", r#""c""#.into()),
+                _ => ev(
+                    &mut f,
+                    "timer",
+                    format!(
+                        r#"{{ "ref": "tm{t}", "period": {} }}"#,
+                        r.uniform(2000, 12000)
+                    ),
+                ),
+            }
+        }
+        tasks.push(format!(r#""T{t}": {{ {} }}"#, f.join(", ")));
+    }
+    format!(
+        r#"{{ "global": {{ "duration": 0.05, "seed": {seed} }},
+             "resources": {{ {} }},
+             "tasks": {{ {} }} }}"#,
+        res.join(", "),
+        tasks.join(",\n")
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Deadline servers, Linux's inheritance, M-BWI lending, spinning and
+    /// throttling together: the run ends, and (debug builds check it after
+    /// every event) the simulator's and the engine's invariants hold.
+    #[test]
+    fn random_deadline_scenarios_end_and_keep_invariants(seed in any::<u64>()) {
+        let text = gen_deadline(seed);
+        let sc = heir_scenario::parse_str(&text, "random.json")
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        let cfg = SimConfig::default();
+        let mut obs = NullObserver;
+        let mut sim = Simulator::new(&sc, &cfg, &mut obs).expect("valid scenario");
+        match sim.run() {
+            Ok(report) => {
+                prop_assert!(report.duration_us <= 50_000.0);
+                for t in &report.tasks {
+                    prop_assert!(t.deadline_misses <= t.jobs);
+                }
+            }
+            Err(SimError::Invalid { path, message, .. }) => {
+                prop_assert!(path.starts_with("tasks."), "{}: {}\n{}", path, message, text);
+            }
+        }
+        if let Err(e) = sim.check_invariants() {
+            prop_assert!(false, "seed {}: {}\n{}", seed, e, text);
+        }
+    }
+}

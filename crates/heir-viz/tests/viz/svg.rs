@@ -249,3 +249,44 @@ fn a_migration_is_labelled_with_the_new_cpu() {
         "{svg}"
     );
 }
+
+#[test]
+fn throttled_servers_are_cross_hatched_from_throttle_to_replenishment() {
+    use heir_report::InstantKind;
+    let instant = |thread, at_ns, kind| TraceEvent::Instant {
+        thread,
+        at_ns,
+        kind,
+        resource: None,
+    };
+    // L (thread 0) throttled 2–5 ms, and again from 7 ms to the end (8 ms);
+    // a replenishment without a throttle before it draws nothing.
+    let events = vec![
+        instant(1, MS, InstantKind::Replenish),
+        instant(0, 2 * MS, InstantKind::Throttle),
+        instant(0, 5 * MS, InstantKind::Replenish),
+        instant(0, 7 * MS, InstantKind::Throttle),
+    ];
+    let (g, s) = svg_of(&events, 8 * MS, SvgOptions::default());
+    xml::check(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
+    assert_eq!(
+        g.throttled_spans(),
+        [(0, 2 * MS, 5 * MS), (0, 7 * MS, 8 * MS)]
+    );
+    assert_eq!(count(&s, r#"class="throttled""#), 2);
+    assert!(s.contains("L: server throttled (budget exhausted) 2.000–5.000 ms"));
+    assert!(s.contains(r#"<pattern id="throttled""#));
+    assert!(s.contains(">throttled</text>"));
+
+    // Clipped to the window; none drawn without throttling.
+    let opts = SvgOptions {
+        window_start_ns: 3 * MS,
+        window_ns: 3 * MS,
+        ..SvgOptions::default()
+    };
+    let (g, _) = svg_of(&events, 8 * MS, opts);
+    assert_eq!(g.throttled_spans(), [(0, 3 * MS, 5 * MS)]);
+    let (g, s) = svg_of(&classic_pi(), 8 * MS, SvgOptions::default());
+    assert!(g.throttled_spans().is_empty());
+    assert!(!s.contains("throttled"));
+}
