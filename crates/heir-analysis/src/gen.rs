@@ -495,6 +495,7 @@ pub fn to_scenario(set: &TaskSet, opts: &ScenarioOptions, rng: &mut Rng) -> Scen
             default_policy: Policy::Fifo,
             pi_enabled: true,
             pi_cv: set.pi_cv,
+            bwi_affinity: true,
             seed: opts.seed,
             calibration_ns_per_loop: None,
         },

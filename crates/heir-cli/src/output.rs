@@ -471,6 +471,23 @@ pub fn server_line(report: &Report) -> Option<String> {
     (!parts.is_empty()).then(|| format!("deadline servers: {}", parts.join("; ")))
 }
 
+/// `migrations: A 0, B 2` — per thread, the times it ran on another CPU
+/// than the one it last ran on; only with several CPUs, and only for
+/// reports that count them (the simulator's).
+pub fn migration_line(report: &Report, cpus: u32) -> Option<String> {
+    if cpus < 2 {
+        return None;
+    }
+    let parts: Option<Vec<String>> = report
+        .tasks
+        .iter()
+        .map(|t| t.migrations.map(|m| format!("{} {m}", t.name)))
+        .collect();
+    parts
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("migrations: {}", p.join(", ")))
+}
+
 /// The deadlock line of a report, if it deadlocked:
 /// `deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A`.
 pub fn deadlock_line(report: &Report) -> Option<String> {

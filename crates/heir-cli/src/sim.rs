@@ -1,7 +1,8 @@
 //! `heir sim FILE`: simulate a scenario file, deterministically from its seed.
 //!
-//! Prints a header (file, simulated time, CPUs, seed, PI-CV) and a
-//! per-thread table (or, with `--json`, exactly one JSON object: the
+//! Prints a header (file, simulated time, CPUs, seed, PI-CV), a
+//! per-thread table, the deadline servers' line and, on several CPUs, the
+//! threads' migrations (or, with `--json`, exactly one JSON object: the
 //! [`heir_sim::Report`] with `"cpus"`, the number of simulated CPUs, after
 //! `"mode"`), and optionally writes a Chrome trace
 //! (`--trace`, for ui.perfetto.dev) and an SVG Gantt chart of the first
@@ -20,8 +21,9 @@ use heir_sim::{Report, SimConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    deadlock_line, on_off, overrides_shown, parse_override, parse_seconds, print_json,
-    read_scenario_with, report_table, server_line, sim_error, sim_json, thread_scheds, RunOutputs,
+    deadlock_line, migration_line, on_off, overrides_shown, parse_override, parse_seconds,
+    print_json, read_scenario_with, report_table, server_line, sim_error, sim_json, thread_scheds,
+    RunOutputs,
 };
 use crate::{CliError, CliResult};
 
@@ -165,6 +167,11 @@ fn text_report(
     );
     out.push_str(&report_table(report, scheds).render());
     if let Some(line) = server_line(report) {
+        out.push('\n');
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if let Some(line) = migration_line(report, cpus) {
         out.push('\n');
         out.push_str(&line);
         out.push('\n');

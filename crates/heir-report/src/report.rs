@@ -24,7 +24,9 @@ pub struct Report {
     pub events: u64,
 }
 
-/// One thread's results: `{"jobs":…,"deadline_misses":…,"response_us":{…}}`.
+/// One thread's results: `{"jobs":…,"deadline_misses":…,"response_us":{…}}`,
+/// then `"server":{…}` for a deadline thread and `"migrations":…` when the
+/// run counts them (the simulator does, for every thread).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TaskReport {
     /// Thread name (the key of the `tasks` object).
@@ -39,6 +41,11 @@ pub struct TaskReport {
     /// A `SCHED_DEADLINE` thread's server (absent for other threads).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerStats>,
+    /// Times the thread ran on another CPU than the one it last ran on (0
+    /// when pinned). The simulator counts every thread; absent (`None`)
+    /// for real runs, which do not observe it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
 }
 
 /// What happened to a deadline thread's server:

@@ -1195,6 +1195,8 @@ fn task_reports(
             deadline_misses: out.misses,
             response_us: out.stats.summary(),
             server: None,
+            // Not observed on real threads (docs/RUNTIME.md).
+            migrations: None,
         });
     }
     (tasks, events, late_starts)

@@ -44,6 +44,11 @@ pub struct Global {
     pub pi_enabled: bool,
     /// heir extension: PI-CV on condition variables with helpers (default true).
     pub pi_cv: bool,
+    /// heir extension: under `bwi` mutexes, a server lent to an owner is
+    /// used only on the CPUs its own task may run on (affinity inheritance,
+    /// seed 001 §4; default true). False: lent servers run within the
+    /// owner's affinity (seed 001 Fig. 3's behaviour).
+    pub bwi_affinity: bool,
     /// heir extension: the seed of every random draw (default 0).
     pub seed: u64,
     /// rt-app's `calibration` when it is an integer: ns per loop.

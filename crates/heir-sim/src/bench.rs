@@ -88,6 +88,7 @@ pub fn large_scenario(seed: u64, tasks: usize, cpus: u32) -> Scenario {
             default_policy: Policy::Fifo,
             pi_enabled: true,
             pi_cv: true,
+            bwi_affinity: true,
             seed,
             calibration_ns_per_loop: None,
         },

@@ -89,6 +89,20 @@
 //!   is M-BWI (seed 001: the owner runs on lent servers, remote waiters
 //!   spin, FIFO hand-off); PI-CV and RPC lend servers as `bwi` does. The
 //!   rules, step by step, are in the `sim::dl` module's docs.
+//! - **Affinity inheritance** (`global.bwi_affinity`, default on; seed 001
+//!   §4): a lent server runs only on the CPUs its own task may use, where
+//!   its bandwidth was admitted. An owner holding several servers is a
+//!   candidate on each CPU at the deadline of its most urgent server
+//!   allowed there (its own server on its own CPUs), consumes that
+//!   server's budget, and runs on one CPU at a time; it moves to another
+//!   CPU when a more urgent server of its may run there now. Off, an owner
+//!   runs every server it holds within its own affinity (seed 001 Fig. 3:
+//!   the donor's bandwidth lands on a CPU that never admitted it). The
+//!   spin rule is unchanged: a waiter whose owner runs on another CPU
+//!   spins on its own. Details in the `sim::aff` module's docs.
+//! - **Migrations**: [`TaskReport::migrations`] counts, per thread, the
+//!   times it ran (for a positive time) on another CPU than the one it
+//!   last ran on — the CPU changes between its consecutive `Exec` slices.
 //!
 //! # Events (rt-app semantics)
 //!

@@ -17,6 +17,8 @@
 //!   or `deadline miss`, and `lock`, `blocked`, `unlock`, `wait`, `signal`,
 //!   `broadcast`, `woken`, `push`, `pop`, `call`, `reply`, `barrier`,
 //!   `suspend`, `resume` with `args.resource`;
+//! - a `migrate` instant (category `sched`, `args` `{"from", "to"}`) where
+//!   a thread's execution starts on another CPU than its previous one;
 //! - at each boost whose donor is another thread: a zero-length `donate` slice
 //!   on the donor's track and a zero-length `boost` slice on the boosted
 //!   thread's track, joined by a flow (`s` then `f` with `"bp":"e"`, both
@@ -108,6 +110,8 @@ pub struct ChromeTrace<W: Write> {
     /// Resource names as JSON string literals.
     resources: Vec<String>,
     next_flow: u64,
+    /// Per thread, the CPU of its last execution slice.
+    last_cpu: Vec<Option<u32>>,
     /// Scratch buffer for one event line.
     line: String,
 }
@@ -125,6 +129,7 @@ impl<W: Write> ChromeTrace<W> {
             threads: Vec::new(),
             resources: Vec::new(),
             next_flow: 1,
+            last_cpu: Vec::new(),
             line: String::with_capacity(256),
         }
     }
@@ -226,6 +231,7 @@ impl<W: Write> ChromeTrace<W> {
             })
             .collect();
         self.resources = info.resources.iter().map(|r| json_str(r)).collect();
+        self.last_cpu = vec![None; info.threads.len()];
         self.write_raw(r#"{"traceEvents":["#);
         self.phase = Phase::Streaming;
 
@@ -306,6 +312,13 @@ impl<W: Write> ChromeTrace<W> {
             r#"{{"ph":"X","pid":{PID_TASKS},"tid":{tid},"ts":{ts},"dur":{dur},"name":{name},"cat":"exec","args":{{{args},"cpu":{cpu}}}}}"#
         );
         self.emit_line();
+        if let Some(last) = self.last_cpu.get_mut(thread) {
+            let from = last.replace(cpu);
+            if let Some(from) = from.filter(|&f| f != cpu) {
+                let args = format!(r#""from":{from},"to":{cpu}"#);
+                self.instant(thread, start_ns, "migrate", "sched", &args);
+            }
+        }
     }
 
     fn instant(&mut self, thread: usize, at_ns: u64, name: &str, cat: &str, args: &str) {

@@ -7,7 +7,8 @@
 //! misses in red (the missed deadline's arrow, and a ✕ where the late job
 //! completed), `SCHED_DEADLINE` servers' throttled spans (from the
 //! throttle to the replenishment instant) as grey cross-hatching across the
-//! lane, and a time axis in ms.
+//! lane, a `→CPU n` label where a thread's execution moves to another CPU
+//! than its previous bar's (a migration), and a time axis in ms.
 //!
 //! Only events inside the window are kept, so memory is bounded by the
 //! window, not by the run. As a second bound, at most
@@ -634,7 +635,12 @@ impl<'a> Renderer<'a> {
                 self.lane * 0.6
             );
         }
+        let mut last_cpu: Vec<Option<u32>> = vec![None; self.g.threads.len()];
         for b in &self.g.bars {
+            let moved = match last_cpu.get_mut(b.thread) {
+                Some(last) => last.replace(b.cpu).is_some_and(|l| l != b.cpu),
+                None => false,
+            };
             let Some((y, h)) = self.bar_geometry(b.thread) else {
                 continue;
             };
@@ -662,6 +668,17 @@ impl<'a> Renderer<'a> {
                     self.out,
                     r#"<rect class="boosted" x="{x0:.2}" y="{y:.2}" width="{w:.2}" height="{h:.2}" fill="url(#boost-{d})" stroke="{}" stroke-width="1"><title>{tip}</title></rect>"#,
                     self.colour_of(d)
+                );
+            }
+            if moved {
+                let _ = write!(
+                    self.out,
+                    r#"<text class="migrate" x="{x0:.2}" y="{:.2}" font-size="9" fill="{MARK_GREY}">→CPU {}<title>{} migrates to CPU {} at {} ms</title></text>"#,
+                    y - 2.0,
+                    b.cpu,
+                    xml(&name),
+                    b.cpu,
+                    ms(b.start_ns)
                 );
             }
             let _ = writeln!(self.out);

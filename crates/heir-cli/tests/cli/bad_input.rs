@@ -194,3 +194,22 @@ fn an_output_path_that_cannot_be_created() {
     assert_eq!(stdout(&o), "");
     assert!(stderr(&o).contains("cannot create"), "{}", stderr(&o));
 }
+
+#[test]
+fn bwi_affinity_that_is_not_a_bool() {
+    let err = rejected(
+        "bwi-affinity",
+        r#"{
+  "global" : { "duration" : 1, "bwi_affinity" : "off" },
+  "tasks" : { "A" : { "run" : 1000 } }
+}
+"#,
+    );
+    // Column 49: the value "off".
+    assert!(
+        err.contains(
+            "bad.json:2:49: at global.bwi_affinity: expected true or false, found \"off\""
+        ),
+        "{err}"
+    );
+}

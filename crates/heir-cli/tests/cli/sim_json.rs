@@ -37,11 +37,16 @@ fn table1_schema_and_values_with_pi_cv_on() {
         ["Client1", "Client2", "Annoyer", "Server"]
     );
     for (_, t) in r["tasks"].as_object().unwrap() {
-        assert_eq!(keys(t), ["jobs", "deadline_misses", "response_us"]);
+        assert_eq!(
+            keys(t),
+            ["jobs", "deadline_misses", "response_us", "migrations"]
+        );
         assert_eq!(
             keys(&t["response_us"]),
             ["min", "mean", "p50", "p90", "p99", "max"]
         );
+        // One CPU: nobody migrates.
+        assert_eq!(t["migrations"], 0);
     }
     // Seed 000 Table II: the analytic bounds, met exactly by Client2.
     assert_eq!(max_us(&r, "Client2"), 29000.0);
@@ -100,4 +105,80 @@ fn reproducible_bit_for_bit() {
     let b = heir(&args);
     assert_eq!(code(&a), 0);
     assert_eq!(a.stdout, b.stdout);
+}
+
+/// Per task of a `--json` report: (name, jobs, misses, max ms, migrations).
+fn figures(r: &Value) -> Vec<(String, u64, u64, f64, u64)> {
+    r["tasks"]
+        .as_object()
+        .expect("tasks")
+        .iter()
+        .map(|(n, t)| {
+            (
+                n.clone(),
+                t["jobs"].as_u64().expect("jobs"),
+                t["deadline_misses"].as_u64().expect("misses"),
+                t["response_us"]["max"].as_f64().expect("max") / 1000.0,
+                t["migrations"].as_u64().expect("migrations"),
+            )
+        })
+        .collect()
+}
+
+fn rows(r: &[(&str, u64, u64, f64, u64)]) -> Vec<(String, u64, u64, f64, u64)> {
+    r.iter()
+        .map(|&(n, j, m, x, g)| (n.to_string(), j, m, x, g))
+        .collect()
+}
+
+#[test]
+fn seed001_fig3_with_and_without_affinity_inheritance() {
+    // The file: "bwi_affinity": true — no miss, tau1 migrates twice.
+    let r = sim_json("seed001-fig3.json", &[]);
+    assert_eq!(r["cpus"], 2);
+    assert_eq!(
+        figures(&r),
+        rows(&[
+            ("tau1", 1, 0, 9.0, 2),
+            ("tau2", 1, 0, 6.0, 0),
+            ("tau3", 1, 0, 5.0, 0)
+        ])
+    );
+    // The same file with "bwi_affinity": false: tau3 misses at 11 ms.
+    let text = std::fs::read_to_string(example("seed001-fig3.json")).expect("the example");
+    let off = text.replace("\"bwi_affinity\" : true", "\"bwi_affinity\" : false");
+    assert_ne!(off, text);
+    let dir = TempDir::new("fig3-off");
+    let file = dir.write("fig3-off.json", &off);
+    let o = heir(["sim".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        figures(&one_json(&o)),
+        rows(&[
+            ("tau1", 1, 0, 13.0, 0),
+            ("tau2", 1, 0, 6.0, 0),
+            ("tau3", 1, 1, 9.0, 0)
+        ])
+    );
+}
+
+#[test]
+fn seed001_fig6_under_each_protocol() {
+    let bwi = rows(&[
+        ("tau1", 1, 0, 4.0, 0),
+        ("tau2", 1, 0, 8.0, 0),
+        ("tau3", 1, 0, 9.0, 1),
+        ("tau4", 1, 0, 7.0, 0),
+    ]);
+    let other = rows(&[
+        ("tau1", 1, 0, 8.0, 0),
+        ("tau2", 1, 0, 8.0, 0),
+        ("tau3", 1, 0, 9.0, 0),
+        ("tau4", 1, 0, 4.0, 0),
+    ]);
+    assert_eq!(figures(&sim_json("seed001-fig6.json", &[])), bwi);
+    for p in ["inherit", "none"] {
+        let r = sim_json("seed001-fig6.json", &["--protocol", &format!("all={p}")]);
+        assert_eq!(figures(&r), other, "{p}");
+    }
 }

@@ -75,3 +75,41 @@ fn pi_cv_off_shows_in_the_header() {
         .unwrap()
         .ends_with("seed 3, pi_cv off"));
 }
+
+#[test]
+fn several_cpus_add_a_migrations_line() {
+    let file = example("seed001-fig3.json");
+    let o = heir(["sim".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.lines().next().unwrap().contains(" on 2 CPUs, "),
+        "{out}"
+    );
+    let row = |name: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    // jobs, misses, max
+    assert_eq!(
+        (&row("tau1")[2], &row("tau1")[3], &row("tau1")[9]),
+        (&s("1"), &s("0"), &s("9.000"))
+    );
+    assert_eq!((&row("tau3")[3], &row("tau3")[9]), (&s("0"), &s("5.000")));
+    assert!(
+        out.ends_with("\nmigrations: tau1 2, tau2 0, tau3 0\n"),
+        "{out}"
+    );
+    // One CPU: no such line.
+    let o = heir(["sim".as_ref(), example("seed001-fig1.json").as_os_str()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stdout(&o).contains("migrations"), "{}", stdout(&o));
+}
+
+fn s(x: &str) -> String {
+    x.to_string()
+}

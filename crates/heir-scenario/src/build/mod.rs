@@ -274,6 +274,7 @@ pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
             default_policy: Policy::Other,
             pi_enabled: false,
             pi_cv: true,
+            bwi_affinity: true,
             seed: 0,
             calibration_ns_per_loop: None,
         },
@@ -479,6 +480,7 @@ impl Builder<'_> {
                 "default_policy" => self.global.default_policy = policy(m, &path)?,
                 "pi_enabled" => self.global.pi_enabled = boolean(m, &path)?,
                 "pi_cv" => self.global.pi_cv = boolean(m, &path)?,
+                "bwi_affinity" => self.global.bwi_affinity = boolean(m, &path)?,
                 "seed" => {
                     self.global.seed = int_of(m.value.as_ref())
                         .and_then(|i| u64::try_from(i).ok())

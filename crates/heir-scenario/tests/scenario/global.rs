@@ -18,6 +18,7 @@ fn defaults_without_global() {
     assert_eq!(g.default_policy, Policy::Other);
     assert!(!g.pi_enabled);
     assert!(g.pi_cv);
+    assert!(g.bwi_affinity);
     assert_eq!(g.seed, 0);
     assert_eq!(g.calibration_ns_per_loop, None);
     assert!(s.warnings.is_empty());
@@ -27,13 +28,14 @@ fn defaults_without_global() {
 fn every_key_is_read() {
     let s = ok(&with_global(
         r#""duration": 2.5, "default_policy": "SCHED_FIFO", "pi_enabled": true,
-           "pi_cv": false, "seed": 18446744073709551615, "calibration": 120"#,
+           "pi_cv": false, "bwi_affinity": false, "seed": 18446744073709551615, "calibration": 120"#,
     ));
     let g = &s.global;
     assert_eq!(g.duration_s, Some(2.5));
     assert_eq!(g.default_policy, Policy::Fifo);
     assert!(g.pi_enabled);
     assert!(!g.pi_cv);
+    assert!(!g.bwi_affinity);
     assert_eq!(g.seed, u64::MAX);
     assert_eq!(g.calibration_ns_per_loop, Some(120));
     // The default policy applies to tasks that set none, with its default
@@ -105,6 +107,7 @@ fn bad_global_values() {
         (r#""duration": "6""#, "expected seconds (a number ≥ 0), or -1 for no limit, found \"6\""),
         (r#""pi_enabled": 1"#, "expected true or false, found 1"),
         (r#""pi_cv": null"#, "expected true or false, found null"),
+        (r#""bwi_affinity": "yes""#, "expected true or false, found \"yes\""),
         (r#""seed": -1"#, "expected a seed (an integer 0..=18446744073709551615), found -1"),
         (r#""seed": 1.5"#, "expected a seed (an integer 0..=18446744073709551615), found 1.5"),
         (r#""calibration": -5"#, "expected a CPU to calibrate on (\"CPU0\") or ns per loop (an integer ≥ 0), found -5"),

@@ -60,6 +60,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     .any(|p| p.sched.is_some_and(|s| s.policy == Policy::Deadline))
         });
         let has_bwi = has_dl && names.lends.contains(&dl::Lends::Server);
+        let mixed_homes = threads.windows(2).any(|w| w[0].home != w[1].home);
         Ok(Simulator {
             sc: scenario,
             obs,
@@ -97,6 +98,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
             obj_lends: names.lends,
             block_seq: 0,
             dl_dirty: false,
+            bwi_affinity: g.bwi_affinity,
+            mixed_homes,
+            spread: Vec::new(),
         })
     }
 }
@@ -196,6 +200,8 @@ impl ThreadSet {
                     misses: 0,
                     throttles: 0,
                     replenishments: 0,
+                    last_cpu: None,
+                    migrations: 0,
                     timers: Vec::new(),
                 });
                 let mut th =

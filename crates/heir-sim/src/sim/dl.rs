@@ -97,6 +97,8 @@ pub(super) struct Dl {
     pub parked: bool,
     /// Order of blocking on a mutex (FIFO hand-off of `bwi` mutexes).
     pub block_seq: u64,
+    /// Queued in the spread list (affinity inheritance, `sim::aff`).
+    pub in_spread: bool,
 }
 
 /// How an object passes a deadline waiter's time on.
@@ -233,6 +235,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// throttled) and the servers lent to it that have budget, are not
     /// spinning and are not consumed by another thread.
     pub(super) fn dl_pair(&self, t: u32) -> Option<(u64, u32)> {
+        if let Some(p) = self.aff_pair(t) {
+            return p;
+        }
         let th = &self.threads[t as usize];
         let mut best: Option<(u64, u32)> = None;
         if self.in_dl_class(t) && !th.dl.throttled {
@@ -262,9 +267,20 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if !self.has_dl {
             return Some(Rank::of(th.eff.urgency));
         }
+        if let Some(r) = self.aff_rank(t) {
+            return r;
+        }
         if let Some((d, _)) = self.dl_pair(t) {
             return Some(Rank::deadline(d));
         }
+        self.rank_without_server(t)
+    }
+
+    /// The rank of `t` when it has no deadline server to run on: none for
+    /// a deadline thread (it is throttled), else its best urgency that is
+    /// not a lent deadline.
+    pub(super) fn rank_without_server(&self, t: u32) -> Option<Rank> {
+        let th = &self.threads[t as usize];
         if th.dl.own.is_some() {
             return None;
         }
@@ -398,6 +414,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 break;
             }
         }
+        self.aff_requeue();
     }
 
     /// Puts `t` where [`Simulator::rank_for`] says: re-queued at its new

@@ -283,6 +283,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             return;
         }
         th.home = home;
+        self.note_home(t);
+        let th = &self.threads[t as usize];
         if th.status == Status::Running && !self.allowed(t, self.threads[t as usize].cpu) {
             // Migrate: off this CPU, to the tail of the new home.
             self.preempt(t, false);

@@ -196,6 +196,10 @@ struct Cold {
     /// Deadline servers: times throttled, times replenished.
     throttles: u64,
     replenishments: u64,
+    /// The CPU it last ran on (for a positive time), and how many times
+    /// it ran on another one than the last.
+    last_cpu: Option<u32>,
+    migrations: u64,
     /// `unique` timers of this thread.
     timers: Vec<(usize, TimerState)>,
 }
@@ -370,6 +374,13 @@ pub struct Simulator<'s, 'o> {
     block_seq: u64,
     /// Engine changes were applied: deadline ranks are to be re-evaluated.
     dl_dirty: bool,
+    /// `global.bwi_affinity`: lent servers run on their own task's CPUs.
+    bwi_affinity: bool,
+    /// Some threads have had different affinities (`sim::aff`).
+    mixed_homes: bool,
+    /// Ready spread threads (affinity inheritance, `sim::aff`), outside
+    /// the run queues.
+    spread: Vec<u32>,
 }
 
 /// Stops the run with an error.
@@ -415,6 +426,7 @@ fn us_to_ns(us: u64) -> u64 {
     us.saturating_mul(1000)
 }
 
+mod aff;
 mod build;
 mod dl;
 mod events;
@@ -482,6 +494,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         throttled: c.throttles,
                         replenished: c.replenishments,
                     }),
+                    migrations: Some(c.migrations),
                 })
                 .collect(),
             deadlock,
@@ -562,7 +575,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 return Err(format!("{name}: running but not its CPU's current"));
             }
         }
-        let in_queues = self.global.len() + self.local.iter().map(RunQueue::len).sum::<usize>();
+        let in_queues = self.global.len()
+            + self.spread.len()
+            + self.local.iter().map(RunQueue::len).sum::<usize>();
         if in_queues != queued {
             return Err(format!(
                 "{in_queues} threads in run queues, {queued} marked queued"

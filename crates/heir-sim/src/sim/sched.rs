@@ -29,6 +29,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
             self.stamp_tail += 1;
             self.stamp_tail
         };
+        if self.spread(t) {
+            self.spread_push(t, stamp);
+            return;
+        }
         let th = &mut self.threads[t as usize];
         th.stamp = stamp;
         th.queued = true;
@@ -39,6 +43,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     pub(super) fn dequeue(&mut self, t: u32) {
+        if self.spread_remove(t) {
+            return;
+        }
         let th = &mut self.threads[t as usize];
         if !th.queued {
             return;
@@ -51,9 +58,13 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// After `t` became ready: its CPU must reschedule if idle or running a
-    /// less urgent thread (global threads are placed by the balancing pass).
+    /// less urgent thread (global and spread threads are placed by the
+    /// balancing passes).
     pub(super) fn wake_check(&mut self, t: u32) {
         let th = &self.threads[t as usize];
+        if th.dl.in_spread {
+            return;
+        }
         if let Home::Cpu(c) = th.home {
             let preempt = match self.cpus[c as usize].current {
                 None => true,
@@ -107,7 +118,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
             }
         }
-        best
+        if self.spread.is_empty() {
+            best
+        } else {
+            self.spread_best(c, best)
+        }
     }
 
     /// Runs scheduling decisions until no CPU is dirty and no global thread
@@ -130,7 +145,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     continue;
                 }
             }
-            if self.global.is_empty() || !self.balance() {
+            let placed = !self.global.is_empty() && self.balance();
+            if !(self.balance_spread() || placed) {
                 break;
             }
         }
@@ -221,6 +237,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         self.cpus[c as usize].current = Some(t);
         self.events += 1;
+        if self.aff_on() {
+            // Its rank on this CPU (a spread thread's differs by CPU).
+            if let Some(r) = self.rank_for(t) {
+                self.threads[t as usize].rank = r;
+            }
+        }
         self.take_server(t);
         self.open_slice(c, t);
         self.arm_slice(t);
@@ -316,6 +338,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn close_slice(&mut self, c: u32) {
         if let Some(s) = self.cpus[c as usize].slice.take() {
             if self.now > s.start {
+                self.ran_on(s.thread, c);
                 let end_ns = self.now;
                 self.emit(TraceEvent::Exec {
                     cpu: c,

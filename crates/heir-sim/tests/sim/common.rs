@@ -252,6 +252,7 @@ impl B {
                     default_policy: Policy::Fifo,
                     pi_enabled: true,
                     pi_cv: true,
+                    bwi_affinity: true,
                     seed: 0,
                     calibration_ns_per_loop: None,
                 },

@@ -260,6 +260,267 @@ fn linux_inherit_gives_a_fifo_owner_a_fresh_deadline_and_no_throttle() {
     );
 }
 
+/// `sc` with `global.bwi_affinity` set to `on`.
+fn affinity(mut sc: Scenario, on: bool) -> Scenario {
+    sc.global.bwi_affinity = on;
+    sc
+}
+
+/// Per thread (scenario order): (jobs, misses, max response ms, migrations).
+fn figures(r: &Report) -> Vec<(String, u64, u64, f64, u64)> {
+    r.tasks
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                t.jobs,
+                t.deadline_misses,
+                t.response_us.max.expect("a job completed") / 1000.0,
+                t.migrations.expect("the simulator counts migrations"),
+            )
+        })
+        .collect()
+}
+
+fn fig(rows: &[(&str, u64, u64, f64, u64)]) -> Vec<(String, u64, u64, f64, u64)> {
+    rows.iter()
+        .map(|&(n, j, m, r, g)| (n.to_string(), j, m, r, g))
+        .collect()
+}
+
+#[test]
+fn fig3_affinity_inheritance_keeps_the_lent_server_on_its_cpu() {
+    let sc = example("seed001-fig3.json");
+    assert!(sc.global.bwi_affinity, "the file sets it on");
+    // Both: tau1 takes M at 1 ms; tau2 blocks at 2 ms and spins on CPU1
+    // (tau1 runs on CPU0) until tau3 preempts tau1 at 3 ms.
+    for on in [true, false] {
+        let (_, rec) = run(&affinity(sc.clone(), on), &SimConfig::default());
+        let spins: Vec<(f64, String)> = rec
+            .instants()
+            .into_iter()
+            .filter(|i| i.2 == InstantKind::Spin)
+            .map(|i| (i.0, i.1))
+            .collect();
+        assert_eq!(spins, vec![(2.0, s("tau2"))], "bwi_affinity {on}");
+        assert_eq!(rec.merged(1)[0], (s("tau2"), 2.0, 3.0), "bwi_affinity {on}");
+    }
+    // On (heir's default): tau2's server runs on CPU1 only. tau1 finishes
+    // its section there in it (3–7 ms) while tau3 runs on CPU0 (3–8 ms),
+    // then comes back to CPU0 for its last 1 ms: no miss, 2 migrations.
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[("tau1", 0.0, 3.0), ("tau3", 3.0, 8.0), ("tau1", 8.0, 9.0)])
+    );
+    assert_eq!(
+        rec.merged(1),
+        rows(&[("tau2", 2.0, 3.0), ("tau1", 3.0, 7.0), ("tau2", 7.0, 8.0)])
+    );
+    let lent: Vec<(f64, f64, Option<String>)> = rec
+        .slices()
+        .into_iter()
+        .filter(|x| x.0 == "tau1")
+        .map(|x| (x.1, x.2, x.4))
+        .collect();
+    assert_eq!(
+        lent,
+        vec![
+            (0.0, 3.0, None),
+            (3.0, 7.0, Some(s("tau2"))),
+            (8.0, 9.0, None)
+        ]
+    );
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("tau1", 1, 0, 9.0, 2),
+            ("tau2", 1, 0, 6.0, 0),
+            ("tau3", 1, 0, 5.0, 0)
+        ])
+    );
+    // Off (the figure): tau1 runs tau2's server (deadline 10 ms) on CPU0,
+    // ahead of tau3 (11 ms), which completes at 12 ms: a miss at 11 ms.
+    let (r, rec) = run(&affinity(sc, false), &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[
+            ("tau1", 0.0, 7.0),
+            ("tau3", 7.0, 12.0),
+            ("tau1", 12.0, 13.0)
+        ])
+    );
+    assert_eq!(
+        rec.merged(1),
+        rows(&[("tau2", 2.0, 3.0), ("tau2", 7.0, 8.0)])
+    );
+    assert_eq!(rec.completions("tau3"), vec![(12.0, 9.0, true)]);
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("tau1", 1, 0, 13.0, 0),
+            ("tau2", 1, 0, 6.0, 0),
+            ("tau3", 1, 1, 9.0, 0)
+        ])
+    );
+}
+
+#[test]
+fn fig3_under_inherit_and_none() {
+    let sc = example("seed001-fig3.json");
+    // inherit (Linux): tau1 keeps its own deadline (25 ms): tau3 runs
+    // 3–8 ms; tau1's runtime runs out at 10 ms and is replenished from
+    // tau2's; tau2 gets M at 12 ms, past its deadline (10 ms).
+    let (r, rec) = run(&under(sc.clone(), "inherit"), &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[("tau1", 0.0, 3.0), ("tau3", 3.0, 8.0), ("tau1", 8.0, 13.0)])
+    );
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("tau1", 1, 0, 13.0, 0),
+            ("tau2", 1, 1, 11.0, 0),
+            ("tau3", 1, 0, 5.0, 0)
+        ])
+    );
+    assert_eq!(server(&r, "tau1"), (0, 1));
+    // none: tau1 is throttled inside M at 10 ms until 25 ms.
+    let (r, _) = run(&under(sc, "none"), &SimConfig::default());
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("tau1", 1, 1, 28.0, 0),
+            ("tau2", 1, 1, 26.0, 0),
+            ("tau3", 1, 0, 5.0, 0)
+        ])
+    );
+    assert_eq!(server(&r, "tau1"), (1, 1));
+}
+
+#[test]
+fn fig6_tau4_waits_for_the_section_under_bwi_and_preempts_it_otherwise() {
+    let sc = example("seed001-fig6.json");
+    // bwi: tau1 blocks at 2 ms and lends its server (deadline 12 ms) to
+    // tau3, which finishes its section in it on CPU1 (2–4 ms); tau4
+    // (15 ms), released at 3 ms, waits for the unlock and for tau1.
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[("tau2", 0.0, 8.0), ("tau3", 8.0, 9.0)])
+    );
+    assert_eq!(
+        rec.merged(1),
+        rows(&[("tau3", 0.0, 4.0), ("tau1", 4.0, 6.0), ("tau4", 6.0, 10.0)])
+    );
+    let lent: Vec<(f64, f64)> = rec
+        .slices()
+        .into_iter()
+        .filter(|x| x.0 == "tau3" && x.4.as_deref() == Some("tau1"))
+        .map(|x| (x.1, x.2))
+        .collect();
+    assert_eq!(lent, vec![(2.0, 4.0)]);
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("tau1", 1, 0, 4.0, 0),
+            ("tau2", 1, 0, 8.0, 0),
+            ("tau3", 1, 0, 9.0, 1),
+            ("tau4", 1, 0, 7.0, 0)
+        ])
+    );
+    // inherit (tau3 keeps its own deadline, 30 ms) and none: tau4
+    // preempts tau3 inside A at 3 ms; A is free only at 8 ms.
+    for p in ["inherit", "none"] {
+        let (r, rec) = run(&under(sc.clone(), p), &SimConfig::default());
+        assert_eq!(
+            rec.merged(1),
+            rows(&[("tau3", 0.0, 3.0), ("tau4", 3.0, 7.0), ("tau3", 7.0, 9.0)]),
+            "{p}"
+        );
+        assert_eq!(
+            rec.merged(0),
+            rows(&[("tau2", 0.0, 8.0), ("tau1", 8.0, 10.0)]),
+            "{p}"
+        );
+        assert_eq!(
+            figures(&r),
+            fig(&[
+                ("tau1", 1, 0, 8.0, 0),
+                ("tau2", 1, 0, 8.0, 0),
+                ("tau3", 1, 0, 9.0, 0),
+                ("tau4", 1, 0, 4.0, 0)
+            ]),
+            "{p}"
+        );
+    }
+}
+
+#[test]
+fn fig2_nobody_migrates() {
+    // tauC and tauB share CPU0 and tauA spins on CPU1 throughout: every
+    // thread runs on one CPU only.
+    let (r, _) = run(&example("seed001-fig2.json"), &SimConfig::default());
+    let m: Vec<(String, Option<u64>)> = r
+        .tasks
+        .iter()
+        .map(|t| (t.name.clone(), t.migrations))
+        .collect();
+    assert_eq!(
+        m,
+        vec![
+            (s("tauA"), Some(0)),
+            (s("tauB"), Some(0)),
+            (s("tauC"), Some(0))
+        ]
+    );
+}
+
+#[test]
+fn a_global_thread_migrates_when_its_cpu_is_taken() {
+    // G (free on both CPUs) runs on CPU0; P0 (pinned there, earlier
+    // deadline) takes CPU0 at 1 ms, and G goes on on CPU1 (1 migration);
+    // at 2 ms P1 takes CPU1 and CPU0 is free again: G comes back
+    // (2 migrations). Pinned threads never migrate.
+    let sc = parse(
+        r#"{ "global": { "duration": 0.02, "default_policy": "SCHED_DEADLINE" },
+            "tasks": {
+              "G":  { "dl-runtime": 9000, "dl-period": 20000, "cpus": [0, 1], "loop": 1, "run": 5000 },
+              "P0": { "dl-runtime": 2000, "dl-period": 4000, "cpus": [0], "delay": 1000, "loop": 1, "run": 1000 },
+              "P1": { "dl-runtime": 2000, "dl-period": 4000, "cpus": [1], "delay": 2000, "loop": 1, "run": 2000 }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[("G", 0.0, 1.0), ("P0", 1.0, 2.0), ("G", 2.0, 5.0)])
+    );
+    assert_eq!(rec.merged(1), rows(&[("G", 1.0, 2.0), ("P1", 2.0, 4.0)]));
+    let m: Vec<Option<u64>> = r.tasks.iter().map(|t| t.migrations).collect();
+    assert_eq!(m, vec![Some(2), Some(0), Some(0)]);
+}
+
+#[test]
+fn spread_owners_keep_the_invariants() {
+    // The simulator's own checks after each figure, affinity inheritance
+    // on and off.
+    for name in [
+        "seed001-fig3.json",
+        "seed001-fig6.json",
+        "seed001-fig2.json",
+    ] {
+        for on in [true, false] {
+            let sc = affinity(example(name), on);
+            let mut obs = heir_sim::NullObserver;
+            let mut sim = heir_sim::Simulator::new(&sc, &SimConfig::default(), &mut obs)
+                .expect("valid scenario");
+            sim.run().expect("runs");
+            sim.check_invariants()
+                .unwrap_or_else(|e| panic!("{name} bwi_affinity {on}: {e}"));
+        }
+    }
+}
+
 #[test]
 fn a_deadline_waiter_lends_one_server_to_all_helpers_consumed_by_one_cpu_at_a_time() {
     // W (Q = 4 ms every 50 ms) waits on c, whose helpers H1 (CPU 0) and H2

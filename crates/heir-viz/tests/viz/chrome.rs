@@ -388,3 +388,39 @@ fn events_are_streamed_not_kept() {
     assert_eq!(seen.get(), before, "finish flushed everything");
     assert!(before - at_checkpoints[2] < 64 * 1024 + 200);
 }
+
+/// L runs on CPU 0, then CPU 1, then CPU 1 again, then CPU 0: two moves.
+fn migrating() -> Vec<TraceEvent> {
+    let exec = |cpu, start, end| TraceEvent::Exec {
+        cpu,
+        thread: L,
+        start_ns: start * MS,
+        end_ns: end * MS,
+        urgency: Urgency::fixed(50),
+        donor: None,
+    };
+    vec![exec(0, 0, 1), exec(1, 2, 3), exec(1, 3, 4), exec(0, 5, 6)]
+}
+
+#[test]
+fn a_migration_is_an_instant_on_the_thread_track() {
+    let mut t = ChromeTrace::new(Vec::new());
+    let two = heir_report::TraceInfo { cpus: 2, ..info() };
+    play(&mut t, &two, &migrating(), 6 * MS);
+    let json: Value = serde_json::from_slice(&t.into_inner().expect("written")).expect("JSON");
+    let l = tid_of(&json, 2, "L");
+    let moves: Vec<(f64, u64, u64, u64)> = with_ph(&json, "i")
+        .into_iter()
+        .filter(|e| e["name"] == "migrate")
+        .map(|e| {
+            assert_eq!(e["cat"], "sched");
+            (
+                e["ts"].as_f64().unwrap(),
+                e["tid"].as_u64().unwrap(),
+                e["args"]["from"].as_u64().unwrap(),
+                e["args"]["to"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(moves, vec![(2000.0, l, 0, 1), (5000.0, l, 1, 0)]);
+}

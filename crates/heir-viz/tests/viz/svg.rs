@@ -224,6 +224,33 @@ fn write_svg_writes_the_rendered_document() {
 }
 
 #[test]
+fn a_migration_is_labelled_with_the_new_cpu() {
+    let exec = |cpu, start, end| TraceEvent::Exec {
+        cpu,
+        thread: L,
+        start_ns: start * MS,
+        end_ns: end * MS,
+        urgency: Urgency::fixed(50),
+        donor: None,
+    };
+    let events = vec![exec(0, 0, 1), exec(1, 2, 3), exec(1, 3, 4), exec(0, 5, 6)];
+    let (_, svg) = svg_of(&events, 6 * MS, SvgOptions::default());
+    let labels: Vec<&str> = svg
+        .split(r#"<text class="migrate""#)
+        .skip(1)
+        .map(|rest| {
+            let text = &rest[rest.find('>').unwrap() + 1..];
+            &text[..text.find('<').unwrap()]
+        })
+        .collect();
+    assert_eq!(labels, ["→CPU 1", "→CPU 0"]);
+    assert!(
+        svg.contains("<title>L migrates to CPU 1 at 2.000 ms</title>"),
+        "{svg}"
+    );
+}
+
+#[test]
 fn throttled_servers_are_cross_hatched_from_throttle_to_replenishment() {
     use heir_report::InstantKind;
     let instant = |thread, at_ns, kind| TraceEvent::Instant {
