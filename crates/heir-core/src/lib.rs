@@ -158,6 +158,7 @@ mod graph;
 mod invariants;
 mod mutex;
 mod object;
+mod packed;
 mod probe;
 mod state;
 mod task;

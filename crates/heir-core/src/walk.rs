@@ -8,8 +8,9 @@
 
 use std::collections::VecDeque;
 
+use crate::packed::{Eff, Key, Src};
 use crate::state::Waiter;
-use crate::{Change, Changes, Effective, Engine, ObjId, Source, TaskId, Urgency};
+use crate::{Change, Changes, Engine, ObjId, TaskId, Urgency};
 
 /// Buffers reused across operations so that the common path does not
 /// allocate. Not part of the engine's logical state.
@@ -61,14 +62,18 @@ impl Scratch {
 /// Records that `t` went from `old` to `new`: first `old` kept, `new` updated.
 /// Returns true if `t` was already recorded (it may now be back at its old
 /// value: the caller then filters).
-fn record(changes: &mut Changes, task: TaskId, old: Effective, new: Effective) -> bool {
+fn record(changes: &mut Changes, task: TaskId, old: Eff, new: Eff) -> bool {
     match changes.iter_mut().find(|c| c.task == task) {
         Some(c) => {
-            c.new = new;
+            c.new = new.public();
             true
         }
         None => {
-            changes.push(Change { task, old, new });
+            changes.push(Change {
+                task,
+                old: old.public(),
+                new: new.public(),
+            });
             false
         }
     }
@@ -107,8 +112,8 @@ impl Engine {
     /// (deltas queue every task whose inputs they change, and the walk
     /// recomputes what it dequeues); a queued task is recomputed anyway.
     #[inline(always)]
-    pub(crate) fn enqueue_unless_below(&mut self, t: TaskId, level: Urgency, loses_ties: bool) {
-        let unaffected = match level.cmp(&self.tasks[t.0 as usize].eff.urgency) {
+    pub(crate) fn enqueue_unless_below(&mut self, t: TaskId, level: Key, loses_ties: bool) {
+        let unaffected = match level.cmp(&self.tasks[t.0 as usize].eff.key) {
             core::cmp::Ordering::Less => true,
             core::cmp::Ordering::Equal => loses_ties,
             core::cmp::Ordering::Greater => false,
@@ -132,9 +137,9 @@ impl Engine {
         ts.blocked = Some(o);
         ts.seq = seq;
         let w = Waiter {
-            task: t,
-            eff: ts.eff,
+            key: ts.eff.key,
             seq,
+            task: t,
         };
         let q = &mut self.objs[o.0 as usize].queue;
         let had = !q.is_empty();
@@ -143,7 +148,7 @@ impl Engine {
         // old top (less urgent than `w`) to `w`, which has the newest
         // sequence and so loses every tie in its targets' `eff`.
         if q.insert(w) == 0 {
-            self.top_changed(o, had, true, Some(w.eff.urgency), true);
+            self.top_changed(o, had, true, Some(w.key), true);
         }
     }
 
@@ -161,7 +166,7 @@ impl Engine {
         // to the next one (no more urgent).
         if let Some((0, w)) = q.remove_pos(t) {
             let has = !q.is_empty();
-            self.top_changed(o, true, has, Some(w.eff.urgency), false);
+            self.top_changed(o, true, has, Some(w.key), false);
         }
     }
 
@@ -175,7 +180,7 @@ impl Engine {
         }
         self.blocked_count -= woken.len();
         if let Some(top) = drained.first() {
-            self.top_changed(o, true, false, Some(top.eff.urgency), false);
+            self.top_changed(o, true, false, Some(top.key), false);
         }
         woken
     }
@@ -256,7 +261,7 @@ impl Engine {
         o: ObjId,
         had: bool,
         has: bool,
-        level: Option<Urgency>,
+        level: Option<Key>,
         loses_ties: bool,
     ) {
         let os = &self.objs[o.0 as usize];
@@ -279,7 +284,7 @@ impl Engine {
         o: ObjId,
         had: bool,
         has: bool,
-        level: Option<Urgency>,
+        level: Option<Key>,
         loses_ties: bool,
     ) {
         let inputs = &mut self.tasks[u.0 as usize].inputs;
@@ -304,21 +309,19 @@ impl Engine {
     /// (when it donates) top waiter. Ties: the base first, then floors (the
     /// one applying to `t` longest), then top waiters (earliest enqueued).
     #[inline]
-    pub(crate) fn compute_eff(&self, t: TaskId) -> Effective {
+    pub(crate) fn compute_eff(&self, t: TaskId) -> Eff {
         let ts = &self.tasks[t.0 as usize];
-        let mut best = Effective {
-            urgency: ts.base,
-            source: Source::Task(t),
-        };
+        let mut best = Eff::own(t, ts.base);
         let mut rank = Rank::Base;
         for &o in &ts.inputs {
             let os = &self.objs[o.0 as usize];
             if let Some(f) = os.spec.floor {
                 let r = Rank::Floor(os.floor_since(t));
-                if f > best.urgency || (f == best.urgency && r < rank) {
-                    best = Effective {
-                        urgency: f,
-                        source: Source::Floor { object: o, task: t },
+                let f = Key::of(f);
+                if f > best.key || (f == best.key && r < rank) {
+                    best = Eff {
+                        key: f,
+                        src: Src::floor(o, t),
                     };
                     rank = r;
                 }
@@ -330,8 +333,10 @@ impl Engine {
                 continue;
             };
             let r = Rank::Waiter(w.seq);
-            if w.eff.urgency > best.urgency || (w.eff.urgency == best.urgency && r < rank) {
-                best = w.eff;
+            if w.key > best.key || (w.key == best.key && r < rank) {
+                // The entry's key is the waiter's; its source is read from
+                // the task (in a chain walk, the task just updated).
+                best = self.tasks[w.task.0 as usize].eff;
                 rank = r;
             }
         }
@@ -356,52 +361,75 @@ impl Engine {
     /// with the right value, and is recorded once. Terminates because the
     /// wait-for graph is acyclic; bounded by the chain bound.
     pub(crate) fn walk(&mut self, changes: &mut Changes) {
-        while let Some(t) = self.scratch.worklist.pop_front() {
-            self.scratch.queued[t.0 as usize] = false;
-            // Step 1.
-            let new = self.compute_eff(t);
-            let ts = &mut self.tasks[t.0 as usize];
-            let old = ts.eff;
-            // Step 2.
-            if new == old {
-                continue;
+        while let Some(first) = self.scratch.worklist.pop_front() {
+            self.scratch.queued[first.0 as usize] = false;
+            let mut next = Some(first);
+            while let Some(t) = next {
+                next = self.walk_step(t, changes);
             }
-            // Step 3.
-            ts.eff = new;
-            let seen = &mut self.scratch.recorded[t.0 as usize];
-            if *seen {
-                // Reached again through a diamond: keep the first old value.
-                record(changes, t, old, new);
-                self.scratch.revisited = true;
-            } else {
-                *seen = true;
-                changes.push(Change { task: t, old, new });
-            }
-            // Step 4.
-            let Some(o) = ts.blocked else {
-                continue;
-            };
-            let q = &mut self.objs[o.0 as usize].queue;
-            let was_top = q.waiters.first().is_some_and(|w| w.task == t);
-            q.requeue(t, new);
-            let is_top = q.waiters.first().is_some_and(|w| w.task == t);
-            // Step 5. The top entry changed iff `t`'s entry (whose value
-            // just changed) was or is the first: otherwise the same other
-            // waiter stays first, unchanged.
-            if !(was_top || is_top) {
-                continue;
-            }
-            // Step 6. (No test against the targets' values here: along a
-            // chain that is being boosted it never spares a target, and it
-            // would cost a comparison per link.)
-            self.top_changed(o, true, true, None, false);
         }
+    }
+
+    /// Steps 1–6 of [`Engine::walk`] for `t`. Returns the one task to
+    /// take next instead of queueing it, when that keeps the breadth-first
+    /// order: the object has one target and the worklist is empty (a plain
+    /// chain, the common shape), so the target would be the next task
+    /// dequeued anyway.
+    #[inline(always)]
+    fn walk_step(&mut self, t: TaskId, changes: &mut Changes) -> Option<TaskId> {
+        // Step 1.
+        let new = self.compute_eff(t);
+        let ts = &mut self.tasks[t.0 as usize];
+        let old = ts.eff;
+        // Step 2.
+        if new == old {
+            return None;
+        }
+        // Step 3.
+        ts.eff = new;
+        let blocked = ts.blocked;
+        let seen = &mut self.scratch.recorded[t.0 as usize];
+        if *seen {
+            // Reached again through a diamond: keep the first old value.
+            record(changes, t, old, new);
+            self.scratch.revisited = true;
+        } else {
+            *seen = true;
+            changes.push(Change {
+                task: t,
+                old: old.public(),
+                new: new.public(),
+            });
+        }
+        // Step 4.
+        let o = blocked?;
+        let os = &mut self.objs[o.0 as usize];
+        let (was_top, is_top) = os.queue.requeue(t, new.key);
+        // Step 5. The top entry changed iff `t`'s entry (whose value just
+        // changed) was or is the first: otherwise the same other waiter
+        // stays first, unchanged.
+        if !(was_top || is_top) || !os.spec.donates {
+            return None;
+        }
+        // Step 6. (No test against the targets' values here: along a
+        // chain that is being boosted it never spares a target, and it
+        // would cost a comparison per link.) The object had and still has
+        // waiters, so its targets' inputs stay as they are.
+        if let [u] = os.targets[..] {
+            if self.scratch.worklist.is_empty() {
+                return Some(u);
+            }
+        }
+        self.top_changed(o, true, true, None, false);
+        None
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::{Effective, Source};
 
     fn eff(p: u8, d: u32) -> Effective {
         Effective {
@@ -410,12 +438,16 @@ mod tests {
         }
     }
 
+    fn packed(p: u8, d: u32) -> Eff {
+        Eff::of(eff(p, d))
+    }
+
     #[test]
     fn record_keeps_the_first_old_and_the_last_new() {
         let mut ch = Changes::new();
-        assert!(!record(&mut ch, TaskId(1), eff(10, 1), eff(50, 2)));
-        assert!(!record(&mut ch, TaskId(3), eff(5, 3), eff(50, 2)));
-        assert!(record(&mut ch, TaskId(1), eff(50, 2), eff(40, 4)));
+        assert!(!record(&mut ch, TaskId(1), packed(10, 1), packed(50, 2)));
+        assert!(!record(&mut ch, TaskId(3), packed(5, 3), packed(50, 2)));
+        assert!(record(&mut ch, TaskId(1), packed(50, 2), packed(40, 4)));
         assert_eq!(
             ch.as_slice(),
             &[
