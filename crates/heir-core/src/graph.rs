@@ -5,7 +5,7 @@
 use smallvec::SmallVec;
 
 use crate::state::{ObjState, WaitQueue};
-use crate::{Changes, Engine, EngineError, ObjId, Outcome, Spec, TaskId, Urgency};
+use crate::{Change, Changes, Engine, EngineError, ObjId, Outcome, Spec, TaskId, Urgency};
 
 impl Engine {
     /// Adds an object described by `spec`, without targets or waiters.
@@ -182,12 +182,22 @@ impl Engine {
     /// [`Engine::propagate`] with a non-empty worklist.
     fn propagate_queued(&mut self, out: &mut Changes) {
         self.scratch.revisited = false;
-        self.walk(out);
-        for c in out.iter() {
+        self.walk();
+        let mut raw = core::mem::take(&mut self.scratch.changes);
+        for c in &raw {
             self.scratch.recorded[c.task.0 as usize] = false;
         }
         if self.scratch.revisited {
-            out.retain(|c| c.old != c.new);
+            raw.retain(|c| c.old != c.new);
         }
+        if out.capacity() >= raw.len() {
+            out.extend(raw.iter().map(crate::walk::Raw::public));
+        } else {
+            // One exact allocation, taken over without a copy.
+            let v: Vec<Change> = raw.iter().map(crate::walk::Raw::public).collect();
+            *out = Changes::from_vec(v);
+        }
+        raw.clear();
+        self.scratch.changes = raw;
     }
 }

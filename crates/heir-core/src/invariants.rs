@@ -27,8 +27,10 @@ pub(crate) fn check(e: &Engine) -> Result<(), InvariantError> {
 }
 
 fn check_structure(e: &Engine) -> Result<(), InvariantError> {
-    if !e.scratch.worklist.is_empty() {
-        return fail("the chain walk's worklist is not empty between operations".into());
+    if !e.scratch.worklist.is_empty() || !e.scratch.changes.is_empty() {
+        return fail(
+            "the chain walk's worklist or changes are not empty between operations".into(),
+        );
     }
     if let Some(i) = (0..e.tasks.len()).find(|&i| e.scratch.queued[i] || e.scratch.recorded[i]) {
         return fail(format!("T{i}: stale chain-walk marks between operations"));

@@ -12,8 +12,9 @@ use crate::{Effective, ObjId, Source, TaskId, Urgency};
 /// gives back the value it was made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Key {
-    /// 0 `Other`, 1 `Fixed`, 2 `Deadline` (compared first).
-    class: u8,
+    /// 0 `Other`, 1 `Fixed`, 2 `Deadline` (compared first). A whole word:
+    /// a key without padding is copied as two words.
+    class: u64,
     /// Within the class, greater is more urgent: `127 - nice`, the
     /// priority, `u64::MAX - abs_ns`.
     value: u64,

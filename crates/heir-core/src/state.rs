@@ -211,7 +211,15 @@ impl WaitQueue {
     #[inline]
     pub fn requeue(&mut self, t: TaskId, key: Key) -> (bool, bool) {
         let q = &mut self.waiters;
-        // Usually the first entry: a chain's waiter is its object's top.
+        // A chain's waiter is usually its object's only one.
+        if let [only] = &mut q[..] {
+            if only.task != t {
+                return (false, false);
+            }
+            only.key = key;
+            return (true, true);
+        }
+        // Else usually the first entry.
         let at = match q.first() {
             Some(e) if e.task == t => 0,
             _ => match q.iter().position(|e| e.task == t) {

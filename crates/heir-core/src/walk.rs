@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use crate::packed::{Eff, Key, Src};
 use crate::state::Waiter;
-use crate::{Change, Changes, Engine, ObjId, TaskId, Urgency};
+use crate::{Change, Engine, ObjId, TaskId, Urgency};
 
 /// Buffers reused across operations so that the common path does not
 /// allocate. Not part of the engine's logical state.
@@ -31,6 +31,10 @@ pub(crate) struct Scratch {
     pub epoch: u32,
     /// The current walk recorded some task twice.
     pub revisited: bool,
+    /// The current walk's changes, packed; converted into the caller's
+    /// [`Changes`] at the end, in one reservation (a walk down a chain of
+    /// hundreds of tasks would otherwise grow the result step by step).
+    pub changes: Vec<Raw>,
     /// While a probe runs for [`Engine::cond_wait_unlock`] or
     /// [`Engine::cond_wait_release`]: the mutex the waiter gives up as it
     /// starts to wait (see [`crate::probe::Cut`]).
@@ -59,21 +63,36 @@ impl Scratch {
     }
 }
 
+/// A [`Change`] as the walk records it (packed values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Raw {
+    pub task: TaskId,
+    pub old: Eff,
+    pub new: Eff,
+}
+
+impl Raw {
+    #[inline]
+    pub fn public(&self) -> Change {
+        Change {
+            task: self.task,
+            old: self.old.public(),
+            new: self.new.public(),
+        }
+    }
+}
+
 /// Records that `t` went from `old` to `new`: first `old` kept, `new` updated.
 /// Returns true if `t` was already recorded (it may now be back at its old
 /// value: the caller then filters).
-fn record(changes: &mut Changes, task: TaskId, old: Eff, new: Eff) -> bool {
+fn record(changes: &mut Vec<Raw>, task: TaskId, old: Eff, new: Eff) -> bool {
     match changes.iter_mut().find(|c| c.task == task) {
         Some(c) => {
-            c.new = new.public();
+            c.new = new;
             true
         }
         None => {
-            changes.push(Change {
-                task,
-                old: old.public(),
-                new: new.public(),
-            });
+            changes.push(Raw { task, old, new });
             false
         }
     }
@@ -360,12 +379,14 @@ impl Engine {
     /// helpers) is recomputed each time from its current inputs, so it ends
     /// with the right value, and is recorded once. Terminates because the
     /// wait-for graph is acyclic; bounded by the chain bound.
-    pub(crate) fn walk(&mut self, changes: &mut Changes) {
+    ///
+    /// The changes go to `scratch.changes`, packed.
+    pub(crate) fn walk(&mut self) {
         while let Some(first) = self.scratch.worklist.pop_front() {
             self.scratch.queued[first.0 as usize] = false;
-            let mut next = Some(first);
-            while let Some(t) = next {
-                next = self.walk_step(t, changes);
+            let mut next = Some((first, None));
+            while let Some((t, arriving)) = next {
+                next = self.walk_step(t, arriving);
             }
         }
     }
@@ -375,12 +396,24 @@ impl Engine {
     /// order: the object has one target and the worklist is empty (a plain
     /// chain, the common shape), so the target would be the next task
     /// dequeued anyway.
+    ///
+    /// With it comes, when known, the contribution `arriving` that the
+    /// object now makes to that target (its top waiter's new value, the
+    /// object having no floor). In step 1 a contribution strictly more
+    /// urgent than the task's current value *is* its new value, whatever
+    /// its other inputs and ranks (Zircon's owned wait queues apply such
+    /// deltas): a boost runs down a chain without re-reading each task's
+    /// inputs. Otherwise (a contribution that fell, or a tie) step 1
+    /// recomputes from the inputs.
     #[inline(always)]
-    fn walk_step(&mut self, t: TaskId, changes: &mut Changes) -> Option<TaskId> {
+    fn walk_step(&mut self, t: TaskId, arriving: Option<Eff>) -> Option<(TaskId, Option<Eff>)> {
         // Step 1.
-        let new = self.compute_eff(t);
+        let old = self.tasks[t.0 as usize].eff;
+        let new = match arriving {
+            Some(a) if a.key > old.key => a,
+            _ => self.compute_eff(t),
+        };
         let ts = &mut self.tasks[t.0 as usize];
-        let old = ts.eff;
         // Step 2.
         if new == old {
             return None;
@@ -391,15 +424,11 @@ impl Engine {
         let seen = &mut self.scratch.recorded[t.0 as usize];
         if *seen {
             // Reached again through a diamond: keep the first old value.
-            record(changes, t, old, new);
+            record(&mut self.scratch.changes, t, old, new);
             self.scratch.revisited = true;
         } else {
             *seen = true;
-            changes.push(Change {
-                task: t,
-                old: old.public(),
-                new: new.public(),
-            });
+            self.scratch.changes.push(Raw { task: t, old, new });
         }
         // Step 4.
         let o = blocked?;
@@ -417,7 +446,10 @@ impl Engine {
         // waiters, so its targets' inputs stay as they are.
         if let [u] = os.targets[..] {
             if self.scratch.worklist.is_empty() {
-                return Some(u);
+                // A rise only: after a fall step 1 recomputes anyway.
+                let rose = is_top && new.key > old.key && os.spec.floor.is_none();
+                let arriving = rose.then_some(new);
+                return Some((u, arriving));
             }
         }
         self.top_changed(o, true, true, None, false);
@@ -444,10 +476,11 @@ mod tests {
 
     #[test]
     fn record_keeps_the_first_old_and_the_last_new() {
-        let mut ch = Changes::new();
+        let mut ch = Vec::new();
         assert!(!record(&mut ch, TaskId(1), packed(10, 1), packed(50, 2)));
         assert!(!record(&mut ch, TaskId(3), packed(5, 3), packed(50, 2)));
         assert!(record(&mut ch, TaskId(1), packed(50, 2), packed(40, 4)));
+        let ch: Vec<Change> = ch.iter().map(Raw::public).collect();
         assert_eq!(
             ch.as_slice(),
             &[
