@@ -5,7 +5,7 @@
 use smallvec::SmallVec;
 
 use crate::state::{ObjState, WaitQueue};
-use crate::{Change, Changes, Engine, EngineError, ObjId, Outcome, Spec, TaskId, Urgency};
+use crate::{Changes, Engine, EngineError, ObjId, Outcome, Spec, TaskId, Urgency};
 
 impl Engine {
     /// Adds an object described by `spec`, without targets or waiters.
@@ -183,21 +183,22 @@ impl Engine {
     fn propagate_queued(&mut self, out: &mut Changes) {
         self.scratch.revisited = false;
         self.walk();
-        let mut raw = core::mem::take(&mut self.scratch.changes);
-        for c in &raw {
-            self.scratch.recorded[c.task.0 as usize] = false;
+        let s = &mut self.scratch;
+        for c in &s.changes {
+            s.recorded[c.task.0 as usize] = false;
         }
-        if self.scratch.revisited {
-            raw.retain(|c| c.old != c.new);
+        if s.revisited {
+            s.changes.retain(|c| c.old != c.new);
         }
-        if out.capacity() >= raw.len() {
-            out.extend(raw.iter().map(crate::walk::Raw::public));
+        let n = s.changes.len();
+        if n <= out.capacity() {
+            out.extend_from_slice(&s.changes);
+            s.changes.clear();
         } else {
-            // One exact allocation, taken over without a copy.
-            let v: Vec<Change> = raw.iter().map(crate::walk::Raw::public).collect();
-            *out = Changes::from_vec(v);
+            // Handed over without a copy; the next walk gets a buffer of
+            // the same size.
+            let full = core::mem::replace(&mut s.changes, Vec::with_capacity(n));
+            *out = Changes::from_vec(full);
         }
-        raw.clear();
-        self.scratch.changes = raw;
     }
 }

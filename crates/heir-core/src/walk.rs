@@ -31,10 +31,12 @@ pub(crate) struct Scratch {
     pub epoch: u32,
     /// The current walk recorded some task twice.
     pub revisited: bool,
-    /// The current walk's changes, packed; converted into the caller's
-    /// [`Changes`] at the end, in one reservation (a walk down a chain of
-    /// hundreds of tasks would otherwise grow the result step by step).
-    pub changes: Vec<Raw>,
+    /// The current walk's changes. A long list is handed to the caller's
+    /// [`crate::Changes`] as it is (its buffer taken over, none copied) and
+    /// replaced by one of the same capacity: a walk down a chain of
+    /// hundreds of tasks neither grows its result step by step nor copies
+    /// it.
+    pub changes: Vec<Change>,
     /// While a probe runs for [`Engine::cond_wait_unlock`] or
     /// [`Engine::cond_wait_release`]: the mutex the waiter gives up as it
     /// starts to wait (see [`crate::probe::Cut`]).
@@ -63,36 +65,21 @@ impl Scratch {
     }
 }
 
-/// A [`Change`] as the walk records it (packed values).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Raw {
-    pub task: TaskId,
-    pub old: Eff,
-    pub new: Eff,
-}
-
-impl Raw {
-    #[inline]
-    pub fn public(&self) -> Change {
-        Change {
-            task: self.task,
-            old: self.old.public(),
-            new: self.new.public(),
-        }
-    }
-}
-
 /// Records that `t` went from `old` to `new`: first `old` kept, `new` updated.
 /// Returns true if `t` was already recorded (it may now be back at its old
 /// value: the caller then filters).
-fn record(changes: &mut Vec<Raw>, task: TaskId, old: Eff, new: Eff) -> bool {
+fn record(changes: &mut Vec<Change>, task: TaskId, old: Eff, new: Eff) -> bool {
     match changes.iter_mut().find(|c| c.task == task) {
         Some(c) => {
-            c.new = new;
+            c.new = new.public();
             true
         }
         None => {
-            changes.push(Raw { task, old, new });
+            changes.push(Change {
+                task,
+                old: old.public(),
+                new: new.public(),
+            });
             false
         }
     }
@@ -428,7 +415,11 @@ impl Engine {
             self.scratch.revisited = true;
         } else {
             *seen = true;
-            self.scratch.changes.push(Raw { task: t, old, new });
+            self.scratch.changes.push(Change {
+                task: t,
+                old: old.public(),
+                new: new.public(),
+            });
         }
         // Step 4.
         let o = blocked?;
@@ -480,7 +471,6 @@ mod tests {
         assert!(!record(&mut ch, TaskId(1), packed(10, 1), packed(50, 2)));
         assert!(!record(&mut ch, TaskId(3), packed(5, 3), packed(50, 2)));
         assert!(record(&mut ch, TaskId(1), packed(50, 2), packed(40, 4)));
-        let ch: Vec<Change> = ch.iter().map(Raw::public).collect();
         assert_eq!(
             ch.as_slice(),
             &[
