@@ -29,8 +29,13 @@
 //!   while a second, less urgent caller D also waits on r0: all N fall back
 //!   to D; `reply_root` is the root answering its own caller (the order a
 //!   chain unwinds in normally: `wake_top` + `remove_target` of the last
-//!   request, 2 calls). Each timed batch runs the operation on several
-//!   copies of the chain in one engine and restores them untimed.
+//!   request, 2 calls); `link_nested` is a server H, itself serving a caller
+//!   more urgent than every server, calling on r0 (a nested call: H has a
+//!   waiter upstream, so the block's cycle and depth check walks the chain
+//!   down, which `link` — a caller that serves nobody — does not need).
+//!   Each timed batch runs the operation on several copies of the chain in
+//!   one engine (fewer than `MAX_CHAIN_DEPTH` blocked tasks in all) and
+//!   restores them untimed.
 //! - `unblock/{handoff,donors}/D`: a server S with `D` donors (D callers,
 //!   each blocked on its own request to S) blocked on a PI mutex owned by X;
 //!   `handoff` is X's unlock handing the mutex to S (S runnable again: the
@@ -224,9 +229,11 @@ fn call_chain(e: &mut Engine, n: usize, second: bool) -> CallChain {
 }
 
 /// How many chains of length `n` one timed batch works on: enough that the
-/// two clock reads per batch are noise, few enough to stay in cache.
+/// two clock reads per batch are noise; 512 servers in all (the same
+/// working set at every length from 8 on, and fewer blocked tasks than
+/// `MAX_CHAIN_DEPTH`).
 fn copies(n: usize) -> usize {
-    (1024 / n).clamp(2, 64)
+    (512 / n).clamp(1, 64)
 }
 
 /// Builds a chain of length `n` for each copy of a batch (one engine).
@@ -235,6 +242,28 @@ fn chains(n: usize, second: bool, linked: bool) -> (Engine, Vec<CallChain>) {
     let chains: Vec<CallChain> = (0..copies(n))
         .map(|_| call_chain(&mut e, n, second))
         .collect();
+    link_all(e, chains, linked)
+}
+
+/// [`chains`] whose linking task is a server H serving a caller C(90):
+/// `C ─▶ rh ─▶ H`, H about to call on r0.
+fn nested_chains(n: usize) -> (Engine, Vec<CallChain>) {
+    let mut e = Engine::new();
+    let chains: Vec<CallChain> = (0..copies(n))
+        .map(|_| {
+            let mut c = call_chain(&mut e, n, false);
+            let h = e.add_task(Urgency::fixed(10));
+            let rh = e.add_object(Spec::ENDPOINT);
+            e.add_target(rh, h).expect("H takes the call");
+            e.block(c.leaf, rh).expect("C calls H");
+            c.leaf = h;
+            c
+        })
+        .collect();
+    link_all(e, chains, false)
+}
+
+fn link_all(mut e: Engine, chains: Vec<CallChain>, linked: bool) -> (Engine, Vec<CallChain>) {
     if linked {
         for c in &chains {
             e.block(c.leaf, c.requests[0]).expect("link");
@@ -292,6 +321,7 @@ fn donation(c: &mut Criterion) {
     };
     for n in LENGTHS {
         batched(&mut g, "link", n, chains(n, false, false), link, cancel);
+        batched(&mut g, "link_nested", n, nested_chains(n), link, cancel);
         batched(&mut g, "unlink", n, chains(n, false, true), answer, link);
         batched(
             &mut g,
