@@ -27,7 +27,7 @@ pub(crate) fn check(e: &Engine) -> Result<(), InvariantError> {
 }
 
 fn check_structure(e: &Engine) -> Result<(), InvariantError> {
-    if !e.scratch.worklist.is_empty() || !e.scratch.changes.is_empty() {
+    if !e.scratch.worklist.is_empty() || !e.scratch.changes.is_empty() || e.scratch.spilled {
         return fail(
             "the chain walk's worklist or changes are not empty between operations".into(),
         );

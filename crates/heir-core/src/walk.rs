@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use crate::packed::{Eff, Key, Src};
 use crate::state::Waiter;
-use crate::{Change, Engine, ObjId, TaskId, Urgency};
+use crate::{Change, Changes, Engine, ObjId, TaskId, Urgency};
 
 /// Buffers reused across operations so that the common path does not
 /// allocate. Not part of the engine's logical state.
@@ -31,12 +31,15 @@ pub(crate) struct Scratch {
     pub epoch: u32,
     /// The current walk recorded some task twice.
     pub revisited: bool,
-    /// The current walk's changes. A long list is handed to the caller's
-    /// [`crate::Changes`] as it is (its buffer taken over, none copied) and
-    /// replaced by one of the same capacity: a walk down a chain of
-    /// hundreds of tasks neither grows its result step by step nor copies
-    /// it.
+    /// The current walk's changes once they outgrow the caller's buffer
+    /// (`spilled`; until then they go to the caller's buffer directly). A
+    /// long list is then handed to the caller's [`crate::Changes`] as it is
+    /// (this buffer taken over, none copied) and replaced by one of the
+    /// same capacity: a walk down a chain of hundreds of tasks neither
+    /// grows its result step by step nor copies it.
     pub changes: Vec<Change>,
+    /// The current walk's changes are in `changes`, not the caller's buffer.
+    pub spilled: bool,
     /// While a probe runs for [`Engine::cond_wait_unlock`] or
     /// [`Engine::cond_wait_release`]: the mutex the waiter gives up as it
     /// starts to wait (see [`crate::probe::Cut`]).
@@ -65,23 +68,11 @@ impl Scratch {
     }
 }
 
-/// Records that `t` went from `old` to `new`: first `old` kept, `new` updated.
-/// Returns true if `t` was already recorded (it may now be back at its old
-/// value: the caller then filters).
-fn record(changes: &mut Vec<Change>, task: TaskId, old: Eff, new: Eff) -> bool {
-    match changes.iter_mut().find(|c| c.task == task) {
-        Some(c) => {
-            c.new = new.public();
-            true
-        }
-        None => {
-            changes.push(Change {
-                task,
-                old: old.public(),
-                new: new.public(),
-            });
-            false
-        }
+/// Records that `task`, already recorded, is now at `new` (its first `old`
+/// is kept; it may now be back at that value: the caller then filters).
+fn record_again(changes: &mut [Change], task: TaskId, new: Eff) {
+    if let Some(c) = changes.iter_mut().find(|c| c.task == task) {
+        c.new = new.public();
     }
 }
 
@@ -367,14 +358,30 @@ impl Engine {
     /// with the right value, and is recorded once. Terminates because the
     /// wait-for graph is acyclic; bounded by the chain bound.
     ///
-    /// The changes go to `scratch.changes`, packed.
-    pub(crate) fn walk(&mut self) {
+    /// The changes go to `out` while it has room (no allocation), then to
+    /// `scratch.changes` (see [`Scratch::changes`]).
+    pub(crate) fn walk(&mut self, out: &mut Changes) {
         while let Some(first) = self.scratch.worklist.pop_front() {
             self.scratch.queued[first.0 as usize] = false;
             let mut next = Some((first, None));
             while let Some((t, arriving)) = next {
-                next = self.walk_step(t, arriving);
+                next = self.walk_step(t, arriving, out);
             }
+        }
+    }
+
+    /// Step 3's record of a first change.
+    #[inline(always)]
+    fn record_first(&mut self, c: Change, out: &mut Changes) {
+        if self.scratch.spilled {
+            self.scratch.changes.push(c);
+        } else if out.len() < out.capacity() {
+            out.push(c);
+        } else {
+            self.scratch.changes.extend_from_slice(out);
+            out.clear();
+            self.scratch.spilled = true;
+            self.scratch.changes.push(c);
         }
     }
 
@@ -393,7 +400,12 @@ impl Engine {
     /// inputs. Otherwise (a contribution that fell, or a tie) step 1
     /// recomputes from the inputs.
     #[inline(always)]
-    fn walk_step(&mut self, t: TaskId, arriving: Option<Eff>) -> Option<(TaskId, Option<Eff>)> {
+    fn walk_step(
+        &mut self,
+        t: TaskId,
+        arriving: Option<Eff>,
+        out: &mut Changes,
+    ) -> Option<(TaskId, Option<Eff>)> {
         // Step 1.
         let old = self.tasks[t.0 as usize].eff;
         let new = match arriving {
@@ -411,15 +423,20 @@ impl Engine {
         let seen = &mut self.scratch.recorded[t.0 as usize];
         if *seen {
             // Reached again through a diamond: keep the first old value.
-            record(&mut self.scratch.changes, t, old, new);
+            if self.scratch.spilled {
+                record_again(&mut self.scratch.changes, t, new);
+            } else {
+                record_again(out, t, new);
+            }
             self.scratch.revisited = true;
         } else {
             *seen = true;
-            self.scratch.changes.push(Change {
+            let c = Change {
                 task: t,
                 old: old.public(),
                 new: new.public(),
-            });
+            };
+            self.record_first(c, out);
         }
         // Step 4.
         let o = blocked?;
@@ -466,24 +483,22 @@ mod tests {
     }
 
     #[test]
-    fn record_keeps_the_first_old_and_the_last_new() {
-        let mut ch = Vec::new();
-        assert!(!record(&mut ch, TaskId(1), packed(10, 1), packed(50, 2)));
-        assert!(!record(&mut ch, TaskId(3), packed(5, 3), packed(50, 2)));
-        assert!(record(&mut ch, TaskId(1), packed(50, 2), packed(40, 4)));
+    fn record_again_keeps_the_first_old_and_the_last_new() {
+        let first = |t, old: Effective, new: Effective| Change {
+            task: TaskId(t),
+            old,
+            new,
+        };
+        let mut ch = vec![
+            first(1, eff(10, 1), eff(50, 2)),
+            first(3, eff(5, 3), eff(50, 2)),
+        ];
+        record_again(&mut ch, TaskId(1), packed(40, 4));
         assert_eq!(
-            ch.as_slice(),
-            &[
-                Change {
-                    task: TaskId(1),
-                    old: eff(10, 1),
-                    new: eff(40, 4)
-                },
-                Change {
-                    task: TaskId(3),
-                    old: eff(5, 3),
-                    new: eff(50, 2)
-                },
+            ch,
+            vec![
+                first(1, eff(10, 1), eff(40, 4)),
+                first(3, eff(5, 3), eff(50, 2))
             ]
         );
     }
