@@ -392,12 +392,13 @@ impl Engine {
     /// dequeued anyway.
     ///
     /// With it comes, when known, the contribution `arriving` that the
-    /// object now makes to that target (its top waiter's new value, the
-    /// object having no floor). In step 1 a contribution strictly more
-    /// urgent than the task's current value *is* its new value, whatever
-    /// its other inputs and ranks (Zircon's owned wait queues apply such
-    /// deltas): a boost runs down a chain without re-reading each task's
-    /// inputs. Otherwise (a contribution that fell, or a tie) step 1
+    /// object now makes to that target (`t`'s new value: `t` is its top
+    /// waiter and it has no floor). Step 1 then applies it as a delta
+    /// (Zircon's owned wait queues do the same): a contribution strictly
+    /// more urgent than the task's current value *is* its new value,
+    /// whatever its other inputs and ranks (a boost); and when the object
+    /// is the task's only input, the new value is that contribution or the
+    /// base, the base winning a tie (a boost or a fall). Otherwise step 1
     /// recomputes from the inputs.
     #[inline(always)]
     fn walk_step(
@@ -407,9 +408,20 @@ impl Engine {
         out: &mut Changes,
     ) -> Option<(TaskId, Option<Eff>)> {
         // Step 1.
-        let old = self.tasks[t.0 as usize].eff;
+        let ts = &self.tasks[t.0 as usize];
+        let old = ts.eff;
         let new = match arriving {
             Some(a) if a.key > old.key => a,
+            // The object is `t`'s only input: its contribution against the
+            // base (which wins a tie).
+            Some(a) if ts.inputs.len() == 1 => {
+                let own = Eff::own(t, ts.base);
+                if a.key > own.key {
+                    a
+                } else {
+                    own
+                }
+            }
             _ => self.compute_eff(t),
         };
         let ts = &mut self.tasks[t.0 as usize];
@@ -454,9 +466,8 @@ impl Engine {
         // waiters, so its targets' inputs stay as they are.
         if let [u] = os.targets[..] {
             if self.scratch.worklist.is_empty() {
-                // A rise only: after a fall step 1 recomputes anyway.
-                let rose = is_top && new.key > old.key && os.spec.floor.is_none();
-                let arriving = rose.then_some(new);
+                let exact = is_top && os.spec.floor.is_none();
+                let arriving = exact.then_some(new);
                 return Some((u, arriving));
             }
         }
