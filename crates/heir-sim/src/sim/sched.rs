@@ -94,6 +94,21 @@ impl<'s, 'o> Simulator<'s, 'o> {
         Ok(())
     }
 
+    /// `best`, or `t` at rank `r` if it comes first: more urgent, or as
+    /// urgent and queued earlier (its stamp).
+    pub(super) fn better(
+        &self,
+        best: Option<(Rank, i64, u32)>,
+        r: Rank,
+        t: u32,
+    ) -> Option<(Rank, i64, u32)> {
+        let stamp = self.threads[t as usize].stamp;
+        match best {
+            Some((br, bs, _)) if !(r > br || (r == br && stamp < bs)) => best,
+            _ => Some((r, stamp, t)),
+        }
+    }
+
     /// The most urgent ready thread CPU `c` may run: (rank, stamp, thread).
     pub(super) fn peek_best(&self, c: u32) -> Option<(Rank, i64, u32)> {
         let mut best = self.local[c as usize]
@@ -106,14 +121,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
                 let found = self.global.level(l).find(|&(_, t)| self.allowed(t, c));
                 if let Some((r, t)) = found {
-                    let stamp = self.threads[t as usize].stamp;
-                    let better = match best {
-                        None => true,
-                        Some((br, bs, _)) => r > br || (r == br && stamp < bs),
-                    };
-                    if better {
-                        best = Some((r, stamp, t));
-                    }
+                    best = self.better(best, r, t);
                     break;
                 }
             }
