@@ -414,6 +414,38 @@ impl Table {
     }
 }
 
+/// `heir run --compare`: per task, the real run's jobs, misses, mean and
+/// maximum response (ms) beside the simulation's of the same file.
+pub fn real_vs_sim_table(real: &Report, sim: &Report) -> Table {
+    let mut t = Table::new([
+        "task",
+        "jobs real",
+        "sim",
+        "misses real",
+        "sim",
+        "mean real",
+        "sim",
+        "max real",
+        "sim",
+    ]);
+    for r in &real.tasks {
+        let s = sim.tasks.iter().find(|s| s.name == r.name);
+        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
+        t.row([
+            r.name.clone(),
+            r.jobs.to_string(),
+            or_dash(s.map(|s| s.jobs.to_string())),
+            r.deadline_misses.to_string(),
+            or_dash(s.map(|s| s.deadline_misses.to_string())),
+            ms(r.response_us.mean),
+            ms(s.and_then(|s| s.response_us.mean)),
+            ms(r.response_us.max),
+            ms(s.and_then(|s| s.response_us.max)),
+        ]);
+    }
+    t
+}
+
 /// The per-thread table of a run report: task, policy/prio, jobs, misses,
 /// then response-time statistics in ms.
 pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {
