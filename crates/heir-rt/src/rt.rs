@@ -35,7 +35,10 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use heir_core::{Changes, CondId, Engine, EngineError, MutexId, ObjId, Protocol, TaskId, Urgency};
+use heir_core::{
+    Changes, CondId, Engine, EngineError, MutexId, ObjId, ObjKind, Protocol, Source, TaskId,
+    Urgency,
+};
 
 use crate::lock::{Acquired, Mutex, MutexGuard, RawLock};
 use crate::sched;
@@ -118,9 +121,11 @@ pub struct ApplyStats {
     pub last_errno: i32,
     /// The thread whose `sched_setattr` failed last (0 if none).
     pub last_error_tid: i32,
-    /// Urgencies that could not be expressed for the target (a deadline lent
-    /// to a thread: bandwidth inheritance, seed 001, is future work) and
-    /// were not applied.
+    /// Urgencies that could not be expressed for the target and were not
+    /// applied: a deadline lent through something the kernel does not
+    /// carry (a condition variable's `sched_setattr` boost, `Boost::User`).
+    /// A deadline the kernel lends itself — along PI mutexes and
+    /// `Boost::Kernel` waits, its deadline inheritance — is not counted.
     pub unexpressible: u64,
     /// The thread of the last one (0 if none).
     pub last_unexpressible_tid: i32,
@@ -209,7 +214,7 @@ impl ApplyStats {
                 self.unexpressible,
                 "boost",
                 format!(
-                    "could not be expressed (a deadline lent to a thread, last {}: bandwidth inheritance is not implemented)",
+                    "could not be expressed (a deadline lent through a condition variable's sched_setattr boost, last {}: the kernel lends a deadline only along PI futexes — a PI mutex, or a Boost::Kernel condition variable's named helper)",
                     who(self.last_unexpressible_tid)
                 ),
             ),
@@ -486,6 +491,45 @@ impl State {
         Some(u)
     }
 
+    /// True if the kernel itself lends `t` its engine urgency: the donor
+    /// (the base at the root of `t`'s boost) reaches `t` through kernel
+    /// waits only — each thread on the way sleeps in `FUTEX_LOCK_PI` on a
+    /// PI mutex owned by the next ([`crate::PiMutex`]: the engine's
+    /// `Protocol::Inherit` mutexes are all PI futexes) or on a
+    /// kernel-boosted condition-variable word naming the next
+    /// ([`State::arm_kernel_wait`]). The kernel then boosts `t` — into the
+    /// deadline class for a deadline donor (docs/DEADLINE.md §3) — which
+    /// `sched_setattr` could not do.
+    fn kernel_lends(&self, t: TaskId) -> bool {
+        let Ok(eff) = self.engine.effective(t) else {
+            return false;
+        };
+        let Source::Task(mut cur) = eff.source else {
+            return false;
+        };
+        // A wait-for chain visits each thread at most once.
+        for _ in 0..self.threads.len() {
+            if cur == t {
+                return true;
+            }
+            let next = match self.engine.blocked_on(cur) {
+                Ok(Some(o)) => match self.engine.spec(o).map(|s| (s.kind, s.protocol())) {
+                    Ok((ObjKind::Mutex, Some(Protocol::Inherit))) => {
+                        self.engine.owner(MutexId(o.0)).ok().flatten()
+                    }
+                    Ok((ObjKind::Cond, _)) => self.threads.get(&cur).and_then(|r| r.kernel_helper),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match next {
+                Some(n) => cur = n,
+                None => return false,
+            }
+        }
+        false
+    }
+
     /// Makes the kernel's attributes of `t` match what heir-rt must apply
     /// ([`State::wanted`]). Returns false if the thread vanished.
     fn sync_one(&mut self, t: TaskId) -> bool {
@@ -501,9 +545,14 @@ impl State {
         let tid = rec.shared.tid;
         match sched::attr_for(&rec.base, rec.base_urgency, want) {
             None => {
-                self.stats.unexpressible += 1;
-                self.stats.last_unexpressible_tid = tid;
                 rec.applied = want;
+                // A deadline the kernel lends `t` itself (its deadline
+                // inheritance along PI futexes) is expressed, just not by
+                // heir-rt: only the others are counted.
+                if !self.kernel_lends(t) {
+                    self.stats.unexpressible += 1;
+                    self.stats.last_unexpressible_tid = tid;
+                }
                 true
             }
             Some(attr) => {
