@@ -9,7 +9,8 @@
 //!   while a more urgent thread needs the lock.
 //! - It is never held across a system call that can sleep. Under it heir-rt
 //!   only calls `sched_setattr` on `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`
-//!   threads, `tgkill(…, 0)`, `tgkill` of the wake signal (ending a
+//!   threads (never on another thread that is `SCHED_DEADLINE`, by its base
+//!   or by the kernel's word: `foreign_deadline`), `tgkill(…, 0)`, `tgkill` of the wake signal (ending a
 //!   kernel-boosted condition-variable wait), `sched_getattr` and
 //!   `FUTEX_UNLOCK_PI` (of a mutex, or of a kernel wait's word by the helper
 //!   it names) — none of which sleeps. Futex *waits* (condition variables, contended mutexes)
@@ -126,6 +127,9 @@ pub struct ApplyStats {
     /// carry (a condition variable's `sched_setattr` boost, `Boost::User`).
     /// A deadline the kernel lends itself — along PI mutexes and
     /// `Boost::Kernel` waits, its deadline inheritance — is not counted.
+    /// Also counted: any change for another thread that is
+    /// `SCHED_DEADLINE` while its registered base says otherwise (heir-rt
+    /// never writes a deadline thread's attributes from another thread).
     pub unexpressible: u64,
     /// The thread of the last one (0 if none).
     pub last_unexpressible_tid: i32,
@@ -242,6 +246,28 @@ fn plural(n: u64) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// True if `tid` is a `SCHED_DEADLINE` thread other than the caller — by
+/// its registered base, or by what the kernel says now (a base can be
+/// stale: a thread that made itself deadline without
+/// `thread::set_sched`). heir-rt never calls `sched_setattr` on such a
+/// thread: a deadline thread changes its own attributes, while it runs
+/// (docs/DEADLINE.md §1). Known hazard on this kernel: demoting a
+/// *blocked* `SCHED_DEADLINE` thread to another policy from another thread
+/// leaked its admitted bandwidth until the root domain was rebuilt (issue
+/// 9); and even an unchanged deadline base written from outside is a
+/// `sched_setattr` of a deadline thread that heir-rt has no reason to
+/// make. The kernel read is one `sched_getattr`, which does not sleep (the
+/// locking rule allows it under the engine lock); a thread that changes
+/// its own policy between that read and the write is outside what user
+/// space can exclude — the reason `thread::set_sched` is the one way.
+fn foreign_deadline(tid: i32, base: &SchedAttr) -> bool {
+    if tid == self::tid() {
+        return false;
+    }
+    base.sched_policy == sys::SCHED_DEADLINE
+        || sys::sched_getattr(tid).is_ok_and(|k| k.sched_policy == sys::SCHED_DEADLINE)
 }
 
 /// The state behind the engine lock.
@@ -555,6 +581,21 @@ impl State {
                 }
                 true
             }
+            Some(_) if foreign_deadline(tid, &rec.base) => {
+                // Never from another thread on a SCHED_DEADLINE thread
+                // (`foreign_deadline`). With a deadline base this is the
+                // restore of that base, which the kernel still has (heir-rt
+                // writes nothing else to a deadline thread): nothing to do.
+                // A base that says otherwise is stale (the thread made
+                // itself deadline without `thread::set_sched`): the
+                // engine's urgency is not applied, and that is counted.
+                if rec.base.sched_policy != sys::SCHED_DEADLINE {
+                    self.stats.unexpressible += 1;
+                    self.stats.last_unexpressible_tid = tid;
+                }
+                rec.applied = want;
+                true
+            }
             Some(attr) => {
                 self.stats.setattr_calls += 1;
                 match sys::sched_setattr(tid, &attr) {
@@ -661,7 +702,7 @@ impl State {
     /// them).
     pub(crate) fn restore_base(&mut self, t: TaskId) {
         if let Some(rec) = self.threads.get_mut(&t) {
-            if rec.applied != rec.base_urgency {
+            if rec.applied != rec.base_urgency && !foreign_deadline(rec.shared.tid, &rec.base) {
                 self.stats.setattr_calls += 1;
                 match sys::sched_setattr(rec.shared.tid, &rec.base) {
                     Ok(()) => rec.applied = rec.base_urgency,

@@ -4,7 +4,12 @@
 //! *unexpressible*; through a `Boost::User` condition variable nothing
 //! expresses it, and that is counted and said.
 //!
-//! The deadline waiter is not pinned (a `SCHED_DEADLINE` thread must be
+//! And heir-rt never calls `sched_setattr` on a `SCHED_DEADLINE` thread
+//! from another thread (demoting a blocked one leaked its admitted
+//! bandwidth on this kernel): neither to restore its deadline base nor to
+//! boost a thread whose registered base is stale.
+//!
+//! The deadline threads are not pinned (a `SCHED_DEADLINE` thread must be
 //! allowed on every CPU of its root domain), has a small reservation, and
 //! returns itself to `SCHED_OTHER` while it runs; every other thread is
 //! pinned to the test's CPU.
@@ -41,11 +46,13 @@ fn eventually(limit: u64, mut f: impl FnMut() -> bool) -> bool {
     true
 }
 
-/// Spawns the deadline thread (unpinned, 0.2 ms every 10 ms, its own
-/// change through the registry) that runs `f`, then returns itself to
-/// `SCHED_OTHER`. `None` (after printing why) when admission refuses it.
+/// Spawns a deadline thread (unpinned, 0.2 ms every `period_ms` = its
+/// relative deadline; its own change through the registry) that runs `f`,
+/// then returns itself to `SCHED_OTHER`. `None` (after printing why) when
+/// admission refuses it.
 fn spawn_deadline<T: Send + 'static>(
     test: &str,
+    period_ms: u64,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Option<std::thread::JoinHandle<Option<T>>> {
     let (ready_tx, ready) = mpsc::channel::<Result<(), heir::Error>>();
@@ -54,8 +61,8 @@ fn spawn_deadline<T: Send + 'static>(
         let dl = sys::SchedAttr {
             sched_policy: sys::SCHED_DEADLINE,
             sched_runtime: 200_000,
-            sched_deadline: 10 * MS,
-            sched_period: 10 * MS,
+            sched_deadline: period_ms * MS,
+            sched_period: period_ms * MS,
             ..Default::default()
         };
         if let Err(e) = heir::thread::set_sched(&dl) {
@@ -118,7 +125,7 @@ fn a_deadline_lent_along_pi_mutexes_is_the_kernels_and_not_counted() {
     );
     let before = heir::thread::apply_stats();
     let m1w = m1.clone();
-    let Some(w) = spawn_deadline("deadline_lend::pi_mutex", move || {
+    let Some(w) = spawn_deadline("deadline_lend::pi_mutex", 10, move || {
         m1w.lock_until(limit).map(|_| ()).is_ok()
     }) else {
         go2.send(()).expect("go");
@@ -174,7 +181,7 @@ fn a_deadline_lent_through_a_user_boost_condvar_is_counted_and_said() {
     c.helpers_add(htid).expect("helper");
     let before = heir::thread::apply_stats();
     let (wm, wc) = (m.clone(), c.clone());
-    let Some(w) = spawn_deadline("deadline_lend::user_condvar", move || {
+    let Some(w) = spawn_deadline("deadline_lend::user_condvar", 10, move || {
         let mut g = wm.lock().expect("lock");
         let mut r = WaitResult::Woken;
         while !*g && r == WaitResult::Woken {
@@ -215,4 +222,141 @@ fn a_deadline_lent_through_a_user_boost_condvar_is_counted_and_said() {
     assert_eq!(w.join().expect("waiter"), Some(WaitResult::Woken));
     h.join().expect("helper");
     heir::thread::check_invariants().expect("invariants");
+}
+
+#[test]
+fn a_deadline_helpers_base_is_never_rewritten_from_another_thread() {
+    let Some(_rt) = rt_or_skip("deadline_lend::no_foreign_restore", 20) else {
+        return;
+    };
+    let limit = now_ns() + 5_000 * MS;
+    let m = Arc::new(PiMutex::new(false));
+    let c = Arc::new(PiCondvar::with_boost(Boost::User).expect("condvar"));
+    // The helper: SCHED_DEADLINE by its own `set_sched` (its base), 20 ms.
+    let (tid_tx, tid_rx) = mpsc::channel::<i32>();
+    let (stop, stopped) = mpsc::channel::<()>();
+    let Some(h) = spawn_deadline("deadline_lend::no_foreign_restore", 20, move || {
+        tid_tx.send(sys::gettid()).expect("tid");
+        let _ = stopped.recv();
+    }) else {
+        return;
+    };
+    let htid = tid_rx.recv().expect("helper tid");
+    let base = sys::sched_getattr(htid).expect("sched_getattr");
+    c.helpers_add(htid).expect("helper");
+    let before = heir::thread::apply_stats();
+    // A more urgent deadline waiter (10 ms) lends the helper its deadline
+    // (nothing can express it: counted) and times out: the de-boost, made
+    // by the waiter's thread, is the helper's own base — not written.
+    let (wm, wc) = (m.clone(), c.clone());
+    let Some(w) = spawn_deadline("deadline_lend::no_foreign_restore", 10, move || {
+        let mut g = wm.lock().expect("lock");
+        let r = wc.wait_until(&mut g, now_ns() + 30 * MS).expect("wait");
+        let after = heir::thread::apply_stats();
+        (r, after)
+    }) else {
+        drop(stop);
+        h.join().expect("helper");
+        return;
+    };
+    let (r, after) = w.join().expect("waiter").expect("waiter ran");
+    assert_eq!(r, WaitResult::TimedOut);
+    let d = after.since(&before);
+    assert_eq!(d.setattr_calls, 0, "no sched_setattr on the helper: {d:?}");
+    assert_eq!(
+        (d.unexpressible, d.last_unexpressible_tid),
+        (1, htid),
+        "{d:?}"
+    );
+    assert_eq!(
+        sys::sched_getattr(htid).expect("sched_getattr"),
+        base,
+        "the helper keeps its own deadline attributes"
+    );
+    assert_eq!(
+        heir::thread::info(htid).expect("registered").applied,
+        heir::thread::info(htid).expect("registered").base_urgency
+    );
+    drop(stop);
+    assert!(limit > now_ns(), "bounded");
+    h.join().expect("helper");
+    heir::thread::check_invariants().expect("invariants");
+}
+
+#[test]
+fn a_thread_that_made_itself_deadline_behind_heirs_back_is_not_demoted() {
+    let Some(rt) = rt_or_skip("deadline_lend::stale_base", 20) else {
+        return;
+    };
+    let limit = now_ns() + 5_000 * MS;
+    let m = Arc::new(PiMutex::new(false));
+    let c = Arc::new(PiCondvar::with_boost(Boost::User).expect("condvar"));
+    // The helper joins heir with its current (non-deadline) attributes,
+    // then makes itself SCHED_DEADLINE with a raw sched_setattr — not
+    // through `thread::set_sched` — so the registry's base is stale.
+    let (ready_tx, ready) = mpsc::channel::<Result<i32, i32>>();
+    let (go, rx) = mpsc::channel::<()>();
+    let (hm, hc) = (m.clone(), c.clone());
+    let h = std::thread::spawn(move || {
+        sys::set_affinity(0, &sys::allowed_cpus()).expect("every CPU");
+        heir::thread::join().expect("join");
+        let me = sys::gettid();
+        let dl = heir::deadline::attr(200, 20_000, 20_000);
+        if let Err(e) = sys::sched_setattr(me, &dl) {
+            ready_tx.send(Err(e)).expect("report");
+            return;
+        }
+        ready_tx.send(Ok(me)).expect("report");
+        if rx.recv().is_ok() {
+            *hm.lock().expect("lock") = true;
+            hc.signal().expect("signal");
+        }
+        // Back to SCHED_OTHER by itself, running; then out of the registry.
+        let _ = heir::deadline::leave_class(&heir::sched::other(0));
+        heir::thread::leave();
+    });
+    let htid = match ready.recv().expect("report") {
+        Ok(t) => t,
+        Err(e) if e == libc::EBUSY => {
+            eprintln!("deadline_lend::stale_base: SKIPPED: SCHED_DEADLINE refused (EBUSY)");
+            h.join().expect("helper");
+            return;
+        }
+        Err(e) => panic!("SCHED_DEADLINE: {}", sys::errno_name(e)),
+    };
+    c.helpers_add(htid).expect("helper");
+    let before = heir::thread::apply_stats();
+    // A FIFO 30 waiter: the engine lends the helper FIFO 30, which heir-rt
+    // would write with sched_setattr from the waiter's thread — a deadline
+    // thread, asleep, demoted to SCHED_FIFO: refused.
+    let (wm, wc) = (m.clone(), c.clone());
+    let (w, _) = spawn_fifo_tid(rt.cpu, 30, move || {
+        let mut g = wm.lock().expect("lock");
+        let mut r = WaitResult::Woken;
+        while !*g && r == WaitResult::Woken {
+            r = wc.wait_until(&mut g, limit).expect("wait");
+        }
+        r
+    });
+    assert!(
+        eventually(limit, || heir::thread::info(htid).map(|i| i.effective)
+            == Some(Urgency::fixed(30))),
+        "the engine lends the helper FIFO 30"
+    );
+    assert_eq!(
+        sys::sched_getattr(htid)
+            .expect("sched_getattr")
+            .sched_policy,
+        sys::SCHED_DEADLINE,
+        "the helper is still SCHED_DEADLINE"
+    );
+    let d = heir::thread::apply_stats().since(&before);
+    assert_eq!(
+        (d.unexpressible, d.last_unexpressible_tid),
+        (1, htid),
+        "{d:?}"
+    );
+    go.send(()).expect("go");
+    assert_eq!(w.join().expect("waiter"), WaitResult::Woken);
+    h.join().expect("helper");
 }
