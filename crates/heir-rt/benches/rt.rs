@@ -576,7 +576,16 @@ fn heir_chain_run(depth: usize, how: HeirLock, iters: usize) -> Option<(f64, f64
             let _ = gos[0].send(true);
             // Thread 0 may first sleep a period for a fresh budget.
             if !until(step(), || sleeps_on(tid(0), &ms[1])) {
-                eprintln!("chain thread 0 not seen blocked on mutex 1");
+                // What it was doing instead (for whoever chases this).
+                let stat = std::fs::read_to_string(format!("/proc/self/task/{}/stat", tid(0)))
+                    .unwrap_or_default();
+                let state = stat.rsplit_once(')').map_or("", |(_, r)| r.trim_start());
+                eprintln!(
+                    "chain thread 0 not seen blocked on mutex 1: state {}, engine {:?}, /proc sched {:?}",
+                    state.split_whitespace().next().unwrap_or("?"),
+                    heir::thread::info(tid(0)).map(|i| (i.blocked_on, i.effective)),
+                    heir::deadline::proc_sched(tid(0))
+                );
                 break;
             }
             let _ = gos[depth].send(true);
