@@ -58,8 +58,10 @@ typedef struct heir_apply_stats {
     uint64_t setattr_errors;         /* of which failed (the thread still existed) */
     int32_t  last_errno;             /* the last failure's errno (0: none) */
     pid_t    last_error_tid;         /* its thread (0: none) */
-    uint64_t unexpressible;          /* boosts not applied: a deadline lent to a
-                                        thread (bandwidth inheritance: future work) */
+    uint64_t unexpressible;          /* boosts not applied: a deadline lent through
+                                        a HEIR_BOOST_USER condition variable (the
+                                        kernel lends deadlines only along PI
+                                        futexes; those are not counted) */
     pid_t    last_unexpressible_tid; /* the last one's thread (0: none) */
     int32_t  last_engine_errno;      /* errno of the last engine error (0: none) */
     uint64_t vanished;               /* threads found gone and dropped */

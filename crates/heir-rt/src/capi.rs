@@ -145,8 +145,9 @@ pub struct heir_apply_stats_t {
     pub last_errno: i32,
     /// The thread whose `sched_setattr` failed last (0 if none).
     pub last_error_tid: libc::pid_t,
-    /// Boosts not applied because the thread cannot express them (a
-    /// deadline lent to a thread).
+    /// Boosts not applied because nothing can express them: a deadline
+    /// lent through a `HEIR_BOOST_USER` condition variable (a deadline the
+    /// kernel lends along PI futexes is not counted).
     pub unexpressible: u64,
     /// The thread of the last one (0 if none).
     pub last_unexpressible_tid: libc::pid_t,

@@ -11,6 +11,7 @@ mod bad_args;
 mod capi;
 mod ceiling;
 mod chain;
+mod deadline_lend;
 mod deadline_pi;
 mod exit;
 mod fig6;
