@@ -461,7 +461,9 @@ impl ResBuilder<'_> {
         let serving: Vec<usize> = servers.iter().map(|t| t.0).collect();
         for th in self.threads.of(&serving) {
             // No waiters yet: no cycle, no change.
-            let _ = self.engine.add_target(help, self.threads.threads[th as usize].eng);
+            let _ = self
+                .engine
+                .add_target(help, self.threads.threads[th as usize].eng);
         }
         let calling: Vec<usize> = callers.iter().map(|t| t.0).collect();
         for th in self.threads.of(&calling) {

@@ -341,7 +341,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     return Ok(Flow::Same);
                 }
                 let eng = self.threads[t as usize].eng;
-                match self.engine.cond_wait_into(eng, don.idle.id, &mut self.changes) {
+                match self
+                    .engine
+                    .cond_wait_into(eng, don.idle.id, &mut self.changes)
+                {
                     Ok(()) => {
                         self.instant(t, InstantKind::Wait, don.idle.res);
                         self.apply_buffered();
