@@ -503,6 +503,17 @@ pub fn server_line(report: &Report) -> Option<String> {
     (!parts.is_empty()).then(|| format!("deadline servers: {}", parts.join("; ")))
 }
 
+/// `aborted calls: Client 1, Other 0` — per thread whose calls have a
+/// `timeout` (seed 002), the calls that timed out and were aborted.
+pub fn aborted_line(report: &Report) -> Option<String> {
+    let parts: Vec<String> = report
+        .tasks
+        .iter()
+        .filter_map(|t| t.aborted_calls.map(|n| format!("{} {n}", t.name)))
+        .collect();
+    (!parts.is_empty()).then(|| format!("aborted calls: {}", parts.join(", ")))
+}
+
 /// `migrations: A 0, B 2` — per thread, the times it ran on another CPU
 /// than the one it last ran on; only with several CPUs, and only for
 /// reports that count them (the simulator's).
@@ -521,11 +532,13 @@ pub fn migration_line(report: &Report, cpus: u32) -> Option<String> {
 }
 
 /// The deadlock line of a report, if it deadlocked:
-/// `deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A`.
+/// `deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A` (`livelock at …` for
+/// servers that would help each other forever, seed 002 Fig. 7).
 pub fn deadlock_line(report: &Report) -> Option<String> {
     report.deadlock.as_ref().map(|d| {
         format!(
-            "deadlock at {} ms: {}",
+            "{} at {} ms: {}",
+            d.kind.word(),
             ms(Some(d.at_us)),
             d.cycle.join(" -> ")
         )

@@ -1197,6 +1197,7 @@ fn task_reports(
             server: None,
             // Not observed on real threads (docs/RUNTIME.md).
             migrations: None,
+            aborted_calls: None,
         });
     }
     (tasks, events, late_starts)
@@ -1392,6 +1393,7 @@ impl Ctx<'_> {
                 // the cycle that much early).
                 let t0 = self.sh.t0_ns.load(Ordering::Acquire);
                 *d = Some(DeadlockReport {
+                    kind: heir_report::DeadlockKind::Deadlock,
                     at_us: sys::now_ns().saturating_sub(t0) as f64 / 1000.0,
                     cycle: out,
                 });

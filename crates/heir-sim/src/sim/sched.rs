@@ -485,6 +485,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         let new_rank = Rank::of(ch.new.urgency);
         let raised = ch.new.urgency > ch.old.urgency;
+        if self.threads[t as usize].passive && self.passive_change(t, new_rank) {
+            return;
+        }
         let th = &mut self.threads[t as usize];
         match th.status {
             Status::Ready => {
@@ -511,6 +514,44 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
             }
             _ => th.rank = new_rank,
+        }
+    }
+}
+
+impl<'s, 'o> Simulator<'s, 'o> {
+    /// A passive thread's urgency changed (fixed priorities): it stops
+    /// running or leaves its run queue when nobody lends to it any more,
+    /// and is queued again when someone does. True if handled.
+    fn passive_change(&mut self, t: u32, new_rank: Rank) -> bool {
+        let stalled = self.stalled(t);
+        let th = &self.threads[t as usize];
+        match th.status {
+            Status::Ready if th.dl.parked => {
+                let th = &mut self.threads[t as usize];
+                th.rank = new_rank;
+                if !stalled {
+                    th.dl.parked = false;
+                    self.enqueue(t, false);
+                    self.wake_check(t);
+                }
+                true
+            }
+            Status::Ready if stalled => {
+                self.dequeue(t);
+                let th = &mut self.threads[t as usize];
+                th.rank = new_rank;
+                th.dl.parked = true;
+                true
+            }
+            Status::Running if stalled => {
+                self.undispatch(t);
+                let th = &mut self.threads[t as usize];
+                th.rank = new_rank;
+                th.status = Status::Ready;
+                th.dl.parked = true;
+                true
+            }
+            _ => false,
         }
     }
 }
