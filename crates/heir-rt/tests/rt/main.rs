@@ -12,6 +12,7 @@ mod capi;
 mod ceiling;
 mod chain;
 mod deadline_pi;
+mod donation;
 mod exit;
 mod fig6;
 mod fig7;
