@@ -36,7 +36,14 @@ pub fn server(
         }
         ep.join_server(prio == 0).expect("join");
         tx.send(heir::thread::current_tid()).expect("tid");
-        while let Ok(Some(x)) = ep.receive_until(Some(limit)) {
+        loop {
+            let x = match ep.receive_until(Some(limit)) {
+                Ok(Some(x)) => x,
+                other => {
+                    eprintln!("server {}: receive: {other:?}", sys::gettid());
+                    break;
+                }
+            };
             let quit = x == QUIT;
             let r = if quit { 0 } else { handler(x) };
             ep.reply(r).expect("reply");

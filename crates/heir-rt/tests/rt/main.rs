@@ -13,6 +13,7 @@ mod ceiling;
 mod chain;
 mod deadline_pi;
 mod donation;
+mod donation_abort;
 mod exit;
 mod fig6;
 mod fig7;
