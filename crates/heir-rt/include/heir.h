@@ -5,8 +5,9 @@
  * on a heir_cond_t lends its priority to the condition's helper threads
  * until it is woken, times out, or the helper is removed — transitively
  * through heir PI mutexes and other heir condition variables. Plus kernel
- * PI-futex mutexes, immediate-priority-ceiling mutexes and seed 000 Fig. 5's
- * bounded priority queue.
+ * PI-futex mutexes, immediate-priority-ceiling mutexes, seed 000 Fig. 5's
+ * bounded priority queue, and seed 002's donating RPC endpoints (the
+ * kernel lends a caller's priority or deadline to the thread serving it).
  *
  * Conventions (as pthreads): every function returns 0 or a positive errno.
  *   EINVAL  null, never initialised or destroyed object; bad argument
