@@ -20,12 +20,18 @@
 //!    `heir::bwi` (user-space M-BWI accounting, `"protocol": "bwi"`), and
 //!    the bwi pieces measured alone.
 //!
+//! 5. `donate`: the donating endpoint (`heir::donate::Endpoint`, seed
+//!    002): call/reply round trip against the existing `rpc::Endpoint`
+//!    (PI-CV on and off), and the CPU cost of a call that links onto a
+//!    chain of 1..64 servers (each blocked calling the next) and aborts
+//!    by timeout (issue 10, "Engine cost", heir-rt side).
+//!
 //! All threads are SCHED_FIFO and pinned to the last CPU (deadline threads:
 //! unpinned, as the kernel requires); every loop is bounded in count and
 //! time. Without SCHED_FIFO permission the real-time parts print why and
 //! are skipped. `HEIR_BENCH_QUICK=1` shortens the runs. Arguments that do
 //! not start with `-` select sections by name (`uncontended`, `pingpong`,
-//! `fig13`, `boost`, `chain`): `cargo bench -p heir-rt --bench rt -- boost`.
+//! `fig13`, `boost`, `chain`, `donate`): `cargo bench -p heir-rt --bench rt -- boost`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -962,5 +968,170 @@ fn main() {
     }
     if want("chain") {
         chain(cpu, if quick { 50 } else { 500 });
+    }
+    if want("donate") {
+        donate(cpu, rounds, if quick { 200 } else { 2_000 });
+    }
+}
+
+/// µs per call/reply round trip on a donating endpoint: client FIFO 30,
+/// server FIFO 10, one CPU.
+fn donate_round_trip(cpu: u32, rounds: u32) -> f64 {
+    let ep = Arc::new(heir::donate::Endpoint::<u32, u32>::new());
+    let limit = now_ns() + 60_000_000_000;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let e = ep.clone();
+    let server = spawn_fifo(cpu, 10, move || {
+        e.join_server(false).expect("join");
+        let _ = tx.send(());
+        while let Ok(Some(x)) = e.receive_until(Some(limit)) {
+            let _ = e.reply(x + 1);
+            if x == u32::MAX - 1 {
+                break;
+            }
+        }
+    });
+    let _ = rx.recv();
+    let e = ep.clone();
+    let us = spawn_fifo(cpu, 30, move || {
+        let start = now_ns();
+        for i in 0..rounds {
+            let _ = e.call(i);
+        }
+        let us = (now_ns() - start) as f64 / 1000.0 / rounds as f64;
+        let _ = e.call(u32::MAX - 1);
+        us
+    })
+    .join()
+    .expect("client");
+    let _ = server.join();
+    us
+}
+
+/// µs per round trip on the existing `rpc::Endpoint` (PI-CV on or off).
+fn rpc_round_trip(cpu: u32, rounds: u32, pi_cv: bool) -> f64 {
+    let ep = Arc::new(heir::rpc::Endpoint::<u32, u32>::new(pi_cv));
+    let limit = now_ns() + 60_000_000_000;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let e = ep.clone();
+    let server = spawn_fifo(cpu, 10, move || {
+        let _ = tx.send(heir::thread::current_tid());
+        let mut last = 0;
+        while last != u32::MAX - 1 {
+            match e.serve_until(Some(limit), |x| {
+                last = x;
+                x + 1
+            }) {
+                Ok(true) => {}
+                _ => break,
+            }
+        }
+    });
+    let stid = rx.recv().expect("server tid");
+    let _ = ep.add_server(stid);
+    let e = ep.clone();
+    let us = spawn_fifo(cpu, 30, move || {
+        let c = e.caller().expect("caller");
+        let start = now_ns();
+        for i in 0..rounds {
+            let _ = e.call(&c, i);
+        }
+        let us = (now_ns() - start) as f64 / 1000.0 / rounds as f64;
+        let _ = e.call(&c, u32::MAX - 1);
+        us
+    })
+    .join()
+    .expect("client");
+    let _ = server.join();
+    us
+}
+
+/// Median CPU ns of a head caller's call that links onto a chain of `n`
+/// servers (server i serves endpoint i by calling endpoint i+1; the last
+/// one waits) and aborts by a 300 µs timeout: the kernel boosts the `n`
+/// servers when the call blocks and de-boosts them when it times out.
+fn donate_chain(cpu: u32, n: usize, calls: u32) -> u64 {
+    type Ep = heir::donate::Endpoint<u32, u32>;
+    let eps: Vec<Arc<Ep>> = (0..n).map(|_| Arc::new(Ep::new())).collect();
+    let limit = now_ns() + 120_000_000_000;
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let mut release_rx = Some(release_rx);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let mut servers = Vec::new();
+    for i in 0..n {
+        let e = eps[i].clone();
+        let next = eps.get(i + 1).cloned();
+        let wait = if next.is_none() {
+            release_rx.take()
+        } else {
+            None
+        };
+        let ready = ready_tx.clone();
+        servers.push(spawn_fifo(cpu, 10, move || {
+            e.join_server(false).expect("join");
+            let _ = ready.send(());
+            while let Ok(Some(x)) = e.receive_until(Some(limit)) {
+                let r = match (&next, &wait) {
+                    _ if x == u32::MAX => x,
+                    (Some(nx), _) => nx.call_until(x, Some(limit)).unwrap_or(0),
+                    (None, Some(w)) => {
+                        let _ = w.recv_timeout(std::time::Duration::from_secs(100));
+                        x
+                    }
+                    _ => x,
+                };
+                let _ = e.reply(r);
+                if x == u32::MAX {
+                    break;
+                }
+            }
+        }));
+    }
+    for _ in 0..n {
+        let _ = ready_rx.recv();
+    }
+    let head = eps[0].clone();
+    let med = spawn_fifo(cpu, 30, move || {
+        // The first call builds the chain (each server calls on).
+        let _ = head.call_until(1, Some(now_ns() + 50_000_000));
+        let mut v = Vec::with_capacity(calls as usize);
+        for _ in 0..calls {
+            let t0 = sys::thread_cpu_ns();
+            let r = head.call_until(1, Some(now_ns() + 300_000));
+            let t1 = sys::thread_cpu_ns();
+            if r == Err(heir::Error::TimedOut) {
+                v.push(t1 - t0);
+            }
+        }
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    })
+    .join()
+    .expect("head");
+    // Unwind: release the last server, then stop every server.
+    let _ = release_tx.send(());
+    for e in &eps {
+        let _ = e.call_until(u32::MAX, Some(now_ns() + 5_000_000_000));
+    }
+    for s in servers {
+        let _ = s.join();
+    }
+    med
+}
+
+fn donate(cpu: u32, rounds: u32, chain_calls: u32) {
+    println!("## donating endpoint (seed 002) vs rpc::Endpoint: client FIFO 30, server FIFO 10, CPU {cpu}, µs per call/reply round trip, {rounds} rounds, best of 3");
+    let best = |f: &dyn Fn() -> f64| (0..3).map(|_| f()).fold(f64::INFINITY, f64::min);
+    println!(
+        "donate::Endpoint {:>8.2}   rpc::Endpoint PI-CV on {:>8.2}   PI-CV off {:>8.2}",
+        best(&|| donate_round_trip(cpu, rounds)),
+        best(&|| rpc_round_trip(cpu, rounds, true)),
+        best(&|| rpc_round_trip(cpu, rounds, false)),
+    );
+    println!("## donating endpoint: link + abort by chain length (median CPU ns of the head caller's call, 300 µs timeout, {chain_calls} calls)");
+    println!("| N | link + abort ns |");
+    println!("|---|---|");
+    for n in [1usize, 4, 16, 64] {
+        println!("| {n} | {} |", donate_chain(cpu, n, chain_calls));
     }
 }

@@ -265,3 +265,36 @@ fn c_cond_init_boost_lends_the_waiters_priority_to_the_helper() {
         assert!(stdout.contains("helper ok, waiter ok"), "{mode}: {stdout}");
     }
 }
+
+#[test]
+fn c_rpc_donation_example_boosts_the_server_aborts_and_helps() {
+    let Some(rt) = rt_or_skip("capi::rpc_donation", 30) else {
+        return;
+    };
+    let Some(cc) = need_cc("capi::rpc_donation") else {
+        return;
+    };
+    let exe = std::env::temp_dir().join(format!("heir-rpc-donation-{}", std::process::id()));
+    let src = crate_dir().join("../../examples/c/rpc_donation.c");
+    build_c(&cc, &src, &heir_flags(), &exe);
+    let stdout = run_c(&exe, &[rt.cpu.to_string()]);
+    // The kernel ran the FIFO-10 server at the FIFO-30 client's priority.
+    assert!(
+        stdout.contains("server priority while serving: 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("call with a 10 ms timeout: ETIMEDOUT"),
+        "{stdout}"
+    );
+    // The aborted request was finished boosted by the next caller (helping).
+    assert!(
+        stdout.contains("server finished the aborted request at priority 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("next call helped the server finish, then got reply 3"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("destroy: 0"), "{stdout}");
+}

@@ -13,6 +13,8 @@ mod ceiling;
 mod chain;
 mod deadline_lend;
 mod deadline_pi;
+mod donation;
+mod donation_abort;
 mod exit;
 mod fig6;
 mod fig7;
