@@ -651,8 +651,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// A thread just made ready joins its run queue at the rank it should
-    /// have, or is parked when it has no server to run on.
-    pub(super) fn queue_or_park(&mut self, t: u32) {
+    /// have — at the head of its level when `head` (it takes its waker's
+    /// place), else the tail — or is parked when it has no server to run
+    /// on (or, passive, nobody lends to it).
+    pub(super) fn queue_or_park(&mut self, t: u32, head: bool) {
         if !self.has_dl && self.stalled(t) {
             // A passive server nobody lends to (donation model).
             self.threads[t as usize].dl.parked = true;
@@ -671,7 +673,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
             }
         }
-        self.enqueue(t, false);
+        self.threads[t as usize].dl.parked = false;
+        self.enqueue(t, head);
         self.wake_check(t);
     }
 

@@ -294,26 +294,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// A woken thread that takes its waker's place on the CPU: the head of
     /// its level.
     fn wake_at_head(&mut self, t: u32) -> R<()> {
-        let th = &mut self.threads[t as usize];
-        th.status = Status::Ready;
-        th.act = Act::Step;
-        self.maybe_close_pass(t);
-        if self.has_dl {
-            self.dl_wakeup(t)?;
-            if self.rank_for(t).is_none() {
-                self.threads[t as usize].dl.parked = true;
-                return Ok(());
-            }
-            if let Some(r) = self.rank_for(t) {
-                self.threads[t as usize].rank = r;
-            }
-        } else if self.stalled(t) {
-            self.threads[t as usize].dl.parked = true;
-            return Ok(());
-        }
-        self.threads[t as usize].dl.parked = false;
-        self.enqueue(t, true);
-        self.wake_check(t);
+        self.make_ready(t)?;
+        self.queue_or_park(t, true);
         Ok(())
     }
 

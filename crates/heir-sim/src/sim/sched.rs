@@ -83,6 +83,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if self.stop_spin_acquired(t) {
             return Ok(());
         }
+        self.make_ready(t)?;
+        self.queue_or_park(t, false);
+        Ok(())
+    }
+
+    /// `t` becomes ready to step on (its pass closed if it ended; a
+    /// deadline thread's server through the CBS wake-up rule); its caller
+    /// queues or parks it.
+    pub(super) fn make_ready(&mut self, t: u32) -> R<()> {
         let th = &mut self.threads[t as usize];
         th.status = Status::Ready;
         th.act = Act::Step;
@@ -90,7 +99,6 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if self.has_dl {
             self.dl_wakeup(t)?;
         }
-        self.queue_or_park(t);
         Ok(())
     }
 
