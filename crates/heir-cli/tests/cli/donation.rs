@@ -5,6 +5,8 @@
 //! from it on any machine. No absolute timing is asserted (only lower
 //! bounds the file's own work imposes).
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::support::*;
@@ -18,8 +20,7 @@ const SERVERS: [&str; 4] = ["S", "Y", "Z", "s"];
 /// and its stderr. A run that another program disturbed (a thread started
 /// late, another real-time thread ran on its CPU: the run says so on
 /// stderr) is retried, at most twice.
-fn run_logged(name: &str) -> (i32, Value, String) {
-    let file = example(name);
+fn run_logged(file: &Path) -> (i32, Value, String) {
     let mut last = None;
     for _ in 0..3 {
         let o = heir([
@@ -72,12 +73,12 @@ fn real_order(v: &Value) -> Vec<String> {
 /// `reply` and `abort` instants, and the `complete` instants of
 /// non-server threads, in time order (the trace's order among equal
 /// times: the order they happened in).
-fn sim_order(name: &str) -> Vec<String> {
+fn sim_order(file: &Path) -> Vec<String> {
     let dir = TempDir::new("don-sim");
     let trace = dir.join("trace.json");
     let o = heir([
         "sim".as_ref(),
-        example(name).as_os_str(),
+        file.as_os_str(),
         "--trace".as_ref(),
         trace.as_os_str(),
     ]);
@@ -131,11 +132,17 @@ fn logged_at(v: &Value, thread: &str, what: &str) -> f64 {
 /// Runs `name` on real threads and compares its order of events with the
 /// simulation's; returns the real run's JSON.
 fn same_order_as_simulated(test: &str, name: &str) -> Option<Value> {
+    same_order_as_simulated_file(test, &example(name))
+}
+
+/// [`same_order_as_simulated`] for any scenario file.
+fn same_order_as_simulated_file(test: &str, file: &Path) -> Option<Value> {
     let _rt = rt_or_skip(test)?;
-    let (rc, v, err) = run_logged(name);
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    let (rc, v, err) = run_logged(file);
     assert_eq!(rc, 0, "{name}: {err}");
     let real = real_order(&v);
-    let sim = sim_order(name);
+    let sim = sim_order(file);
     eprintln!("{name}: real {real:?}\n{name}: sim  {sim:?}");
     assert_eq!(real, sim, "{name}: log {}", v["log"]);
     Some(v)
@@ -220,7 +227,7 @@ fn fig7_servers_that_would_help_each_other_are_a_livelock() {
         return;
     };
     let name = "seed002-fig7.json";
-    let (rc, v, err) = run_logged(name);
+    let (rc, v, err) = run_logged(&example(name));
     assert_eq!(rc, 3, "{err}");
     let sim = heir(["sim".as_ref(), example(name).as_os_str(), "--json".as_ref()]);
     assert_eq!(code(&sim), 3, "{}", stderr(&sim));
@@ -242,6 +249,31 @@ fn fig7_servers_that_would_help_each_other_are_a_livelock() {
     for t in ["Y", "Z", "C"] {
         assert_eq!(v["tasks"][t]["jobs"], 0, "{v}");
     }
+}
+
+#[test]
+fn a_timeout_reaches_the_end_of_the_donation_chain() {
+    // C's call to Y times out at 1 ms while Z, serving Y's nested call,
+    // runs on C's time at C's priority: C stops waiting at once (Z yields
+    // for the timeout of the chain it serves), T runs its 5 ms, and only
+    // then do Z and Y, on their own priority 5, finish the orphaned work.
+    let dir = TempDir::new("don-chain");
+    let file = dir.write(
+        "chain.json",
+        r#"{ "global": { "default_policy": "SCHED_FIFO", "ipc": "donation", "duration": 0.012 },
+  "tasks": {
+    "Y": { "priority": 5, "cpus": [0], "loop": 1, "serve": "y" },
+    "Z": { "priority": 5, "cpus": [0], "loop": 1, "serve": "z" },
+    "C": { "priority": 20, "cpus": [0], "loop": 1,
+           "call": { "server": "y", "run": 500, "timeout": 1000,
+                     "call": { "server": "z", "run": 3000 } } },
+    "T": { "priority": 10, "cpus": [0], "loop": 1, "run": 5000 } } }"#,
+    );
+    let Some(v) = same_order_as_simulated_file("donation::chain", &file) else {
+        return;
+    };
+    assert_eq!(v["tasks"]["C"]["aborted_calls"], 1, "{v}");
+    assert!(response_ms(&v, "C") < response_ms(&v, "T"), "{v}");
 }
 
 #[test]

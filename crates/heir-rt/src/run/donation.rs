@@ -335,13 +335,19 @@ impl Ctx<'_> {
     /// While a request this thread serves has a timeout that passed less
     /// than [`TIMEOUT_YIELD_NS`] ago: yields the CPU (the caller, woken by
     /// the kernel at the priority this thread runs on, then runs and leaves
-    /// the PI chain).
+    /// the PI chain). Never for a thread whose own policy is
+    /// `SCHED_DEADLINE`: its yield would give up its runtime until its next
+    /// period (a boost into the deadline class is replenished at once: that
+    /// yield is only a yield).
     pub(super) fn yield_for_timeouts(&self, now: u64) {
         let at = self.yield_at.get();
         if now < at {
             return;
         }
-        if now >= at.saturating_add(TIMEOUT_YIELD_NS) {
+        let own_deadline = || {
+            sys::sched_getattr(sys::gettid()).is_ok_and(|a| a.sched_policy == sys::SCHED_DEADLINE)
+        };
+        if now >= at.saturating_add(TIMEOUT_YIELD_NS) || own_deadline() {
             self.yield_at.set(u64::MAX);
             return;
         }
