@@ -31,9 +31,9 @@ use heir::run::{run, Placement, RunConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    apply_lines, bwi_table, deadlock_line, log_json, ms, on_off, overrides_shown, parse_override,
-    parse_seconds, print_json, print_run_note, read_scenario_with, real_vs_sim_table, report_table,
-    run_error, run_json, sim_error, sim_json, thread_scheds,
+    aborted_line, apply_lines, bwi_table, deadlock_line, log_json, ms, on_off, overrides_shown,
+    parse_override, parse_seconds, print_json, print_run_note, read_scenario_with,
+    real_vs_sim_table, report_table, run_error, run_json, sim_error, sim_json, thread_scheds,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -135,6 +135,9 @@ pub fn main(args: Args) -> CliResult {
             overrides_shown(&args.protocol),
             report_table(report, &thread_scheds(&scenario)).render()
         );
+        if let Some(line) = aborted_line(report) {
+            println!("\n{line}");
+        }
         if let Some(table) = bwi_table(&real) {
             print!("\n{table}");
         }
