@@ -502,6 +502,7 @@ pub fn to_scenario(set: &TaskSet, opts: &ScenarioOptions, rng: &mut Rng) -> Scen
         resources: resources(set, opts),
         tasks,
         warnings: Vec::new(),
+        rpc: Default::default(),
     }
 }
 

@@ -414,6 +414,38 @@ impl Table {
     }
 }
 
+/// `heir run --compare`: per task, the real run's jobs, misses, mean and
+/// maximum response (ms) beside the simulation's of the same file.
+pub fn real_vs_sim_table(real: &Report, sim: &Report) -> Table {
+    let mut t = Table::new([
+        "task",
+        "jobs real",
+        "sim",
+        "misses real",
+        "sim",
+        "mean real",
+        "sim",
+        "max real",
+        "sim",
+    ]);
+    for r in &real.tasks {
+        let s = sim.tasks.iter().find(|s| s.name == r.name);
+        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
+        t.row([
+            r.name.clone(),
+            r.jobs.to_string(),
+            or_dash(s.map(|s| s.jobs.to_string())),
+            r.deadline_misses.to_string(),
+            or_dash(s.map(|s| s.deadline_misses.to_string())),
+            ms(r.response_us.mean),
+            ms(s.and_then(|s| s.response_us.mean)),
+            ms(r.response_us.max),
+            ms(s.and_then(|s| s.response_us.max)),
+        ]);
+    }
+    t
+}
+
 /// The per-thread table of a run report: task, policy/prio, jobs, misses,
 /// then response-time statistics in ms.
 pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {
@@ -471,6 +503,17 @@ pub fn server_line(report: &Report) -> Option<String> {
     (!parts.is_empty()).then(|| format!("deadline servers: {}", parts.join("; ")))
 }
 
+/// `aborted calls: Client 1, Other 0` — per thread whose calls have a
+/// `timeout` (seed 002), the calls that timed out and were aborted.
+pub fn aborted_line(report: &Report) -> Option<String> {
+    let parts: Vec<String> = report
+        .tasks
+        .iter()
+        .filter_map(|t| t.aborted_calls.map(|n| format!("{} {n}", t.name)))
+        .collect();
+    (!parts.is_empty()).then(|| format!("aborted calls: {}", parts.join(", ")))
+}
+
 /// `migrations: A 0, B 2` — per thread, the times it ran on another CPU
 /// than the one it last ran on; only with several CPUs, and only for
 /// reports that count them (the simulator's).
@@ -489,11 +532,13 @@ pub fn migration_line(report: &Report, cpus: u32) -> Option<String> {
 }
 
 /// The deadlock line of a report, if it deadlocked:
-/// `deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A`.
+/// `deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A` (`livelock at …` for
+/// servers that would help each other forever, seed 002 Fig. 7).
 pub fn deadlock_line(report: &Report) -> Option<String> {
     report.deadlock.as_ref().map(|d| {
         format!(
-            "deadlock at {} ms: {}",
+            "{} at {} ms: {}",
+            d.kind.word(),
             ms(Some(d.at_us)),
             d.cycle.join(" -> ")
         )

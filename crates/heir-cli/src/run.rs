@@ -4,7 +4,10 @@
 //! schema as `heir sim`, with `"mode":"real"` — plus what heir-rt could not
 //! apply to the kernel during the run (failed `sched_setattr` calls, boosts
 //! it cannot express, …): `heir run: …` lines after the table when there is
-//! any, and always the `"apply"` object in the JSON.
+//! any, and always the `"apply"` object in the JSON. `--compare` also
+//! simulates the same file (same protocols, PI-CV and duration; first, so a
+//! file the simulator refuses never runs) and prints the simulated figures
+//! beside the real ones (JSON: `"simulated"`).
 //!
 //! CPUs: a CPU the file names that another program's real-time threads (or
 //! another `heir run`) use moves to a free CPU (`--placement free`, the
@@ -28,12 +31,13 @@ use heir::run::{run, Placement, RunConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    apply_lines, bwi_table, deadlock_line, log_json, ms, on_off, overrides_shown, parse_override,
-    parse_seconds, print_json, print_run_note, read_scenario_with, report_table, run_error,
-    run_json, thread_scheds,
+    aborted_line, apply_lines, bwi_table, deadlock_line, log_json, ms, on_off, overrides_shown,
+    parse_override, parse_seconds, print_json, print_run_note, read_scenario_with,
+    real_vs_sim_table, report_table, run_error, run_json, sim_error, sim_json, thread_scheds,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
+use heir_sim::{NullObserver, SimConfig};
 
 /// `heir run` arguments.
 #[derive(clap::Args, Debug)]
@@ -63,6 +67,11 @@ pub struct Args {
     /// time order: when each ended, in ms from the start (JSON: "log").
     #[arg(long)]
     pub log: bool,
+    /// Also simulate the file (same protocols, PI-CV and duration) and
+    /// print each task's simulated jobs, misses and response times beside
+    /// the real ones (JSON: "simulated", the `heir sim --json` object).
+    #[arg(long)]
+    pub compare: bool,
 }
 
 /// `--placement`.
@@ -88,6 +97,21 @@ pub fn main(args: Args) -> CliResult {
         on_note: Some(print_run_note),
     };
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
+    // Simulated first: a file the simulator refuses never runs.
+    let sim = if args.compare {
+        let sim_config = SimConfig {
+            seed: None,
+            duration_us: args.duration,
+            pi_cv: Some(pi_cv),
+            cpus: None,
+        };
+        let cpus = heir_sim::cpu_count(&scenario, &sim_config).map_err(|e| sim_error(&file, &e))?;
+        let r = heir_sim::simulate(&scenario, &sim_config, &mut NullObserver)
+            .map_err(|e| sim_error(&file, &e))?;
+        Some((r, cpus))
+    } else {
+        None
+    };
     let real = run(&scenario, &config).map_err(|e| run_error(e, format!("{file}: cannot run")))?;
     let report = &real.report;
     if args.json {
@@ -96,6 +120,10 @@ pub fn main(args: Args) -> CliResult {
             if let serde_json::Value::Object(fields) = &mut json {
                 fields.insert("log".to_string(), log_json(&real));
             }
+        }
+        if let (Some((r, cpus)), serde_json::Value::Object(fields)) = (&sim, &mut json) {
+            let sim_json = sim_json(r, *cpus).map_err(CliError::failure)?;
+            fields.insert("simulated".to_string(), sim_json);
         }
         print_json(&json).map_err(CliError::failure)?;
     } else {
@@ -107,8 +135,21 @@ pub fn main(args: Args) -> CliResult {
             overrides_shown(&args.protocol),
             report_table(report, &thread_scheds(&scenario)).render()
         );
+        if let Some(line) = aborted_line(report) {
+            println!("\n{line}");
+        }
         if let Some(table) = bwi_table(&real) {
             print!("\n{table}");
+        }
+        if let Some((sim, _)) = &sim {
+            print!(
+                "\nreal beside simulated (heir sim of the same file, {:.3} s), response times in ms\n\n{}",
+                sim.duration_us / 1e6,
+                real_vs_sim_table(report, sim).render()
+            );
+            if let Some(line) = deadlock_line(sim) {
+                println!("\nsimulated: {line}");
+            }
         }
         if args.log {
             println!("\nlog (ms from the start, when each event ended)");

@@ -21,9 +21,9 @@ use heir_sim::{Report, SimConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    deadlock_line, migration_line, on_off, overrides_shown, parse_override, parse_seconds,
-    print_json, read_scenario_with, report_table, server_line, sim_error, sim_json, thread_scheds,
-    RunOutputs,
+    aborted_line, deadlock_line, migration_line, on_off, overrides_shown, parse_override,
+    parse_seconds, print_json, read_scenario_with, report_table, server_line, sim_error, sim_json,
+    thread_scheds, RunOutputs,
 };
 use crate::{CliError, CliResult};
 
@@ -167,6 +167,11 @@ fn text_report(
     );
     out.push_str(&report_table(report, scheds).render());
     if let Some(line) = server_line(report) {
+        out.push('\n');
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if let Some(line) = aborted_line(report) {
         out.push('\n');
         out.push_str(&line);
         out.push('\n');

@@ -19,6 +19,6 @@ pub mod report;
 pub mod stats;
 pub mod trace;
 
-pub use report::{DeadlockReport, Report, ServerStats, TaskReport};
+pub use report::{DeadlockKind, DeadlockReport, Report, ServerStats, TaskReport};
 pub use stats::{ResponseStats, ResponseSummary};
 pub use trace::{InstantKind, NullObserver, Observer, ThreadInfo, TraceEvent, TraceInfo};

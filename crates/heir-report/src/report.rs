@@ -46,6 +46,10 @@ pub struct TaskReport {
     /// for real runs, which do not observe it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub migrations: Option<u64>,
+    /// heir (seed 002): calls of the thread that timed out and were aborted;
+    /// present for the threads of tasks whose calls have a `timeout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aborted_calls: Option<u64>,
 }
 
 /// What happened to a deadline thread's server:
@@ -59,13 +63,39 @@ pub struct ServerStats {
     pub replenished: u64,
 }
 
-/// `{"at_us":…,"cycle":["A","m2","B","m1","A"]}`.
+/// `{"kind":"deadlock","at_us":…,"cycle":["A","m2","B","m1","A"]}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeadlockReport {
+    /// A deadlock (a cycle of waits), or a livelock (seed 002: servers
+    /// that would help each other forever).
+    pub kind: DeadlockKind,
     /// When the cycle closed (µs).
     pub at_us: f64,
     /// Alternating task and resource names; first and last are the same.
     pub cycle: Vec<String>,
+}
+
+/// What stopped a run: `"deadlock"` or `"livelock"` in JSON.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeadlockKind {
+    /// Threads wait for each other in a cycle (mutexes, condvars, calls).
+    #[default]
+    Deadlock,
+    /// Seed 002 Fig. 7: a cycle that goes through a helping link (a caller
+    /// that found a server busy and helps it): with timeslice donation the
+    /// servers would help each other forever.
+    Livelock,
+}
+
+impl DeadlockKind {
+    /// `"deadlock"` or `"livelock"`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            DeadlockKind::Deadlock => "deadlock",
+            DeadlockKind::Livelock => "livelock",
+        }
+    }
 }
 
 fn tasks_as_map<S: serde::Serializer>(tasks: &[TaskReport], s: S) -> Result<S::Ok, S::Error> {

@@ -62,6 +62,9 @@ pub enum InstantKind {
     /// The thread started spinning on its CPU for the mutex (M-BWI: the
     /// owner runs on another CPU).
     Spin,
+    /// The thread's call timed out and was aborted (seed 002; the
+    /// resource is the endpoint).
+    Abort,
 }
 
 /// One event. Times are ns since the start.

@@ -15,14 +15,23 @@
 //! 4. `chain`: seed 001 Figs. 7-8 analogue — CPU time of a blocking
 //!    `FUTEX_LOCK_PI` at the head of a chain of 1..8 blocked PI futex
 //!    owners (the kernel walks and boosts the chain) and of the
-//!    `FUTEX_UNLOCK_PI` at its end, SCHED_FIFO and SCHED_DEADLINE.
+//!    `FUTEX_UNLOCK_PI` at its end, SCHED_FIFO and SCHED_DEADLINE; then
+//!    the same chain on heir's `RawPiMutex` (deadline threads) and through
+//!    `heir::bwi` (user-space M-BWI accounting, `"protocol": "bwi"`), and
+//!    the bwi pieces measured alone.
+//!
+//! 5. `donate`: the donating endpoint (`heir::donate::Endpoint`, seed
+//!    002): call/reply round trip against the existing `rpc::Endpoint`
+//!    (PI-CV on and off), and the CPU cost of a call that links onto a
+//!    chain of 1..64 servers (each blocked calling the next) and aborts
+//!    by timeout (issue 10, "Engine cost", heir-rt side).
 //!
 //! All threads are SCHED_FIFO and pinned to the last CPU (deadline threads:
 //! unpinned, as the kernel requires); every loop is bounded in count and
 //! time. Without SCHED_FIFO permission the real-time parts print why and
 //! are skipped. `HEIR_BENCH_QUICK=1` shortens the runs. Arguments that do
 //! not start with `-` select sections by name (`uncontended`, `pingpong`,
-//! `fig13`, `boost`, `chain`): `cargo bench -p heir-rt --bench rt -- boost`.
+//! `fig13`, `boost`, `chain`, `donate`): `cargo bench -p heir-rt --bench rt -- boost`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -30,7 +39,8 @@ use std::time::Instant;
 
 use heir::caps::Capabilities;
 use heir::sys::{self, now_ns};
-use heir::{Boost, PiCondvar, PiMutex, PrioQueue, Urgency};
+use heir::{Boost, PiCondvar, PiMutex, PrioQueue, RawPiMutex, Urgency};
+use heir_core::ObjId;
 
 fn spawn_fifo<T: Send + 'static>(
     cpu: u32,
@@ -244,8 +254,22 @@ fn cpu_ns() -> u64 {
     sys::thread_cpu_ns()
 }
 
+/// The reservation of a deadline chain thread: runtime 1 ms every 20 ms,
+/// relative deadline `dl_ms` ms. The runtime only matters to the `bwi`
+/// rows: a `bwi` waiter's wait times out after its remaining runtime
+/// (`heir::bwi`), and a chain of 8 hand-overs must fit in it.
+fn chain_dl_attr(dl_ms: u64) -> sys::SchedAttr {
+    sys::SchedAttr {
+        sched_policy: sys::SCHED_DEADLINE,
+        sched_runtime: 1_000_000,
+        sched_deadline: dl_ms * 1_000_000,
+        sched_period: 20_000_000,
+        ..Default::default()
+    }
+}
+
 /// Scheduling of one chain thread: SCHED_FIFO at `prio` pinned to `cpu`,
-/// or SCHED_DEADLINE (tiny runtime) with relative deadline `dl_ms` ms.
+/// or SCHED_DEADLINE ([`chain_dl_attr`]) with relative deadline `dl_ms` ms.
 #[derive(Clone, Copy)]
 enum Class {
     Fifo { cpu: u32, prio: u8 },
@@ -259,16 +283,7 @@ impl Class {
                 sys::set_affinity(0, &[cpu])?;
                 sys::sched_setattr(0, &heir::sched::fifo(prio))
             }
-            Class::Deadline { dl_ms } => sys::sched_setattr(
-                0,
-                &sys::SchedAttr {
-                    sched_policy: sys::SCHED_DEADLINE,
-                    sched_runtime: 300_000,
-                    sched_deadline: dl_ms * 1_000_000,
-                    sched_period: 20_000_000,
-                    ..Default::default()
-                },
-            ),
+            Class::Deadline { dl_ms } => sys::sched_setattr(0, &chain_dl_attr(dl_ms)),
         }
     }
     /// Back to SCHED_OTHER — from the thread itself, while it runs.
@@ -399,6 +414,277 @@ fn chain_run(depth: usize, class: impl Fn(usize) -> Class, iters: usize) -> Opti
     Some((median(&mut locks), median(&mut unlocks)))
 }
 
+/// How a heir chain locks: heir's `RawPiMutex` (the engine told of each
+/// contention, the kernel's PI futex beneath; the threads stay
+/// SCHED_DEADLINE), or the same mutexes through `heir::bwi` (what `heir
+/// run` does for `"protocol": "bwi"`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HeirLock {
+    Pi,
+    Bwi,
+}
+
+/// True once `tid` sleeps (`S` in `/proc/self/task/TID/stat`) and the
+/// engine records it blocked on `m`: it waits in `FUTEX_LOCK_PI` on `m`.
+fn sleeps_on(tid: i32, m: &RawPiMutex) -> bool {
+    let blocked = heir::thread::info(tid)
+        .and_then(|i| i.blocked_on)
+        .is_some_and(|o| o == ObjId::from(m.id()));
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or("");
+    blocked && state == "S"
+}
+
+/// The chain of [`chain_run`] on heir's mutexes, every thread
+/// SCHED_DEADLINE with relative deadline 2 + i ms ([`chain_dl_attr`]; set
+/// with `heir::thread::set_sched`, as `heir run` does): thread i (1..=depth)
+/// locks mutex i and blocks on mutex i+1; thread 0 then locks mutex 1.
+/// Returns the median CPU ns of thread 0's whole lock call and of the
+/// chain end's whole unlock call. Under [`HeirLock::Bwi`] the lock is
+/// `BwiThread::lock` (a deadline waiter's accounting reads, the lend with
+/// its budget as the timeout, then leaving the deadline class for FIFO 98
+/// while it holds the mutex) and the unlock `BwiThread::unlock` (the
+/// hand-over, then re-entering its reservation: admission control). The
+/// driver runs at SCHED_FIFO 1 (below every chain thread) so that thread
+/// 0's budget does not run out while it waits for the driver. Also returns
+/// the number of `bwi` throttles (thread 0's lent budget ran out: 0 when
+/// the figures measure one lend).
+/// Becomes SCHED_DEADLINE with `attr` (its own change, through the
+/// registry), retrying for up to 100 ms while admission refuses it: the
+/// previous run's threads give their bandwidth back at their 0-lag times.
+fn enter_deadline(attr: &sys::SchedAttr) -> Result<(), heir::Error> {
+    let end = now_ns() + 100_000_000;
+    loop {
+        match heir::thread::set_sched(attr) {
+            Err(e) if e.errno() == libc::EBUSY && now_ns() < end => {
+                sys::sleep_until(now_ns() + 1_000_000);
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Sleeps one period if the calling deadline thread has less than 90 % of
+/// its runtime left: its deadline has then passed, and the kernel gives it
+/// a fresh runtime at the wake-up. A `bwi` waiter lends what is left of its
+/// runtime (its wait's timeout), so each measured lend starts with the
+/// whole runtime rather than what earlier iterations left of it.
+fn fresh_budget(me: i32, attr: &sys::SchedAttr) {
+    let left = heir::deadline::proc_sched(me)
+        .and_then(|s| s.dl_runtime_ns)
+        .unwrap_or(0);
+    if left < (attr.sched_runtime as i64) * 9 / 10 {
+        sys::sleep_until(now_ns() + attr.sched_period);
+    }
+}
+
+fn heir_chain_run(depth: usize, how: HeirLock, iters: usize) -> Option<(f64, f64, u64)> {
+    use heir::bwi::BwiThread;
+    use std::sync::mpsc::channel;
+    let ms: Arc<Vec<RawPiMutex>> = Arc::new((0..=depth + 1).map(|_| RawPiMutex::new()).collect());
+    let limit = now_ns() + 60_000_000_000;
+    let (res_tx, res_rx) = channel::<(usize, Option<u64>)>();
+    let (ready_tx, ready_rx) = channel::<(usize, Option<i32>)>();
+    let mut gos = Vec::new();
+    let mut handles = Vec::new();
+    for i in 0..=depth {
+        let (go_tx, go_rx) = channel::<bool>();
+        gos.push(go_tx);
+        let (m, res, ready) = (ms.clone(), res_tx.clone(), ready_tx.clone());
+        handles.push(std::thread::spawn(move || {
+            let attr = chain_dl_attr(2 + i as u64);
+            if let Err(e) = enter_deadline(&attr) {
+                eprintln!("chain thread {i}: SCHED_DEADLINE refused: {e}");
+                let _ = ready.send((i, None));
+                return 0;
+            }
+            let me = sys::gettid();
+            let _ = ready.send((i, Some(me)));
+            let mut b = BwiThread::default();
+            let lock = |b: &mut BwiThread, m: &RawPiMutex| match how {
+                HeirLock::Pi => m.lock_until(Some(limit)),
+                HeirLock::Bwi => b.lock(m, limit),
+            };
+            let unlock = |b: &mut BwiThread, m: &RawPiMutex| match how {
+                HeirLock::Pi => m.unlock(),
+                HeirLock::Bwi => b.unlock(m, limit),
+            };
+            while let Ok(true) = go_rx.recv() {
+                if i == 0 {
+                    fresh_budget(me, &attr);
+                    let t = cpu_ns();
+                    let r = lock(&mut b, &m[1]);
+                    if let Err(e) = &r {
+                        eprintln!("chain thread 0: lock: {e}");
+                    }
+                    let cost = cpu_ns() - t;
+                    if r.is_ok() {
+                        let _ = unlock(&mut b, &m[1]);
+                    }
+                    let _ = res.send((0, r.is_ok().then_some(cost)));
+                    continue;
+                }
+                let own = lock(&mut b, &m[i]).is_ok();
+                let _ = res.send((i, None));
+                if !own {
+                    continue;
+                }
+                if i < depth {
+                    if lock(&mut b, &m[i + 1]).is_ok() {
+                        let _ = unlock(&mut b, &m[i + 1]);
+                    }
+                    let _ = unlock(&mut b, &m[i]);
+                } else {
+                    // Told to release the chain's end.
+                    let _ = go_rx.recv();
+                    let t = cpu_ns();
+                    let r = unlock(&mut b, &m[i]);
+                    let _ = res.send((i, r.is_ok().then(|| cpu_ns() - t)));
+                }
+            }
+            let throttles = b.lent.values().map(|l| l.throttles).sum::<u64>();
+            heir::thread::leave();
+            // Back to SCHED_OTHER by itself, running (never from another
+            // thread: docs/DEADLINE.md §1).
+            let _ = heir::deadline::leave_class(&heir::sched::other(0));
+            throttles
+        }));
+    }
+    let mut tids: Vec<Option<i32>> = vec![None; depth + 1];
+    for _ in 0..=depth {
+        if let Ok((i, t)) = ready_rx.recv() {
+            tids[i] = t;
+        }
+    }
+    let all_ready = tids.iter().all(Option::is_some);
+    let tid = |i: usize| tids[i].unwrap_or(0);
+    // The driver at FIFO 1 while it drives (restored after).
+    let me = sys::gettid();
+    let saved = sys::sched_getattr(me).ok();
+    let _ = sys::sched_setattr(me, &heir::sched::fifo(1));
+    let mut locks = Vec::new();
+    let mut unlocks = Vec::new();
+    // Each step is seen within 2 s, or the run is abandoned.
+    let step = || (now_ns() + 2_000_000_000).min(limit);
+    if all_ready {
+        'it: for _ in 0..iters {
+            for i in (1..=depth).rev() {
+                let _ = gos[i].send(true);
+                let _ = res_rx.recv();
+                if i < depth && !until(step(), || sleeps_on(tid(i), &ms[i + 1])) {
+                    eprintln!("chain thread {i} not seen blocked on mutex {}", i + 1);
+                    break 'it;
+                }
+            }
+            let _ = gos[0].send(true);
+            // Thread 0 may first sleep a period for a fresh budget.
+            if !until(step(), || sleeps_on(tid(0), &ms[1])) {
+                // What it was doing instead (for whoever chases this).
+                let stat = std::fs::read_to_string(format!("/proc/self/task/{}/stat", tid(0)))
+                    .unwrap_or_default();
+                let state = stat.rsplit_once(')').map_or("", |(_, r)| r.trim_start());
+                eprintln!(
+                    "chain thread 0 not seen blocked on mutex 1: state {}, engine {:?}, /proc sched {:?}",
+                    state.split_whitespace().next().unwrap_or("?"),
+                    heir::thread::info(tid(0)).map(|i| (i.blocked_on, i.effective)),
+                    heir::deadline::proc_sched(tid(0))
+                );
+                break;
+            }
+            let _ = gos[depth].send(true);
+            for _ in 0..2 {
+                match res_rx.recv() {
+                    Ok((0, Some(c))) => locks.push(c as f64),
+                    Ok((_, Some(c))) => unlocks.push(c as f64),
+                    _ => break 'it,
+                }
+            }
+        }
+    }
+    if let Some(a) = saved {
+        let _ = sys::sched_setattr(me, &a);
+    }
+    for g in &gos {
+        let _ = g.send(false);
+    }
+    drop(gos);
+    let throttles: u64 = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    if !all_ready || locks.len() < iters || unlocks.len() < iters {
+        return None;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Some((median(&mut locks), median(&mut unlocks), throttles))
+}
+
+/// Median CPU ns, in a SCHED_DEADLINE thread ([`chain_dl_attr`]), of the
+/// pieces `heir::bwi` adds around the kernel's lock and unlock: the
+/// accounting reads of a lend (`sched_getattr` of itself, its remaining
+/// runtime from `/proc/self/task/TID/sched`, the owner's CPU clock twice),
+/// leaving the deadline class for FIFO 98 after the lock
+/// (`deadline::leave_class` + `thread::set_sched`), and re-entering the
+/// reservation after the unlock (`thread::set_sched`: admission control).
+fn bwi_pieces(iters: usize) -> Option<(f64, f64, f64)> {
+    // An idle thread plays the owner whose CPU clock is read.
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let sleeper = std::thread::spawn(move || {
+        let _ = tid_tx.send(sys::gettid());
+        let _ = stop_rx.recv();
+    });
+    let owner = tid_rx.recv().ok()?;
+    let r = std::thread::spawn(move || {
+        let own = chain_dl_attr(2);
+        heir::thread::set_sched(&own).ok()?;
+        let me = sys::gettid();
+        let fifo = heir::sched::fifo(heir::bwi::OWNER_FIFO_PRIORITY);
+        let (mut reads, mut leave, mut back) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..iters {
+            let t = cpu_ns();
+            let _ = std::hint::black_box(sys::sched_getattr(me));
+            let _ = std::hint::black_box(heir::deadline::proc_sched(me));
+            let _ = std::hint::black_box(sys::thread_cpu_ns_of(owner));
+            let _ = std::hint::black_box(sys::thread_cpu_ns_of(owner));
+            reads.push((cpu_ns() - t) as f64);
+            let t = cpu_ns();
+            let _ = heir::deadline::leave_class(&fifo);
+            let _ = heir::thread::set_sched(&fifo);
+            leave.push((cpu_ns() - t) as f64);
+            let t = cpu_ns();
+            let mut ok = heir::thread::set_sched(&own).is_ok();
+            back.push((cpu_ns() - t) as f64);
+            // Admission may refuse until the 0-lag time (not expected:
+            // leave_class released the bandwidth at once); bounded retries.
+            for _ in 0..100 {
+                if ok {
+                    break;
+                }
+                sys::sleep_until(now_ns() + 1_000_000);
+                ok = heir::thread::set_sched(&own).is_ok();
+            }
+            sys::sleep_until(now_ns() + 200_000);
+        }
+        heir::thread::leave();
+        let _ = heir::deadline::leave_class(&heir::sched::other(0));
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        Some((median(&mut reads), median(&mut leave), median(&mut back)))
+    })
+    .join()
+    .ok()
+    .flatten();
+    drop(stop_tx);
+    let _ = sleeper.join();
+    r
+}
+
 fn chain(cpu: u32, iters: usize) {
     let overhead = {
         let mut v: Vec<u64> = (0..1000)
@@ -410,10 +696,20 @@ fn chain(cpu: u32, iters: usize) {
         v.sort_unstable();
         v[v.len() / 2]
     };
-    println!("## chain: CPU ns of FUTEX_LOCK_PI at the head / FUTEX_UNLOCK_PI at the end of a chain of N blocked owners (median of {iters}; clock read {overhead} ns included)");
+    println!("## chain: CPU ns of the lock at the head / the unlock at the end of a chain of N blocked owners (median of {iters}; clock read {overhead} ns included)");
+    println!("   fifo+pi, dl+pi: raw FUTEX_LOCK_PI / FUTEX_UNLOCK_PI; heir dl: RawPiMutex lock/unlock; bwi: heir::bwi::BwiThread lock/unlock (throttles: lent budgets that ran out)");
     println!(
-        "{:>3}  {:>14}  {:>14}  {:>14}  {:>14}  {:>10}",
-        "N", "fifo+pi lock", "fifo+pi unlock", "dl+pi lock", "dl+pi unlock", "bwi"
+        "{:>3}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>9}",
+        "N",
+        "fifo+pi lock",
+        "unlock",
+        "dl+pi lock",
+        "unlock",
+        "heir dl lock",
+        "unlock",
+        "bwi lock",
+        "unlock",
+        "throttles"
     );
     for depth in 1..=8usize {
         let fifo = chain_run(
@@ -431,19 +727,32 @@ fn chain(cpu: u32, iters: usize) {
             },
             iters,
         );
+        let heir_dl = heir_chain_run(depth, HeirLock::Pi, iters).map(|(a, b, _)| (a, b));
+        let bwi = heir_chain_run(depth, HeirLock::Bwi, iters);
         let f = |x: Option<(f64, f64)>, k: usize| {
             x.map_or("n/a".to_string(), |v| {
                 format!("{:.0}", if k == 0 { v.0 } else { v.1 })
             })
         };
+        let b2 = bwi.map(|(a, b, _)| (a, b));
         println!(
-            "{depth:>3}  {:>14}  {:>14}  {:>14}  {:>14}  {:>10}",
+            "{depth:>3}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>9}",
             f(fifo, 0),
             f(fifo, 1),
             f(dl, 0),
             f(dl, 1),
-            "TODO"
+            f(heir_dl, 0),
+            f(heir_dl, 1),
+            f(b2, 0),
+            f(b2, 1),
+            bwi.map_or("n/a".to_string(), |b| b.2.to_string())
         );
+    }
+    match bwi_pieces(iters) {
+        Some((reads, leave, back)) => println!(
+            "bwi pieces (CPU ns, median of {iters}, one SCHED_DEADLINE thread): accounting reads {reads:.0}; leave the class for FIFO 98 {leave:.0}; re-enter the reservation {back:.0}"
+        ),
+        None => println!("bwi pieces: n/a (SCHED_DEADLINE refused)"),
     }
 }
 
@@ -659,5 +968,170 @@ fn main() {
     }
     if want("chain") {
         chain(cpu, if quick { 50 } else { 500 });
+    }
+    if want("donate") {
+        donate(cpu, rounds, if quick { 200 } else { 2_000 });
+    }
+}
+
+/// µs per call/reply round trip on a donating endpoint: client FIFO 30,
+/// server FIFO 10, one CPU.
+fn donate_round_trip(cpu: u32, rounds: u32) -> f64 {
+    let ep = Arc::new(heir::donate::Endpoint::<u32, u32>::new());
+    let limit = now_ns() + 60_000_000_000;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let e = ep.clone();
+    let server = spawn_fifo(cpu, 10, move || {
+        e.join_server(false).expect("join");
+        let _ = tx.send(());
+        while let Ok(Some(x)) = e.receive_until(Some(limit)) {
+            let _ = e.reply(x + 1);
+            if x == u32::MAX - 1 {
+                break;
+            }
+        }
+    });
+    let _ = rx.recv();
+    let e = ep.clone();
+    let us = spawn_fifo(cpu, 30, move || {
+        let start = now_ns();
+        for i in 0..rounds {
+            let _ = e.call(i);
+        }
+        let us = (now_ns() - start) as f64 / 1000.0 / rounds as f64;
+        let _ = e.call(u32::MAX - 1);
+        us
+    })
+    .join()
+    .expect("client");
+    let _ = server.join();
+    us
+}
+
+/// µs per round trip on the existing `rpc::Endpoint` (PI-CV on or off).
+fn rpc_round_trip(cpu: u32, rounds: u32, pi_cv: bool) -> f64 {
+    let ep = Arc::new(heir::rpc::Endpoint::<u32, u32>::new(pi_cv));
+    let limit = now_ns() + 60_000_000_000;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let e = ep.clone();
+    let server = spawn_fifo(cpu, 10, move || {
+        let _ = tx.send(heir::thread::current_tid());
+        let mut last = 0;
+        while last != u32::MAX - 1 {
+            match e.serve_until(Some(limit), |x| {
+                last = x;
+                x + 1
+            }) {
+                Ok(true) => {}
+                _ => break,
+            }
+        }
+    });
+    let stid = rx.recv().expect("server tid");
+    let _ = ep.add_server(stid);
+    let e = ep.clone();
+    let us = spawn_fifo(cpu, 30, move || {
+        let c = e.caller().expect("caller");
+        let start = now_ns();
+        for i in 0..rounds {
+            let _ = e.call(&c, i);
+        }
+        let us = (now_ns() - start) as f64 / 1000.0 / rounds as f64;
+        let _ = e.call(&c, u32::MAX - 1);
+        us
+    })
+    .join()
+    .expect("client");
+    let _ = server.join();
+    us
+}
+
+/// Median CPU ns of a head caller's call that links onto a chain of `n`
+/// servers (server i serves endpoint i by calling endpoint i+1; the last
+/// one waits) and aborts by a 300 µs timeout: the kernel boosts the `n`
+/// servers when the call blocks and de-boosts them when it times out.
+fn donate_chain(cpu: u32, n: usize, calls: u32) -> u64 {
+    type Ep = heir::donate::Endpoint<u32, u32>;
+    let eps: Vec<Arc<Ep>> = (0..n).map(|_| Arc::new(Ep::new())).collect();
+    let limit = now_ns() + 120_000_000_000;
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let mut release_rx = Some(release_rx);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let mut servers = Vec::new();
+    for i in 0..n {
+        let e = eps[i].clone();
+        let next = eps.get(i + 1).cloned();
+        let wait = if next.is_none() {
+            release_rx.take()
+        } else {
+            None
+        };
+        let ready = ready_tx.clone();
+        servers.push(spawn_fifo(cpu, 10, move || {
+            e.join_server(false).expect("join");
+            let _ = ready.send(());
+            while let Ok(Some(x)) = e.receive_until(Some(limit)) {
+                let r = match (&next, &wait) {
+                    _ if x == u32::MAX => x,
+                    (Some(nx), _) => nx.call_until(x, Some(limit)).unwrap_or(0),
+                    (None, Some(w)) => {
+                        let _ = w.recv_timeout(std::time::Duration::from_secs(100));
+                        x
+                    }
+                    _ => x,
+                };
+                let _ = e.reply(r);
+                if x == u32::MAX {
+                    break;
+                }
+            }
+        }));
+    }
+    for _ in 0..n {
+        let _ = ready_rx.recv();
+    }
+    let head = eps[0].clone();
+    let med = spawn_fifo(cpu, 30, move || {
+        // The first call builds the chain (each server calls on).
+        let _ = head.call_until(1, Some(now_ns() + 50_000_000));
+        let mut v = Vec::with_capacity(calls as usize);
+        for _ in 0..calls {
+            let t0 = sys::thread_cpu_ns();
+            let r = head.call_until(1, Some(now_ns() + 300_000));
+            let t1 = sys::thread_cpu_ns();
+            if r == Err(heir::Error::TimedOut) {
+                v.push(t1 - t0);
+            }
+        }
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    })
+    .join()
+    .expect("head");
+    // Unwind: release the last server, then stop every server.
+    let _ = release_tx.send(());
+    for e in &eps {
+        let _ = e.call_until(u32::MAX, Some(now_ns() + 5_000_000_000));
+    }
+    for s in servers {
+        let _ = s.join();
+    }
+    med
+}
+
+fn donate(cpu: u32, rounds: u32, chain_calls: u32) {
+    println!("## donating endpoint (seed 002) vs rpc::Endpoint: client FIFO 30, server FIFO 10, CPU {cpu}, µs per call/reply round trip, {rounds} rounds, best of 3");
+    let best = |f: &dyn Fn() -> f64| (0..3).map(|_| f()).fold(f64::INFINITY, f64::min);
+    println!(
+        "donate::Endpoint {:>8.2}   rpc::Endpoint PI-CV on {:>8.2}   PI-CV off {:>8.2}",
+        best(&|| donate_round_trip(cpu, rounds)),
+        best(&|| rpc_round_trip(cpu, rounds, true)),
+        best(&|| rpc_round_trip(cpu, rounds, false)),
+    );
+    println!("## donating endpoint: link + abort by chain length (median CPU ns of the head caller's call, 300 µs timeout, {chain_calls} calls)");
+    println!("| N | link + abort ns |");
+    println!("|---|---|");
+    for n in [1usize, 4, 16, 64] {
+        println!("| {n} | {} |", donate_chain(cpu, n, chain_calls));
     }
 }

@@ -5,8 +5,9 @@
  * on a heir_cond_t lends its priority to the condition's helper threads
  * until it is woken, times out, or the helper is removed — transitively
  * through heir PI mutexes and other heir condition variables. Plus kernel
- * PI-futex mutexes, immediate-priority-ceiling mutexes and seed 000 Fig. 5's
- * bounded priority queue.
+ * PI-futex mutexes, immediate-priority-ceiling mutexes, seed 000 Fig. 5's
+ * bounded priority queue, and seed 002's donating RPC endpoints (the
+ * kernel lends a caller's priority or deadline to the thread serving it).
  *
  * Conventions (as pthreads): every function returns 0 or a positive errno.
  *   EINVAL  null, never initialised or destroyed object; bad argument
@@ -41,6 +42,9 @@ typedef struct heir_cond { void *p; unsigned int magic; } heir_cond_t;
 typedef struct heir_ceiling_mutex { void *p; unsigned int magic; } heir_ceiling_mutex_t;
 /** A bounded priority queue of void * items (seed 000 Fig. 5). */
 typedef struct heir_queue { void *p; unsigned int magic; } heir_queue_t;
+/** A donating RPC endpoint (seed 002): a caller's priority or deadline
+ * goes to the thread serving its request, in the kernel. */
+typedef struct heir_rpc { void *p; unsigned int magic; } heir_rpc_t;
 
 /* Threads. A thread joins automatically on first use; joining saves its
  * scheduling attributes (sched_getattr) as its base. */
@@ -58,8 +62,10 @@ typedef struct heir_apply_stats {
     uint64_t setattr_errors;         /* of which failed (the thread still existed) */
     int32_t  last_errno;             /* the last failure's errno (0: none) */
     pid_t    last_error_tid;         /* its thread (0: none) */
-    uint64_t unexpressible;          /* boosts not applied: a deadline lent to a
-                                        thread (bandwidth inheritance: future work) */
+    uint64_t unexpressible;          /* boosts not applied: a deadline lent through
+                                        a HEIR_BOOST_USER condition variable (the
+                                        kernel lends deadlines only along PI
+                                        futexes; those are not counted) */
     pid_t    last_unexpressible_tid; /* the last one's thread (0: none) */
     int32_t  last_engine_errno;      /* errno of the last engine error (0: none) */
     uint64_t vanished;               /* threads found gone and dropped */
@@ -125,6 +131,68 @@ int heir_queue_timedpop(heir_queue_t *q, void **item, const struct timespec *abs
 int heir_queue_add_producer(heir_queue_t *q, pid_t tid);
 int heir_queue_add_consumer(heir_queue_t *q, pid_t tid);
 int heir_queue_destroy(heir_queue_t *q);
+
+/* Donating RPC endpoint (seed 002's timeslice donation and helping; see
+ * docs/RUNTIME.md "Donating RPC endpoints").
+ *
+ * A caller sleeps in FUTEX_LOCK_PI on its request's own PI futex word,
+ * which holds the TID of the thread serving (or assigned) the request: the
+ * kernel boosts exactly that thread to the caller's priority, or lends it
+ * the caller's SCHED_DEADLINE parameters, and on along that thread's PI
+ * chain (a heir or glibc PI mutex it blocks on, a call it makes on another
+ * endpoint). A caller that finds every server busy queues on one and
+ * blocks on the word of the request it serves now (helping: the kernel
+ * boosts that server until it replies), then retries. No sched_setattr.
+ *
+ * Requests and replies are opaque void * values. `abstime` is an absolute
+ * CLOCK_MONOTONIC deadline, or NULL for none. */
+
+/** Initialises an endpoint without servers. */
+int heir_rpc_init(heir_rpc_t *ep);
+
+/** Destroys it: EBUSY (nothing changed) while a call is in flight or a
+ * server waits in heir_rpc_receive. No thread may be inside a heir_rpc_*
+ * call on it. */
+int heir_rpc_destroy(heir_rpc_t *ep);
+
+/** Makes the calling thread a server of `ep`. With `passive` non-zero it
+ * first switches itself to SCHED_IDLE (its base from now on): it runs on
+ * what callers lend it and otherwise only when its CPU would idle.
+ * EBUSY if it already serves `ep`; EPERM if the policy change is refused. */
+int heir_rpc_server_join(heir_rpc_t *ep, int passive);
+
+/** The calling thread stops serving `ep`: EBUSY while it has a request,
+ * EPERM if it is not a server. */
+int heir_rpc_server_leave(heir_rpc_t *ep);
+
+/** Calls: sends `req` and waits for the reply, stored in `*resp`.
+ *   0          replied
+ *   ETIMEDOUT  `abstime` passed: the call is aborted. A request not yet
+ *              received is withdrawn; one being served stays with its
+ *              server (its reply is dropped) and later callers help the
+ *              server finish it. The abort takes effect when the caller
+ *              runs again: a server boosted to the caller's own FIFO
+ *              priority keeps the CPU until it blocks or yields.
+ *   EDEADLK    the kernel refused the wait: it would close a cycle (a
+ *              server calling, directly or not, an endpoint whose server
+ *              waits for it; seed 002 Fig. 7's livelock). Aborted as above.
+ *   ESRCH      the endpoint has no server, or the thread serving the
+ *              request exited (requests not yet received go to another
+ *              server instead)
+ *   EINVAL     null or destroyed endpoint, null `resp`, bad `abstime` */
+int heir_rpc_call(heir_rpc_t *ep, void *req, void **resp, const struct timespec *abstime);
+
+/** A server waits for a request (ETIMEDOUT at `abstime` if none came) and
+ * gets it in `*req`; it runs it boosted by its caller and answers with
+ * heir_rpc_reply. EPERM if the caller is not a server of `ep`, EBUSY if it
+ * has not replied to the request it received. */
+int heir_rpc_receive(heir_rpc_t *ep, void **req, const struct timespec *abstime);
+
+/** Answers the request the calling server received: its caller gets `resp`
+ * (dropped if the caller gave up), the server its next queued request, and
+ * the kernel wakes the caller and ends the boost. EPERM without a received
+ * request. */
+int heir_rpc_reply(heir_rpc_t *ep, void *resp);
 
 #ifdef __cplusplus
 }

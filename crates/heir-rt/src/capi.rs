@@ -15,6 +15,7 @@ use heir_core::{Protocol, Urgency};
 
 use crate::ceiling::RawEngineMutex;
 use crate::condvar::{Boost, PiCondvar, WaitResult};
+use crate::donate::Endpoint;
 use crate::mutex::RawPiMutex;
 use crate::queue::PrioQueue;
 use crate::{thread, Error};
@@ -23,6 +24,7 @@ const MAGIC_MUTEX: u32 = 0x6865_6d78; // "hemx"
 const MAGIC_COND: u32 = 0x6865_6376; // "hecv"
 const MAGIC_CEIL: u32 = 0x6865_6365; // "hece"
 const MAGIC_QUEUE: u32 = 0x6865_7175; // "hequ"
+const MAGIC_RPC: u32 = 0x6865_7270; // "herp"
 
 /// `heir_mutex_t`: a PI mutex (kernel PI futex).
 #[repr(C)]
@@ -52,6 +54,15 @@ pub struct heir_ceiling_mutex_t {
 #[repr(C)]
 #[derive(Debug)]
 pub struct heir_queue_t {
+    p: *mut c_void,
+    magic: u32,
+}
+
+/// `heir_rpc_t`: a donating RPC endpoint of `void *` requests and replies
+/// ([`crate::donate::Endpoint`]).
+#[repr(C)]
+#[derive(Debug)]
+pub struct heir_rpc_t {
     p: *mut c_void,
     magic: u32,
 }
@@ -105,6 +116,19 @@ handle!(mutex_of, heir_mutex_t, RawPiMutex, MAGIC_MUTEX);
 handle!(cond_of, heir_cond_t, PiCondvar, MAGIC_COND);
 handle!(ceil_of, heir_ceiling_mutex_t, RawEngineMutex, MAGIC_CEIL);
 handle!(queue_of, heir_queue_t, PrioQueue<usize>, MAGIC_QUEUE);
+handle!(rpc_of, heir_rpc_t, Endpoint<usize, usize>, MAGIC_RPC);
+
+/// Reads an optional absolute CLOCK_MONOTONIC deadline (null: none).
+///
+/// # Safety
+/// `ts` must be null or point at a readable `struct timespec`.
+unsafe fn opt_deadline(ts: *const libc::timespec) -> Result<Option<u64>, Error> {
+    if ts.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded caller guarantee; not null.
+    unsafe { deadline(ts) }.map(Some)
+}
 
 /// Registers the calling thread with its current scheduling attributes.
 #[no_mangle]
@@ -145,8 +169,9 @@ pub struct heir_apply_stats_t {
     pub last_errno: i32,
     /// The thread whose `sched_setattr` failed last (0 if none).
     pub last_error_tid: libc::pid_t,
-    /// Boosts not applied because the thread cannot express them (a
-    /// deadline lent to a thread).
+    /// Boosts not applied because nothing can express them: a deadline
+    /// lent through a `HEIR_BOOST_USER` condition variable (a deadline the
+    /// kernel lends along PI futexes is not counted).
     pub unexpressible: u64,
     /// The thread of the last one (0 if none).
     pub last_unexpressible_tid: libc::pid_t,
@@ -611,4 +636,120 @@ pub unsafe extern "C" fn heir_queue_destroy(q: *mut heir_queue_t) -> i32 {
     q.p = std::ptr::null_mut();
     q.magic = 0;
     0
+}
+
+/// Initialises a donating RPC endpoint without servers.
+///
+/// # Safety
+/// `ep` null or writable memory for a `heir_rpc_t`.
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_init(ep: *mut heir_rpc_t) -> i32 {
+    // SAFETY: the caller guarantees `ep` is null or writable.
+    let Some(ep) = (unsafe { ep.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    ep.p = Box::into_raw(Box::new(Endpoint::<usize, usize>::new())) as *mut c_void;
+    ep.magic = MAGIC_RPC;
+    0
+}
+
+/// Destroys an endpoint (`EBUSY` while a call is in flight or a server
+/// waits in receive).
+///
+/// # Safety
+/// `ep` an initialised handle (or null); no thread inside a `heir_rpc_*`
+/// call on it.
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_destroy(ep: *mut heir_rpc_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    match unsafe { rpc_of(ep) } {
+        Err(e) => return e.errno(),
+        Ok(e) if !e.is_quiet() => return libc::EBUSY,
+        Ok(_) => {}
+    }
+    // SAFETY: validated above.
+    let ep = unsafe { &mut *ep };
+    // SAFETY: `p` came from Box::into_raw in heir_rpc_init.
+    drop(unsafe { Box::from_raw(ep.p as *mut Endpoint<usize, usize>) });
+    ep.p = std::ptr::null_mut();
+    ep.magic = 0;
+    0
+}
+
+/// Makes the calling thread a server (`passive`: `SCHED_IDLE` first).
+///
+/// # Safety
+/// `ep` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_server_join(ep: *mut heir_rpc_t, passive: i32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { rpc_of(ep) }.and_then(|e| e.join_server(passive != 0)))
+}
+
+/// The calling thread stops serving the endpoint.
+///
+/// # Safety
+/// `ep` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_server_leave(ep: *mut heir_rpc_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { rpc_of(ep) }.and_then(|e| e.leave_server()))
+}
+
+/// Calls with `req`; the reply goes to `*resp`. `abstime` null: no
+/// timeout.
+///
+/// # Safety
+/// `ep` an initialised handle (or null); `resp` null or writable;
+/// `abstime` null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_call(
+    ep: *mut heir_rpc_t,
+    req: *mut c_void,
+    resp: *mut *mut c_void,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { rpc_of(ep) }.and_then(|e| {
+        // SAFETY: the caller guarantees `resp` is null or writable.
+        let out = unsafe { resp.as_mut() }.ok_or(Error::Invalid)?;
+        // SAFETY: forwarded caller guarantee.
+        let d = unsafe { opt_deadline(abstime) }?;
+        *out = e.call_until(req as usize, d)? as *mut c_void;
+        Ok(())
+    });
+    rc(r)
+}
+
+/// Receives a request into `*req` (`ETIMEDOUT` at `abstime` if none came).
+///
+/// # Safety
+/// `ep` an initialised handle (or null); `req` null or writable; `abstime`
+/// null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_receive(
+    ep: *mut heir_rpc_t,
+    req: *mut *mut c_void,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { rpc_of(ep) }.and_then(|e| {
+        // SAFETY: the caller guarantees `req` is null or writable.
+        let out = unsafe { req.as_mut() }.ok_or(Error::Invalid)?;
+        // SAFETY: forwarded caller guarantee.
+        let d = unsafe { opt_deadline(abstime) }?;
+        *out = e.receive_until(d)?.ok_or(Error::TimedOut)? as *mut c_void;
+        Ok(())
+    });
+    rc(r)
+}
+
+/// Replies `resp` to the request the calling server received.
+///
+/// # Safety
+/// `ep` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_reply(ep: *mut heir_rpc_t, resp: *mut c_void) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { rpc_of(ep) }.and_then(|e| e.reply(resp as usize)))
 }

@@ -17,6 +17,9 @@
 //!   helpers while they wait.
 //! - [`CeilingMutex`]: immediate priority ceiling (seed 004).
 //! - [`PrioQueue`] (seed 000 Fig. 5) and [`rpc::Endpoint`].
+//! - [`donate::Endpoint`]: RPC where the caller's priority or deadline goes
+//!   to the thread serving its request, in the kernel (seed 002's donation
+//!   and helping through a PI futex per request).
 //! - [`lock`]: the one [`lock::Mutex`] and guard over a raw lock, behind
 //!   [`PiMutex`], [`CeilingMutex`] and the engine lock.
 //! - [`capi`]: the C API (`heir.h`).
@@ -38,6 +41,7 @@ pub mod ceiling;
 pub mod condvar;
 pub mod cpus;
 pub mod deadline;
+pub mod donate;
 pub mod lock;
 pub mod mutex;
 pub mod queue;
@@ -105,6 +109,26 @@ pub enum Error {
     /// A consistency check failed.
     #[error("invariant violated: {0}")]
     Invariant(String),
+    /// A donating endpoint has no server ([`donate::Endpoint`]).
+    #[error("the endpoint has no server")]
+    NoServer,
+    /// The calling thread is not a server of the endpoint, or has no
+    /// received request to reply to.
+    #[error("the calling thread serves no request of the endpoint")]
+    NotServing,
+    /// The kernel refused a donating call's wait because it would close a
+    /// cycle of threads waiting for each other (`EDEADLK`). `tids` is the
+    /// cycle as heir recorded it, from the caller back to the caller
+    /// (empty if it runs through something heir does not record, such as
+    /// a PI mutex); `livelock` when one of its edges is helping (seed 002
+    /// Fig. 7: servers that would help each other forever).
+    #[error("{}: calls form a cycle (tids {tids:?})", if *livelock { "livelock" } else { "deadlock" })]
+    CallCycle {
+        /// The threads of the cycle, first repeated last.
+        tids: Vec<i32>,
+        /// True if an edge of the cycle is helping, not donation.
+        livelock: bool,
+    },
 }
 
 impl Error {
@@ -127,6 +151,9 @@ impl Error {
             Error::Engine(heir_core::EngineError::ChainTooLong { .. }) => libc::ELOOP,
             Error::Engine(_) => libc::EINVAL,
             Error::Invariant(_) => libc::EFAULT,
+            Error::NoServer => libc::ESRCH,
+            Error::NotServing => libc::EPERM,
+            Error::CallCycle { .. } => libc::EDEADLK,
         }
     }
 }

@@ -7,6 +7,10 @@
 //! [`PiCondvar`] servers wait on. Per caller: a reply condition variable whose
 //! helpers are the endpoint's servers when PI-CV is on (seed 000 §6.2: the
 //! client's receive queue has the server as helper).
+//!
+//! For seed 002's model — the caller's priority or deadline lent to the
+//! one thread serving its request, by the kernel, with helping and aborts —
+//! see [`crate::donate::Endpoint`].
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;

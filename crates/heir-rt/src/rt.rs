@@ -9,7 +9,8 @@
 //!   while a more urgent thread needs the lock.
 //! - It is never held across a system call that can sleep. Under it heir-rt
 //!   only calls `sched_setattr` on `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`
-//!   threads, `tgkill(…, 0)`, `tgkill` of the wake signal (ending a
+//!   threads (never on another thread that is `SCHED_DEADLINE`, by its base
+//!   or by the kernel's word: `foreign_deadline`), `tgkill(…, 0)`, `tgkill` of the wake signal (ending a
 //!   kernel-boosted condition-variable wait), `sched_getattr` and
 //!   `FUTEX_UNLOCK_PI` (of a mutex, or of a kernel wait's word by the helper
 //!   it names) — none of which sleeps. Futex *waits* (condition variables, contended mutexes)
@@ -35,7 +36,10 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use heir_core::{Changes, CondId, Engine, EngineError, MutexId, ObjId, Protocol, TaskId, Urgency};
+use heir_core::{
+    Changes, CondId, Engine, EngineError, MutexId, ObjId, ObjKind, Protocol, Source, TaskId,
+    Urgency,
+};
 
 use crate::lock::{Acquired, Mutex, MutexGuard, RawLock};
 use crate::sched;
@@ -118,9 +122,14 @@ pub struct ApplyStats {
     pub last_errno: i32,
     /// The thread whose `sched_setattr` failed last (0 if none).
     pub last_error_tid: i32,
-    /// Urgencies that could not be expressed for the target (a deadline lent
-    /// to a thread: bandwidth inheritance, seed 001, is future work) and
-    /// were not applied.
+    /// Urgencies that could not be expressed for the target and were not
+    /// applied: a deadline lent through something the kernel does not
+    /// carry (a condition variable's `sched_setattr` boost, `Boost::User`).
+    /// A deadline the kernel lends itself — along PI mutexes and
+    /// `Boost::Kernel` waits, its deadline inheritance — is not counted.
+    /// Also counted: any change for another thread that is
+    /// `SCHED_DEADLINE` while its registered base says otherwise (heir-rt
+    /// never writes a deadline thread's attributes from another thread).
     pub unexpressible: u64,
     /// The thread of the last one (0 if none).
     pub last_unexpressible_tid: i32,
@@ -209,7 +218,7 @@ impl ApplyStats {
                 self.unexpressible,
                 "boost",
                 format!(
-                    "could not be expressed (a deadline lent to a thread, last {}: bandwidth inheritance is not implemented)",
+                    "could not be expressed (a deadline lent through a condition variable's sched_setattr boost, last {}: the kernel lends a deadline only along PI futexes — a PI mutex, or a Boost::Kernel condition variable's named helper)",
                     who(self.last_unexpressible_tid)
                 ),
             ),
@@ -237,6 +246,28 @@ fn plural(n: u64) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// True if `tid` is a `SCHED_DEADLINE` thread other than the caller — by
+/// its registered base, or by what the kernel says now (a base can be
+/// stale: a thread that made itself deadline without
+/// `thread::set_sched`). heir-rt never calls `sched_setattr` on such a
+/// thread: a deadline thread changes its own attributes, while it runs
+/// (docs/DEADLINE.md §1). Known hazard on this kernel: demoting a
+/// *blocked* `SCHED_DEADLINE` thread to another policy from another thread
+/// leaked its admitted bandwidth until the root domain was rebuilt (issue
+/// 9); and even an unchanged deadline base written from outside is a
+/// `sched_setattr` of a deadline thread that heir-rt has no reason to
+/// make. The kernel read is one `sched_getattr`, which does not sleep (the
+/// locking rule allows it under the engine lock); a thread that changes
+/// its own policy between that read and the write is outside what user
+/// space can exclude — the reason `thread::set_sched` is the one way.
+fn foreign_deadline(tid: i32, base: &SchedAttr) -> bool {
+    if tid == self::tid() {
+        return false;
+    }
+    base.sched_policy == sys::SCHED_DEADLINE
+        || sys::sched_getattr(tid).is_ok_and(|k| k.sched_policy == sys::SCHED_DEADLINE)
 }
 
 /// The state behind the engine lock.
@@ -486,6 +517,45 @@ impl State {
         Some(u)
     }
 
+    /// True if the kernel itself lends `t` its engine urgency: the donor
+    /// (the base at the root of `t`'s boost) reaches `t` through kernel
+    /// waits only — each thread on the way sleeps in `FUTEX_LOCK_PI` on a
+    /// PI mutex owned by the next ([`crate::PiMutex`]: the engine's
+    /// `Protocol::Inherit` mutexes are all PI futexes) or on a
+    /// kernel-boosted condition-variable word naming the next
+    /// ([`State::arm_kernel_wait`]). The kernel then boosts `t` — into the
+    /// deadline class for a deadline donor (docs/DEADLINE.md §3) — which
+    /// `sched_setattr` could not do.
+    fn kernel_lends(&self, t: TaskId) -> bool {
+        let Ok(eff) = self.engine.effective(t) else {
+            return false;
+        };
+        let Source::Task(mut cur) = eff.source else {
+            return false;
+        };
+        // A wait-for chain visits each thread at most once.
+        for _ in 0..self.threads.len() {
+            if cur == t {
+                return true;
+            }
+            let next = match self.engine.blocked_on(cur) {
+                Ok(Some(o)) => match self.engine.spec(o).map(|s| (s.kind, s.protocol())) {
+                    Ok((ObjKind::Mutex, Some(Protocol::Inherit))) => {
+                        self.engine.owner(MutexId(o.0)).ok().flatten()
+                    }
+                    Ok((ObjKind::Cond, _)) => self.threads.get(&cur).and_then(|r| r.kernel_helper),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match next {
+                Some(n) => cur = n,
+                None => return false,
+            }
+        }
+        false
+    }
+
     /// Makes the kernel's attributes of `t` match what heir-rt must apply
     /// ([`State::wanted`]). Returns false if the thread vanished.
     fn sync_one(&mut self, t: TaskId) -> bool {
@@ -501,8 +571,28 @@ impl State {
         let tid = rec.shared.tid;
         match sched::attr_for(&rec.base, rec.base_urgency, want) {
             None => {
-                self.stats.unexpressible += 1;
-                self.stats.last_unexpressible_tid = tid;
+                rec.applied = want;
+                // A deadline the kernel lends `t` itself (its deadline
+                // inheritance along PI futexes) is expressed, just not by
+                // heir-rt: only the others are counted.
+                if !self.kernel_lends(t) {
+                    self.stats.unexpressible += 1;
+                    self.stats.last_unexpressible_tid = tid;
+                }
+                true
+            }
+            Some(_) if foreign_deadline(tid, &rec.base) => {
+                // Never from another thread on a SCHED_DEADLINE thread
+                // (`foreign_deadline`). With a deadline base this is the
+                // restore of that base, which the kernel still has (heir-rt
+                // writes nothing else to a deadline thread): nothing to do.
+                // A base that says otherwise is stale (the thread made
+                // itself deadline without `thread::set_sched`): the
+                // engine's urgency is not applied, and that is counted.
+                if rec.base.sched_policy != sys::SCHED_DEADLINE {
+                    self.stats.unexpressible += 1;
+                    self.stats.last_unexpressible_tid = tid;
+                }
                 rec.applied = want;
                 true
             }
@@ -612,7 +702,7 @@ impl State {
     /// them).
     pub(crate) fn restore_base(&mut self, t: TaskId) {
         if let Some(rec) = self.threads.get_mut(&t) {
-            if rec.applied != rec.base_urgency {
+            if rec.applied != rec.base_urgency && !foreign_deadline(rec.shared.tid, &rec.base) {
                 self.stats.setattr_calls += 1;
                 match sys::sched_setattr(rec.shared.tid, &rec.base) {
                     Ok(()) => rec.applied = rec.base_urgency,

@@ -40,8 +40,11 @@
 //!   `ceiling` → [`RawEngineMutex`]; conditions → [`PiCondvar`] with the
 //!   file's helpers when PI-CV is on; queues → seed 000 Fig. 5 (pushers help
 //!   "more", poppers help "less"); RPC endpoints → [`Endpoint`] (servers help
-//!   every caller's reply condition); barriers and suspend/resume on
-//!   [`PiCondvar`]s.
+//!   every caller's reply condition), or with `global.ipc: "donation"`
+//!   [`crate::donate::Endpoint`] (seed 002: the kernel lends a caller's
+//!   priority to the thread serving its request; passive servers, call
+//!   timeouts, nested calls, cycles named — see the `donation` module);
+//!   barriers and suspend/resume on [`PiCondvar`]s.
 //!
 //! Every blocking operation has the end of the run as its deadline, so a run
 //! always ends. RT throttling is never touched.
@@ -58,11 +61,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use heir_core::{Node, ObjId};
+use heir_report::DeadlockKind;
 use heir_report::{DeadlockReport, Report, ResponseStats, TaskReport};
 use heir_scenario::{
-    engine, messages, Event, EventKind, Micros, MutexProtocol, Policy, ResourceKind, Scenario,
-    Task, TimerMode,
+    engine, messages, Event, EventKind, IpcModel, Micros, MutexProtocol, Policy, ResourceKind,
+    Scenario, Task, TimerMode,
 };
+
+mod donation;
+
+pub use donation::TIMEOUT_YIELD_NS;
+use donation::{DonEndpoint, Donation};
 
 use crate::caps::Capabilities;
 use crate::ceiling::RawEngineMutex;
@@ -223,6 +232,8 @@ enum Res {
         cond: PiCondvar,
     },
     Endpoint(Endpoint<u64, ()>),
+    /// An endpoint under the donation model (`global.ipc: "donation"`).
+    Donate(DonEndpoint),
 }
 
 /// Zero-time events (lock, unlock, signal, … — anything but a `run`,
@@ -355,6 +366,8 @@ struct ThreadOut {
     bwi: crate::bwi::BwiThread,
     /// Its first [`LOG_EVENTS`] events: when each ended (ns) and what.
     log: Vec<(u64, String)>,
+    /// Its calls that timed out (aborted).
+    aborted: u64,
 }
 
 /// Run-wide shared state.
@@ -376,6 +389,8 @@ struct Shared {
     stopped: AtomicBool,
     names: Mutex<HashMap<i32, String>>,
     seed: u64,
+    /// The donation model's state (`global.ipc: "donation"`), else `None`.
+    don: Option<Donation>,
 }
 
 /// [`Shared::t0_ns`] of a run called off before it started.
@@ -412,6 +427,7 @@ impl Shared {
             stopped: AtomicBool::new(false),
             names: Mutex::new(HashMap::new()),
             seed: scenario.global.seed,
+            don: Donation::of(scenario),
         }
     }
 
@@ -520,6 +536,14 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
 pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError> {
     let duration_us = run_duration_us(scenario, config)?;
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
+    if !pi_cv && scenario.rpc.model == IpcModel::Donation {
+        // The kernel lends through the request's PI futex: a call that
+        // lends nothing would need another wait.
+        return Err(RunError::Unsupported {
+            path: "global.ipc".into(),
+            what: "\"donation\" with PI-CV off (calls that lend nothing)".into(),
+        });
+    }
     let caps = Capabilities::detect();
     check_privilege(scenario, &caps)?;
     // Check what the runner cannot do before starting anything.
@@ -575,7 +599,9 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     setup?;
     let actual_end = sys::now_ns().min(end);
     let interference = watch.finish(&physical);
-    let (tasks, events, late_starts) = task_reports(scenario, &cpu_map, names, outs);
+    let count_aborts = shared.don.as_ref().is_some_and(|d| d.count_aborts);
+    let (tasks, events, late_starts) =
+        task_reports(scenario, &cpu_map, (names, outs), count_aborts);
     note_disturbances(config, &physical, &interference, &late_starts);
     let deadlock = shared.deadlock.lock().ok().and_then(|d| d.clone());
     if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
@@ -961,6 +987,9 @@ fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
                 mutex: RawPiMutex::new(),
                 cond: PiCondvar::new(),
             },
+            ResourceKind::Endpoint { .. } if scenario.rpc.model == IpcModel::Donation => {
+                Res::Donate(DonEndpoint::new())
+            }
             ResourceKind::Endpoint { .. } => Res::Endpoint(Endpoint::new(pi_cv)),
         })
         .collect()
@@ -999,6 +1028,7 @@ impl Threads {
                 let start = ThreadStart {
                     sh: shared.clone(),
                     task: task.clone(),
+                    ti,
                     name: name.clone(),
                     idx: names.len(),
                     attr: attrs[ti],
@@ -1080,6 +1110,8 @@ type StartResult = Result<i32, (&'static str, i32)>;
 struct ThreadStart {
     sh: Arc<Shared>,
     task: Task,
+    /// Its task's index.
+    ti: usize,
     name: String,
     /// Its index in start order.
     idx: usize,
@@ -1101,7 +1133,12 @@ impl ThreadStart {
             .and_then(|()| {
                 sys::sched_setattr(sys::gettid(), &self.attr).map_err(|e| ("sched_setattr", e))
             })
-            .and_then(|()| thread::join().map(|_| ()).map_err(|e| ("join", e.errno())));
+            .and_then(|()| thread::join().map(|_| ()).map_err(|e| ("join", e.errno())))
+            .and_then(|()| match &self.sh.don {
+                Some(d) => donation::join_servers(&self.sh.res, d, self.ti)
+                    .map_err(|e| ("join_server", e.errno())),
+                None => Ok(()),
+            });
         let ok = started.is_ok();
         let callers = make_callers(&self.sh, &self.task);
         let _ = self
@@ -1111,7 +1148,7 @@ impl ThreadStart {
         self.go.wait();
         let out = match (callers, self.sh.begin()) {
             (Ok(c), Some(t0)) if ok => {
-                run_thread(&self.sh, &self.task, &self.name, self.idx, t0, c)
+                run_thread(&self.sh, &self.task, (self.ti, &self.name, self.idx), t0, c)
             }
             _ => ThreadOut::default(),
         };
@@ -1176,8 +1213,8 @@ fn setup_helpers(
 fn task_reports(
     scenario: &Scenario,
     cpu_map: &[(u32, u32)],
-    names: Vec<String>,
-    outs: Vec<Option<ThreadOut>>,
+    (names, outs): (Vec<String>, Vec<Option<ThreadOut>>),
+    count_aborts: bool,
 ) -> (Vec<TaskReport>, u64, Vec<(String, f64)>) {
     let mut tasks = Vec::new();
     let mut events = 0;
@@ -1197,6 +1234,9 @@ fn task_reports(
             server: None,
             // Not observed on real threads (docs/RUNTIME.md).
             migrations: None,
+            // As the simulator: for every thread when some call has a
+            // timeout.
+            aborted_calls: count_aborts.then_some(out.aborted),
         });
     }
     (tasks, events, late_starts)
@@ -1224,6 +1264,10 @@ struct Ctx<'a> {
     task: &'a Task,
     /// This thread's name (the task's, `-i` appended for instances).
     name: &'a str,
+    /// Its index in start order.
+    idx: usize,
+    /// Its task is passive (`SCHED_IDLE`: phases do not change it).
+    passive: bool,
     rng: Rng,
     callers: HashMap<usize, Caller>,
     /// Unique timers' `t_next`.
@@ -1248,6 +1292,14 @@ struct Ctx<'a> {
     bwi: crate::bwi::BwiThread,
     /// Its first [`LOG_EVENTS`] events (see [`RealRun::log`]).
     log: Vec<(u64, String)>,
+    /// Appended to the current event's path in the log (an aborted call).
+    log_suffix: Option<&'static str>,
+    /// Its calls that timed out (donation model).
+    aborted: u64,
+    /// When the earliest timeout of the request this thread serves passes
+    /// (`u64::MAX`: none): it then yields for a while
+    /// ([`TIMEOUT_YIELD_NS`]; donation model).
+    yield_at: std::cell::Cell<u64>,
 }
 
 impl Ctx<'_> {
@@ -1265,9 +1317,11 @@ impl Ctx<'_> {
             let n = left.min(2000);
             waste(n);
             left -= n;
-            if self.over() {
+            let now = sys::now_ns();
+            if now >= self.end() || self.sh.stopped.load(Ordering::Relaxed) {
                 return Err(Stop::End);
             }
+            self.yield_for_timeouts(now);
         }
         Ok(())
     }
@@ -1282,6 +1336,7 @@ impl Ctx<'_> {
             if now >= t {
                 return Ok(());
             }
+            self.yield_for_timeouts(now);
             waste(200);
         }
     }
@@ -1385,6 +1440,11 @@ impl Ctx<'_> {
                 other => out.push(res_name(other)),
             }
         }
+        self.record_deadlock(DeadlockKind::Deadlock, out);
+    }
+
+    /// The run's deadlock report (the first one found), and the run stops.
+    fn record_deadlock(&self, kind: DeadlockKind, cycle: Vec<String>) {
         if let Ok(mut d) = self.sh.deadlock.lock() {
             if d.is_none() {
                 // From the run's start, as the simulator's clock: not from
@@ -1392,8 +1452,9 @@ impl Ctx<'_> {
                 // the cycle that much early).
                 let t0 = self.sh.t0_ns.load(Ordering::Acquire);
                 *d = Some(DeadlockReport {
+                    kind,
                     at_us: sys::now_ns().saturating_sub(t0) as f64 / 1000.0,
-                    cycle: out,
+                    cycle,
                 });
             }
         }
@@ -1502,10 +1563,19 @@ impl Ctx<'_> {
         self.events += 1;
         self.count_time(&ev.kind)?;
         self.event_kind(ev)?;
-        if self.log.len() < LOG_EVENTS {
-            self.log.push((sys::now_ns(), ev.path.clone()));
-        }
+        let what = match self.log_suffix.take() {
+            Some(s) => format!("{}{s}", ev.path),
+            None => ev.path.clone(),
+        };
+        self.note(sys::now_ns(), what);
         Ok(())
+    }
+
+    /// Logs `what` at `at` (ns), among the thread's first [`LOG_EVENTS`].
+    fn note(&mut self, at: u64, what: String) {
+        if self.log.len() < LOG_EVENTS {
+            self.log.push((at, what));
+        }
     }
 
     /// Logs the `bwi` throttles of the last lock (the lent budget spent).
@@ -1559,7 +1629,9 @@ impl Ctx<'_> {
                     }
                 }
             }
+            EventKind::Call { endpoint, .. } if self.donates(endpoint.0) => self.call_don(ev)?,
             EventKind::Call { endpoint, run } => self.call(endpoint.0, *run, end)?,
+            EventKind::Serve(e) if self.donates(e.0) => self.serve_don(ev, e.0)?,
             EventKind::Serve(e) => self.serve(e.0, end)?,
         }
         Ok(())
@@ -1692,6 +1764,11 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// Whether resource `r` is an endpoint of the donation model.
+    fn donates(&self, r: usize) -> bool {
+        matches!(self.sh.res.get(r), Some(Res::Donate(_)))
+    }
+
     /// `call` of endpoint `e` with a request that runs `run`.
     fn call(&mut self, e: usize, run: Micros, end: Option<u64>) -> Result<(), Stop> {
         let us = self.rng.draw(run);
@@ -1732,8 +1809,11 @@ impl Ctx<'_> {
 /// the run took (the others may legitimately wait for a more urgent thread
 /// of the run).
 fn first_on_their_cpu(scenario: &Scenario, cpu_map: &[(u32, u32)]) -> Vec<usize> {
-    let rank = |t: &Task| {
-        if t.sched.policy.is_realtime() {
+    let rank = |ti: usize, t: &Task| {
+        if scenario.rpc.is_passive(heir_scenario::TaskIdx(ti)) {
+            // SCHED_IDLE: never first while anything else runs.
+            -1
+        } else if t.sched.policy.is_realtime() {
             100 + i64::from(t.sched.priority)
         } else {
             0
@@ -1742,11 +1822,11 @@ fn first_on_their_cpu(scenario: &Scenario, cpu_map: &[(u32, u32)]) -> Vec<usize>
     // CPU → (delay, rank, thread index), and whether that key is shared.
     let mut first: HashMap<u32, ((u64, i64), usize, bool)> = HashMap::new();
     let mut idx = 0;
-    for t in &scenario.tasks {
+    for (ti, t) in scenario.tasks.iter().enumerate() {
         for _ in 0..t.instance {
             if let Some([c]) = t.cpus.as_deref() {
                 let cpu = place(cpu_map, &[*c])[0];
-                let key = (t.delay_us, -rank(t));
+                let key = (t.delay_us, -rank(ti, t));
                 match first.get_mut(&cpu) {
                     None => {
                         first.insert(cpu, (key, idx, false));
@@ -1784,8 +1864,7 @@ fn uses_timer(task: &Task) -> bool {
 fn run_thread(
     sh: &Shared,
     task: &Task,
-    name: &str,
-    idx: usize,
+    (ti, name, idx): (usize, &str, usize),
     t0: u64,
     callers: HashMap<usize, Caller>,
 ) -> ThreadOut {
@@ -1794,6 +1873,8 @@ fn run_thread(
         sh,
         task,
         name,
+        idx,
+        passive: sh.don.as_ref().is_some_and(|d| d.is_passive(ti)),
         rng: Rng(sh.seed ^ (idx as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
         callers,
         timers: HashMap::new(),
@@ -1811,6 +1892,9 @@ fn run_thread(
         zero_nvcsw: 0,
         bwi: crate::bwi::BwiThread::default(),
         log: Vec::new(),
+        log_suffix: None,
+        aborted: 0,
+        yield_at: std::cell::Cell::new(u64::MAX),
     };
     let end = cx.end();
     let mut late_ns = 0;
@@ -1844,11 +1928,13 @@ fn run_thread(
         late_ns,
         bwi: cx.bwi,
         log: cx.log,
+        aborted: cx.aborted,
     }
 }
 
 fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
     let mut pass = 0u64;
+    let mut first_job = true;
     loop {
         if task.loops.is_some_and(|n| pass >= n) {
             return Ok(());
@@ -1858,7 +1944,7 @@ fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
             if let Some(cpus) = &p.cpus {
                 let _ = sys::set_affinity(0, &place(&cx.sh.cpu_map, cpus));
             }
-            if let Some(s) = p.sched {
+            if let Some(s) = p.sched.filter(|_| !cx.passive) {
                 let t = Task {
                     sched: s,
                     ..task.clone()
@@ -1868,9 +1954,13 @@ fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
                 }
             }
             for _ in 0..p.loops {
-                if !cx.has_timer {
+                // The first job is released at the thread's start, whether
+                // or not it gets its CPU then (the simulator's release);
+                // each later one when the previous one completes.
+                if !cx.has_timer && !first_job {
                     cx.release = sys::now_ns();
                 }
+                first_job = false;
                 for e in &p.events {
                     if cx.over() {
                         return Err(Stop::End);

@@ -28,6 +28,83 @@ pub struct Scenario {
     pub tasks: Vec<Task>,
     /// Non-fatal findings (unknown `global` keys, ignored rt-app options).
     pub warnings: Vec<Warning>,
+    /// heir (seed 002): the RPC model and what the donation model adds
+    /// (passive servers, call timeouts, nested calls).
+    pub rpc: Rpc,
+}
+
+/// How RPC endpoints lend a waiting caller's scheduling context
+/// (`global.ipc`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IpcModel {
+    /// Seed 000 (PI-CV, the default): every serving thread of an endpoint
+    /// is a helper of each caller's reply condvar.
+    #[default]
+    PiCv,
+    /// Seed 002 (NOVA timeslice donation and helping): a call lends the
+    /// caller's context to the one thread serving that request, until the
+    /// reply; a caller that finds every server busy helps them until one
+    /// can take its call.
+    Donation,
+}
+
+impl IpcModel {
+    /// The name the scenario file uses (`"pi-cv"`, `"donation"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            IpcModel::PiCv => "pi-cv",
+            IpcModel::Donation => "donation",
+        }
+    }
+}
+
+/// heir (seed 002): the RPC model of the scenario and its per-task and
+/// per-call additions. Empty (the default) for a scenario without them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rpc {
+    /// `global.ipc`.
+    pub model: IpcModel,
+    /// Tasks with `"passive": true`: no scheduling context of their own,
+    /// they run only on donated time.
+    pub passive: Vec<TaskIdx>,
+    /// The `call` events that carry a `timeout` or a nested `call`, by
+    /// their event's JSON path.
+    pub calls: Vec<CallAt>,
+}
+
+impl Rpc {
+    /// Whether task `t` is passive.
+    pub fn is_passive(&self, t: TaskIdx) -> bool {
+        self.passive.contains(&t)
+    }
+
+    /// What the `call` event at `path` carries beyond `server` and `run`.
+    pub fn call_at(&self, path: &str) -> Option<&CallSpec> {
+        self.calls.iter().find(|c| c.path == path).map(|c| &c.spec)
+    }
+}
+
+/// A `call` event that carries a `timeout` or a nested `call`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallAt {
+    /// The event's JSON path.
+    pub path: String,
+    /// The call, with its nested calls.
+    pub spec: CallSpec,
+}
+
+/// One call: to `endpoint`, `run` µs of handler work, then the nested call
+/// the handler makes (on the time it runs on) before it replies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallSpec {
+    /// A [`ResourceKind::Endpoint`].
+    pub endpoint: ResIdx,
+    /// µs of work the server does for the call before its nested call.
+    pub run: Micros,
+    /// µs after which the caller stops waiting (the call is aborted).
+    pub timeout_us: Option<u64>,
+    /// The call the server's handler makes before it replies.
+    pub then: Option<Box<CallSpec>>,
 }
 
 /// The `global` object.

@@ -95,6 +95,7 @@ pub fn large_scenario(seed: u64, tasks: usize, cpus: u32) -> Scenario {
         resources: Vec::new(),
         tasks: Vec::new(),
         warnings: Vec::new(),
+        rpc: Default::default(),
     };
     for k in 0..cells {
         add_cell(&mut out, &mut rng, k, (k as u32) % cpus);

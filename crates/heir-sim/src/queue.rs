@@ -25,6 +25,9 @@ pub(crate) enum EvKind {
     Budget,
     /// The replenishment timer of the thread's throttled deadline server.
     Replenish,
+    /// A call's timeout (stale unless `gen` is the thread's call
+    /// generation).
+    Timeout,
 }
 
 /// A future event. Ordered by `(time, seq)`: `seq` is the insertion counter,

@@ -33,3 +33,6 @@ mod random;
 
 #[path = "sim/limits.rs"]
 mod limits;
+
+#[path = "sim/donation.rs"]
+mod donation;

@@ -62,6 +62,7 @@ pub(crate) fn instant_name(kind: InstantKind) -> &'static str {
         InstantKind::Throttle => "throttle",
         InstantKind::Replenish => "replenish",
         InstantKind::Spin => "spin",
+        InstantKind::Abort => "abort",
         InstantKind::LockBlocked => "blocked",
         InstantKind::Unlock => "unlock",
         InstantKind::Wait => "wait",

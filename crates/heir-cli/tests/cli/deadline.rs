@@ -179,6 +179,14 @@ fn seed001_fig4_fig5_on_real_deadline_threads() {
         ]);
         assert_eq!(code(&o), 0, "{protocol}: {}", stderr(&o));
         let v = one_json(&o);
+        // τ1's deadline reaches τ3 along A's PI futex: the kernel lends it
+        // (its deadline inheritance), so nothing is "unexpressible".
+        assert_eq!(v["apply"]["unexpressible"], 0, "{protocol}: {}", v["apply"]);
+        assert!(
+            !stderr(&o).contains("could not be expressed"),
+            "{protocol}: {}",
+            stderr(&o)
+        );
         let log = v["log"].as_array().expect("log").clone();
         // τ1 gets A only after τ3's whole section, whatever the protocol.
         assert_eq!(

@@ -52,3 +52,51 @@ fn json_report_trace_and_svg_still_produced() {
     let svg = std::fs::read_to_string(dir.join("d.svg")).unwrap();
     assert!(svg.trim_end().ends_with("</svg>"));
 }
+
+#[test]
+fn a_livelock_ends_the_run_like_a_deadlock_and_is_named() {
+    // examples/seed002-fig7.json: Z's handler calls Y, which serves C and
+    // waits for Z: with donation and helping, a livelock at 2 ms.
+    let o = heir([
+        "sim".as_ref(),
+        example("seed002-fig7.json").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let r = one_json(&o);
+    assert_eq!(r["deadlock"]["kind"], "livelock");
+    assert_eq!(r["deadlock"]["at_us"].as_f64(), Some(2000.0));
+    assert_eq!(
+        r["deadlock"]["cycle"],
+        serde_json::json!(["Z", "y", "Y", "z", "Z"])
+    );
+    let o = heir(["sim".as_ref(), example("seed002-fig7.json").as_os_str()]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stdout(&o).contains("livelock at 2.000 ms: Z -> y -> Y -> z -> Z"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn aborted_calls_are_counted_in_the_text_and_json_reports() {
+    let o = heir([
+        "sim".as_ref(),
+        example("seed002-abort-passive.json").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = one_json(&o);
+    assert_eq!(r["tasks"]["C"]["aborted_calls"], 1);
+    assert_eq!(r["tasks"]["L"]["aborted_calls"], 0);
+    let o = heir([
+        "sim".as_ref(),
+        example("seed002-abort-passive.json").as_os_str(),
+    ]);
+    assert!(
+        stdout(&o).contains("aborted calls: S 0, C 1, L 0"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -1,7 +1,9 @@
 //! The C API as a C program sees it: `heir.h` compiles cleanly, declares
 //! every exported function, the pkg-config file resolves, and the C
 //! producer/consumer example (examples/c) builds, runs and shows the
-//! producer boosted while the consumer waits.
+//! producer boosted while the consumer waits; `heir_apply_stats` and
+//! `heir_cond_init_boost` (the helper's priority, as the kernel schedules
+//! it and as set, under each boost mode) from C programs in this directory.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -230,4 +232,69 @@ fn c_reads_a_refused_boost_with_heir_apply_stats() {
     assert!(stdout.contains("timedwait ETIMEDOUT"), "{stdout}");
     assert!(stdout.contains(" errno 1 on-helper 1"), "{stdout}");
     assert!(!stdout.contains("failed 0 "), "{stdout}");
+}
+
+#[test]
+fn c_cond_init_boost_lends_the_waiters_priority_to_the_helper() {
+    let Some(rt) = rt_or_skip("capi::cond_init_boost", 30) else {
+        return;
+    };
+    let Some(cc) = need_cc("capi::cond_init_boost") else {
+        return;
+    };
+    let src = crate_dir().join("tests/rt/cond_boost.c");
+    for mode in ["kernel", "user"] {
+        let exe =
+            std::env::temp_dir().join(format!("heir-cond-boost-{mode}-{}", std::process::id()));
+        build_c(&cc, &src, &heir_flags(), &exe);
+        let stdout = run_c(&exe, &[rt.cpu.to_string(), mode.to_string()]);
+        assert!(stdout.contains("unknown boost EINVAL"), "{mode}: {stdout}");
+        // While the FIFO 30 waiter waits, the FIFO 10 helper runs at 30:
+        // under HEIR_BOOST_KERNEL the kernel boosts it (sched_getparam, what
+        // was set, still says 10); under HEIR_BOOST_USER heir set it.
+        let boosted = match mode {
+            "kernel" => "helper while the waiter waits: kernel 30 set 10",
+            _ => "helper while the waiter waits: kernel 30 set 30",
+        };
+        assert!(stdout.contains(boosted), "{mode}: {stdout}");
+        assert!(
+            stdout.contains("helper after its signal: kernel 10 set 10"),
+            "{mode}: {stdout}"
+        );
+        assert!(stdout.contains("waiter woken"), "{mode}: {stdout}");
+        assert!(stdout.contains("helper ok, waiter ok"), "{mode}: {stdout}");
+    }
+}
+
+#[test]
+fn c_rpc_donation_example_boosts_the_server_aborts_and_helps() {
+    let Some(rt) = rt_or_skip("capi::rpc_donation", 30) else {
+        return;
+    };
+    let Some(cc) = need_cc("capi::rpc_donation") else {
+        return;
+    };
+    let exe = std::env::temp_dir().join(format!("heir-rpc-donation-{}", std::process::id()));
+    let src = crate_dir().join("../../examples/c/rpc_donation.c");
+    build_c(&cc, &src, &heir_flags(), &exe);
+    let stdout = run_c(&exe, &[rt.cpu.to_string()]);
+    // The kernel ran the FIFO-10 server at the FIFO-30 client's priority.
+    assert!(
+        stdout.contains("server priority while serving: 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("call with a 10 ms timeout: ETIMEDOUT"),
+        "{stdout}"
+    );
+    // The aborted request was finished boosted by the next caller (helping).
+    assert!(
+        stdout.contains("server finished the aborted request at priority 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("next call helped the server finish, then got reply 3"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("destroy: 0"), "{stdout}");
 }

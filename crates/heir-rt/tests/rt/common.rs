@@ -194,3 +194,45 @@ pub fn my_prio() -> u32 {
 }
 
 pub const MS: u64 = 1_000_000;
+
+/// Field `n` (0-based, counted after the command name's closing
+/// parenthesis) of `/proc/self/task/TID/stat`.
+fn proc_stat_field(tid: i32, n: usize) -> i64 {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("stat");
+    let rest = &s[s.rfind(')').expect("comm") + 1..];
+    rest.split_whitespace()
+        .nth(n)
+        .expect("stat field")
+        .parse()
+        .expect("number")
+}
+
+/// The kernel's effective priority of `tid` (`/proc` stat field 18): -1 -
+/// rt_priority for a real-time task, -101 for a deadline task, 20 + nice
+/// for a fair one. PI boosting included.
+pub fn kernel_prio(tid: i32) -> i32 {
+    proc_stat_field(tid, 15) as i32
+}
+
+/// The policy of `tid` as set (`/proc` stat field 41; not a PI boost).
+pub fn kernel_policy(tid: i32) -> u32 {
+    proc_stat_field(tid, 38) as u32
+}
+
+/// Polls (sleeping 100 µs) until `f` holds; false at the absolute `limit`.
+pub fn eventually(limit: u64, mut f: impl FnMut() -> bool) -> bool {
+    while !f() {
+        if sys::now_ns() >= limit {
+            return false;
+        }
+        sys::sleep_until(sys::now_ns() + 100_000);
+    }
+    true
+}
+
+/// Sleeps (100 µs steps) until `flag` is set or the absolute `limit`.
+pub fn wait_flag(flag: &AtomicBool, limit: u64) {
+    while !flag.load(Ordering::Acquire) && sys::now_ns() < limit {
+        sys::sleep_until(sys::now_ns() + 100_000);
+    }
+}

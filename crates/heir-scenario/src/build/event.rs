@@ -228,12 +228,35 @@ impl Builder<'_> {
         Ok(EventKind::Serve(r))
     }
 
-    /// A `call` by task `task`: `{"server": endpoint, "run": µs}`.
+    /// A `call` by task `task`: `{"server": endpoint, "run": µs}`, and
+    /// with the donation model `"timeout": µs` and a nested `"call"`.
     fn call(&mut self, task: TaskIdx, m: &Member, path: &str) -> R<EventKind> {
+        let spec = self.call_spec(task, m, path, None)?;
+        if spec.timeout_us.is_some() || spec.then.is_some() {
+            self.rpc.calls.push(CallAt {
+                path: path.to_string(),
+                spec: spec.clone(),
+            });
+        }
+        Ok(EventKind::Call {
+            endpoint: spec.endpoint,
+            run: spec.run,
+        })
+    }
+
+    /// One call object at `path`: made by task `task`, or (nested) by the
+    /// servers of endpoint `by`.
+    fn call_spec(
+        &mut self,
+        task: TaskIdx,
+        m: &Member,
+        path: &str,
+        by: Option<ResIdx>,
+    ) -> R<CallSpec> {
         let fields = object_fields(
             m,
             path,
-            &["server", "run"],
+            &["server", "run", "timeout", "call"],
             "call",
             "{\"server\": endpoint, \"run\": µs}",
         )?;
@@ -251,13 +274,62 @@ impl Builder<'_> {
             &key_path(path, "run"),
             "run",
         )?;
+        let donation = self.rpc.model == IpcModel::Donation;
+        let needs_donation = |f: &Member, what: &str| -> R<()> {
+            if donation {
+                return Ok(());
+            }
+            fail(
+                f.key_span.start,
+                &key_path(path, &f.key),
+                format!("{what} needs the donation model: set \"ipc\": \"donation\" in global"),
+            )
+        };
+        let timeout_us = match fields.iter().find(|f| f.key == "timeout") {
+            Some(f) => {
+                needs_donation(f, "a call's \"timeout\"")?;
+                let t_path = key_path(path, "timeout");
+                let us = micros_of(f, t_path.clone())?;
+                if us == 0 {
+                    return fail(
+                        value_at(f),
+                        &t_path,
+                        "timeout must be positive (µs > 0), found 0",
+                    );
+                }
+                Some(us)
+            }
+            None => None,
+        };
         let s_path = key_path(path, "server");
         let r = self.res(server, Ns::Endpoint, &s_path, server_at);
         let u = &mut self.usage[r.0];
-        push_unique(&mut u.callers, task);
+        match by {
+            // A nested call is made by whichever server of `by` takes the
+            // request: every serving task of `by` calls `r`.
+            Some(b) => {
+                if !u.nested_from.contains(&b) {
+                    u.nested_from.push(b);
+                }
+            }
+            None => push_unique(&mut u.callers, task),
+        }
         u.first_call
             .get_or_insert_with(|| (s_path.clone(), server_at));
-        Ok(EventKind::Call { endpoint: r, run })
+        let then = match fields.iter().find(|f| f.key == "call") {
+            Some(f) => {
+                needs_donation(f, "a nested \"call\"")?;
+                let c_path = key_path(path, "call");
+                Some(Box::new(self.call_spec(task, f, &c_path, Some(r))?))
+            }
+            None => None,
+        };
+        Ok(CallSpec {
+            endpoint: r,
+            run,
+            timeout_us,
+            then,
+        })
     }
 }
 

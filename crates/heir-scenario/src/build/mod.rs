@@ -246,6 +246,9 @@ struct Usage {
     poppers: Vec<TaskIdx>,
     servers: Vec<TaskIdx>,
     callers: Vec<TaskIdx>,
+    /// Endpoints whose handlers call this one (nested calls): their
+    /// serving tasks are callers too.
+    nested_from: Vec<ResIdx>,
     barrier_tasks: Vec<TaskIdx>,
     /// First call / serve / suspend / resume: (path, offset).
     first_call: Option<(String, usize)>,
@@ -289,6 +292,7 @@ pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
         use_order: Vec::new(),
         paired: HashSet::new(),
         threads: 0,
+        rpc: Rpc::default(),
     };
     b.scenario(root)
 }
@@ -312,6 +316,8 @@ struct Builder<'a> {
     /// Threads of the tasks read so far (at most [`MAX_THREADS`] + one
     /// task's, so no overflow).
     threads: u32,
+    /// `global.ipc`, passive tasks, calls with a timeout or a nested call.
+    rpc: Rpc,
 }
 
 impl Builder<'_> {
@@ -378,6 +384,7 @@ impl Builder<'_> {
             resources: std::mem::take(&mut self.resources),
             tasks: out,
             warnings: std::mem::take(&mut self.warnings),
+            rpc: std::mem::take(&mut self.rpc),
         })
     }
 
@@ -481,6 +488,13 @@ impl Builder<'_> {
                 "pi_enabled" => self.global.pi_enabled = boolean(m, &path)?,
                 "pi_cv" => self.global.pi_cv = boolean(m, &path)?,
                 "bwi_affinity" => self.global.bwi_affinity = boolean(m, &path)?,
+                "ipc" => {
+                    self.rpc.model = match m.value.as_ref().and_then(Value::as_str) {
+                        Some("pi-cv") => IpcModel::PiCv,
+                        Some("donation") => IpcModel::Donation,
+                        _ => return Err(expected(m, path, "\"pi-cv\" or \"donation\"")),
+                    }
+                }
                 "seed" => {
                     self.global.seed = int_of(m.value.as_ref())
                         .and_then(|i| u64::try_from(i).ok())
@@ -584,6 +598,15 @@ impl Builder<'_> {
     /// Step 5: whole-scenario checks and the lists derived from uses.
     fn finish(&mut self, tasks: &[Task]) -> R<()> {
         self.one_kind_per_name()?;
+        // Nested calls: the serving tasks of the endpoint whose handler
+        // calls on are callers of the endpoint called.
+        for i in 0..self.usage.len() {
+            for b in self.usage[i].nested_from.clone() {
+                for t in self.usage[b.0].servers.clone() {
+                    push_unique(&mut self.usage[i].callers, t);
+                }
+            }
+        }
         let mut links = 0u64;
         for i in 0..self.resources.len() {
             let u = std::mem::take(&mut self.usage[i]);

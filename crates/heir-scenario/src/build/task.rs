@@ -50,6 +50,7 @@ const TASK_PROPS: &[&str] = &[
     "util_max",
     "nodes_membind",
     "phases",
+    "passive",
 ];
 
 const PHASE_PROPS: &[&str] = &[
@@ -220,6 +221,9 @@ impl Builder<'_> {
                 ),
             );
         }
+        if let Some(f) = prop("passive") {
+            self.passive(idx, name, f, &phases, &path)?;
+        }
         let (line, column) = self.line_col(m.key_span.start);
         Ok(Task {
             name: name.to_string(),
@@ -233,6 +237,46 @@ impl Builder<'_> {
             loops,
             phases,
         })
+    }
+
+    /// heir (seed 002): `"passive": true` on task `name`: it runs only on
+    /// donated time, so it needs the donation model and serves only.
+    fn passive(
+        &mut self,
+        idx: TaskIdx,
+        name: &str,
+        f: &Member,
+        phases: &[Phase],
+        path: &str,
+    ) -> R<()> {
+        let p_path = key_path(path, "passive");
+        if !boolean(f, &p_path)? {
+            return Ok(());
+        }
+        if self.rpc.model != IpcModel::Donation {
+            return fail(
+                value_at(f),
+                &p_path,
+                "a passive task runs only on time donated through calls: it needs \"ipc\": \"donation\" in global",
+            );
+        }
+        let other = phases
+            .iter()
+            .flat_map(|p| p.events.iter())
+            .find(|e| !matches!(e.kind, EventKind::Serve(_)));
+        if let Some(e) = other {
+            return fail(
+                value_at(f),
+                &p_path,
+                format!(
+                    "task {} is passive (it runs only on donated time): its events must all be \"serve\", but {} is not",
+                    quote_short(name),
+                    e.path
+                ),
+            );
+        }
+        self.rpc.passive.push(idx);
+        Ok(())
     }
 
     /// Counts the `instance` threads of task `m` (at `path`; `f` is its

@@ -50,7 +50,7 @@ fn unknown_task_key() {
         err_str(&scenario(r#""prio": 10, "run": 1"#)),
         "t.json:4:12: at tasks.A.prio: unknown key \"prio\" in task \"A\": expected a property \
          (instance, loop, delay, policy, priority, cpus, dl-runtime, dl-period, dl-deadline, \
-         util_min, util_max, nodes_membind, phases) or an event (lock, unlock, wait, signal, broad, \
+         util_min, util_max, nodes_membind, phases, passive) or an event (lock, unlock, wait, signal, broad, \
          sync, sleep, runtime, run, timer, suspend, resume, yield, barrier, push, pop, call, serve; \
          a suffix is allowed, as in run1)"
     );

@@ -163,16 +163,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         mut best: Option<(Rank, i64, u32)>,
     ) -> Option<(Rank, i64, u32)> {
         for &t in &self.spread {
-            let Some(r) = self.rank_on(t, c) else {
-                continue;
-            };
-            let stamp = self.threads[t as usize].stamp;
-            let better = match best {
-                None => true,
-                Some((br, bs, _)) => r > br || (r == br && stamp < bs),
-            };
-            if better {
-                best = Some((r, stamp, t));
+            if let Some(r) = self.rank_on(t, c) {
+                best = self.better(best, r, t);
             }
         }
         best

@@ -20,7 +20,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         check(scenario, end)?;
         let ncpus = cpu_count(scenario, config)? as usize;
         let mut engine = Engine::new();
-        let threads = ThreadSet::build(scenario, &mut engine, ncpus);
+        let mut threads = ThreadSet::build(scenario, &mut engine, ncpus);
+        let pi_cv = config.pi_cv.unwrap_or(g.pi_cv);
+        let mut reqs: Vec<(u32, usize, heir_core::ObjId)> = Vec::new();
         let roles = engine::Roles::of(scenario);
         let mut names = ObjNamer {
             names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
@@ -39,11 +41,27 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     helpers: &mut helpers,
                     threads: &threads,
                     r,
+                    donation: (scenario.rpc.model == heir_scenario::IpcModel::Donation)
+                        .then_some(pi_cv),
+                    reqs: &mut reqs,
                 };
                 b.build(&res.kind, &roles, g)
             })
             .collect();
-        if config.pi_cv.unwrap_or(g.pi_cv) {
+        for (th, r, o) in reqs {
+            threads.threads[th as usize].reqs.push((r, o));
+        }
+        let count_aborts = scenario.rpc.calls.iter().any(|c| {
+            let mut s = Some(&c.spec);
+            while let Some(x) = s {
+                if x.timeout_us.is_some() {
+                    return true;
+                }
+                s = x.then.as_deref();
+            }
+            false
+        });
+        if pi_cv {
             threads.register_helpers(scenario, &mut engine, &helpers)?;
         }
         let ThreadSet {
@@ -101,6 +119,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             bwi_affinity: g.bwi_affinity,
             mixed_homes,
             spread: Vec::new(),
+            count_aborts,
         })
     }
 }
@@ -180,7 +199,14 @@ impl ThreadSet {
         };
         for (ti, task) in scenario.tasks.iter().enumerate() {
             let first = set.threads.len() as u32;
-            let base = engine::urgency(&task.sched);
+            // A passive task has no scheduling context of its own: the
+            // least urgency there is, and it runs only when lent to.
+            let passive = scenario.rpc.is_passive(heir_scenario::TaskIdx(ti));
+            let base = if passive {
+                Urgency::LOWEST
+            } else {
+                engine::urgency(&task.sched)
+            };
             let (has_timer, first_period_ns) = timer_of(task);
             for name in task.thread_names() {
                 let eng = engine.add_task(base);
@@ -203,11 +229,13 @@ impl ThreadSet {
                     last_cpu: None,
                     migrations: 0,
                     timers: Vec::new(),
+                    aborted: 0,
                 });
                 let mut th =
                     Thread::new(ti, eng, task, base, home_for(ncpus, task.cpus.as_deref()));
                 th.has_timer = has_timer;
                 th.first_period_ns = first_period_ns;
+                th.passive = passive;
                 set.threads.push(th);
             }
             set.of_task.push(first..set.threads.len() as u32);
@@ -306,6 +334,11 @@ impl Thread {
             rehelp: None,
             serving: None,
             call_run: 0,
+            passive: false,
+            call: None,
+            call_gen: 0,
+            dserve: None,
+            reqs: Vec::new(),
             start_ns: 0,
             has_timer: false,
             first_period_ns: None,
@@ -324,6 +357,10 @@ struct ResBuilder<'a> {
     threads: &'a ThreadSet,
     /// The resource's index.
     r: usize,
+    /// The donation model (with whether its objects donate: `pi_cv`).
+    donation: Option<bool>,
+    /// Request objects made: (calling thread, endpoint, object).
+    reqs: &'a mut Vec<(u32, usize, heir_core::ObjId)>,
 }
 
 impl ResBuilder<'_> {
@@ -374,7 +411,10 @@ impl ResBuilder<'_> {
                 mutex: self.mutex(Some("mutex"), engine::side_protocol(g)),
                 cond: self.cond(Some("cond")),
             },
-            ResourceKind::Endpoint { .. } => self.endpoint(roles),
+            ResourceKind::Endpoint { servers, callers } => match self.donation {
+                Some(donates) => self.endpoint_don(servers, callers, donates),
+                None => self.endpoint(roles),
+            },
         }
     }
 
@@ -400,6 +440,43 @@ impl ResBuilder<'_> {
             more,
             reqs: VecDeque::new(),
             replies,
+            don: None,
+        }
+    }
+
+    /// A donation-model endpoint (`sim::rpc`): its help object, targeting
+    /// every serving thread; its idle condvar; a request object per calling
+    /// thread (nested callers included).
+    fn endpoint_don(
+        &mut self,
+        servers: &[heir_scenario::TaskIdx],
+        callers: &[heir_scenario::TaskIdx],
+        donates: bool,
+    ) -> ResState {
+        let r = self.r;
+        let mutex = self.mutex(Some("mutex"), Protocol::Inherit);
+        let idle = self.cond(Some("idle"));
+        let help = self.engine.add_object(super::rpc::help_spec(donates));
+        self.names.object(help.0, r);
+        let serving: Vec<usize> = servers.iter().map(|t| t.0).collect();
+        for th in self.threads.of(&serving) {
+            // No waiters yet: no cycle, no change.
+            let _ = self
+                .engine
+                .add_target(help, self.threads.threads[th as usize].eng);
+        }
+        let calling: Vec<usize> = callers.iter().map(|t| t.0).collect();
+        for th in self.threads.of(&calling) {
+            let o = self.engine.add_object(super::rpc::request_spec(donates));
+            self.names.object(o.0, r);
+            self.reqs.push((th, r, o));
+        }
+        ResState::Endpoint {
+            mutex,
+            more: idle,
+            reqs: VecDeque::new(),
+            replies: Vec::new(),
+            don: Some(super::rpc::Don { help, idle }),
         }
     }
 
@@ -472,6 +549,13 @@ impl ObjNamer {
         // PI-CV and RPC lend the waiter's server (M-BWI beyond mutexes).
         self.lends_as(c.0, dl::Lends::Server);
         (c, record(&mut self.obj_res, c.0, idx))
+    }
+
+    /// An engine object shown as resource `r` (donation objects are shown
+    /// as their endpoint), lending a deadline waiter's server.
+    pub(super) fn object(&mut self, slot: u32, r: usize) {
+        record(&mut self.obj_res, slot, r);
+        self.lends_as(slot, dl::Lends::Server);
     }
 
     /// Records how engine object `slot` lends a deadline waiter's time.

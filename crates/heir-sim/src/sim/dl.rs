@@ -265,6 +265,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn rank_for(&self, t: u32) -> Option<Rank> {
         let th = &self.threads[t as usize];
         if !self.has_dl {
+            if self.stalled(t) {
+                return None;
+            }
             return Some(Rank::of(th.eff.urgency));
         }
         if let Some(r) = self.aff_rank(t) {
@@ -283,6 +286,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let th = &self.threads[t as usize];
         if th.dl.own.is_some() {
             return None;
+        }
+        if th.passive {
+            // No context of its own: only a fixed priority lent with time.
+            let (u, from) = self.without_servers(t);
+            return from.map(|_| Rank::of(u));
         }
         match th.eff.urgency {
             // Lent deadlines it cannot run on now: its best other urgency.
@@ -643,8 +651,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// A thread just made ready joins its run queue at the rank it should
-    /// have, or is parked when it has no server to run on.
-    pub(super) fn queue_or_park(&mut self, t: u32) {
+    /// have — at the head of its level when `head` (it takes its waker's
+    /// place), else the tail — or is parked when it has no server to run
+    /// on (or, passive, nobody lends to it).
+    pub(super) fn queue_or_park(&mut self, t: u32, head: bool) {
+        if !self.has_dl && self.stalled(t) {
+            // A passive server nobody lends to (donation model).
+            self.threads[t as usize].dl.parked = true;
+            return;
+        }
         if self.has_dl {
             match self.rank_for(t) {
                 Some(r) => {
@@ -658,7 +673,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
             }
         }
-        self.enqueue(t, false);
+        self.threads[t as usize].dl.parked = false;
+        self.enqueue(t, head);
         self.wake_check(t);
     }
 

@@ -63,6 +63,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
             EventKind::Resume(r) => self.ev_suspend(t, r.0, false, ev),
             EventKind::Push(r) => self.ev_queue(t, r.0, true, ev),
             EventKind::Pop(r) => self.ev_queue(t, r.0, false, ev),
+            EventKind::Call { endpoint, run } if self.don_of(endpoint.0).is_some() => {
+                self.ev_call_don(t, endpoint.0, *run, ev)
+            }
+            EventKind::Serve(r) if self.don_of(r.0).is_some() => self.ev_serve_don(t, r.0, ev),
             EventKind::Call { endpoint, run } => self.ev_call(t, endpoint.0, *run, ev),
             EventKind::Serve(r) => self.ev_serve(t, r.0, ev),
         }

@@ -43,7 +43,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if let Some(r) = dl::Res::of(&task.sched) {
             self.dl_setup(t, Some(r))?;
         }
-        self.queue_or_park(t);
+        self.queue_or_park(t, false);
         Ok(())
     }
 

@@ -175,6 +175,16 @@ struct Thread {
     serving: Option<(u32, u64)>,
     /// Call: the work drawn for the request.
     call_run: u64,
+    /// Donation model: runs only on donated time (`"passive": true`).
+    passive: bool,
+    /// Donation model: the thread's call in progress.
+    call: Option<rpc::Call>,
+    /// Donation model: generation of the call (stale timeouts).
+    call_gen: u32,
+    /// Donation model: the request this thread serves.
+    dserve: Option<rpc::Serving>,
+    /// Donation model: its request object per endpoint it calls.
+    reqs: Vec<(usize, heir_core::ObjId)>,
     // Jobs.
     start_ns: u64,
     has_timer: bool,
@@ -202,6 +212,8 @@ struct Cold {
     migrations: u64,
     /// `unique` timers of this thread.
     timers: Vec<(usize, TimerState)>,
+    /// Calls that timed out (donation model).
+    aborted: u64,
 }
 
 struct Req {
@@ -256,6 +268,8 @@ enum Step {
     Relock,
     /// Serve: mark the reply done and signal the caller.
     Reply,
+    /// Serve (donation model): the handler's nested call, if any.
+    Nested,
     /// Done: release the internal mutex and end the event.
     Leave,
 }
@@ -294,6 +308,8 @@ enum ResState {
         more: SimCond,
         reqs: VecDeque<Req>,
         replies: Vec<Reply>,
+        /// The donation model's objects (`global.ipc: "donation"`).
+        don: Option<rpc::Don>,
     },
 }
 
@@ -381,6 +397,8 @@ pub struct Simulator<'s, 'o> {
     /// Ready spread threads (affinity inheritance, `sim::aff`), outside
     /// the run queues.
     spread: Vec<u32>,
+    /// Some call has a timeout: the report counts aborted calls.
+    count_aborts: bool,
 }
 
 /// Stops the run with an error.
@@ -432,6 +450,7 @@ mod dl;
 mod events;
 mod life;
 mod ops;
+mod rpc;
 mod sched;
 
 pub use build::cpu_count;
@@ -495,6 +514,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         replenished: c.replenishments,
                     }),
                     migrations: Some(c.migrations),
+                    aborted_calls: self.count_aborts.then_some(c.aborted),
                 })
                 .collect(),
             deadlock,
@@ -662,6 +682,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 EvKind::Slice => self.slice_expired(t, ev.gen),
                 EvKind::Budget => self.budget_event(t, ev.gen)?,
                 EvKind::Replenish => self.replenish_event(t, ev.gen)?,
+                EvKind::Timeout => self.timeout_event(t, ev.gen)?,
             }
             self.dl_refresh();
             self.schedule()?;
@@ -747,6 +768,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
         };
         Box::new(Stop::Deadlock(DeadlockReport {
+            kind: heir_report::DeadlockKind::Deadlock,
             at_us: self.now as f64 / 1000.0,
             cycle: cycle.iter().map(name).collect(),
         }))

@@ -83,6 +83,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if self.stop_spin_acquired(t) {
             return Ok(());
         }
+        self.make_ready(t)?;
+        self.queue_or_park(t, false);
+        Ok(())
+    }
+
+    /// `t` becomes ready to step on (its pass closed if it ended; a
+    /// deadline thread's server through the CBS wake-up rule); its caller
+    /// queues or parks it.
+    pub(super) fn make_ready(&mut self, t: u32) -> R<()> {
         let th = &mut self.threads[t as usize];
         th.status = Status::Ready;
         th.act = Act::Step;
@@ -90,8 +99,22 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if self.has_dl {
             self.dl_wakeup(t)?;
         }
-        self.queue_or_park(t);
         Ok(())
+    }
+
+    /// `best`, or `t` at rank `r` if it comes first: more urgent, or as
+    /// urgent and queued earlier (its stamp).
+    pub(super) fn better(
+        &self,
+        best: Option<(Rank, i64, u32)>,
+        r: Rank,
+        t: u32,
+    ) -> Option<(Rank, i64, u32)> {
+        let stamp = self.threads[t as usize].stamp;
+        match best {
+            Some((br, bs, _)) if !(r > br || (r == br && stamp < bs)) => best,
+            _ => Some((r, stamp, t)),
+        }
     }
 
     /// The most urgent ready thread CPU `c` may run: (rank, stamp, thread).
@@ -106,14 +129,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
                 let found = self.global.level(l).find(|&(_, t)| self.allowed(t, c));
                 if let Some((r, t)) = found {
-                    let stamp = self.threads[t as usize].stamp;
-                    let better = match best {
-                        None => true,
-                        Some((br, bs, _)) => r > br || (r == br && stamp < bs),
-                    };
-                    if better {
-                        best = Some((r, stamp, t));
-                    }
+                    best = self.better(best, r, t);
                     break;
                 }
             }
@@ -477,6 +493,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         let new_rank = Rank::of(ch.new.urgency);
         let raised = ch.new.urgency > ch.old.urgency;
+        if self.threads[t as usize].passive && self.passive_change(t, new_rank) {
+            return;
+        }
         let th = &mut self.threads[t as usize];
         match th.status {
             Status::Ready => {
@@ -503,6 +522,44 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
             }
             _ => th.rank = new_rank,
+        }
+    }
+}
+
+impl<'s, 'o> Simulator<'s, 'o> {
+    /// A passive thread's urgency changed (fixed priorities): it stops
+    /// running or leaves its run queue when nobody lends to it any more,
+    /// and is queued again when someone does. True if handled.
+    fn passive_change(&mut self, t: u32, new_rank: Rank) -> bool {
+        let stalled = self.stalled(t);
+        let th = &self.threads[t as usize];
+        match th.status {
+            Status::Ready if th.dl.parked => {
+                let th = &mut self.threads[t as usize];
+                th.rank = new_rank;
+                if !stalled {
+                    th.dl.parked = false;
+                    self.enqueue(t, false);
+                    self.wake_check(t);
+                }
+                true
+            }
+            Status::Ready if stalled => {
+                self.dequeue(t);
+                let th = &mut self.threads[t as usize];
+                th.rank = new_rank;
+                th.dl.parked = true;
+                true
+            }
+            Status::Running if stalled => {
+                self.undispatch(t);
+                let th = &mut self.threads[t as usize];
+                th.rank = new_rank;
+                th.status = Status::Ready;
+                th.dl.parked = true;
+                true
+            }
+            _ => false,
         }
     }
 }

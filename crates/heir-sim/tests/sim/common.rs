@@ -259,6 +259,7 @@ impl B {
                 resources: Vec::new(),
                 tasks: Vec::new(),
                 warnings: Vec::new(),
+                rpc: Default::default(),
             },
         }
     }

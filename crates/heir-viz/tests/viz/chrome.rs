@@ -389,19 +389,6 @@ fn events_are_streamed_not_kept() {
     assert!(before - at_checkpoints[2] < 64 * 1024 + 200);
 }
 
-/// L runs on CPU 0, then CPU 1, then CPU 1 again, then CPU 0: two moves.
-fn migrating() -> Vec<TraceEvent> {
-    let exec = |cpu, start, end| TraceEvent::Exec {
-        cpu,
-        thread: L,
-        start_ns: start * MS,
-        end_ns: end * MS,
-        urgency: Urgency::fixed(50),
-        donor: None,
-    };
-    vec![exec(0, 0, 1), exec(1, 2, 3), exec(1, 3, 4), exec(0, 5, 6)]
-}
-
 #[test]
 fn a_migration_is_an_instant_on_the_thread_track() {
     let mut t = ChromeTrace::new(Vec::new());

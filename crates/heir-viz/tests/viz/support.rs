@@ -191,3 +191,16 @@ impl Observer for Recorder {
 pub fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
 }
+
+/// L runs on CPU 0, then CPU 1, then CPU 1 again, then CPU 0: two moves.
+pub fn migrating() -> Vec<TraceEvent> {
+    let exec = |cpu, start, end| TraceEvent::Exec {
+        cpu,
+        thread: L,
+        start_ns: start * MS,
+        end_ns: end * MS,
+        urgency: Urgency::fixed(50),
+        donor: None,
+    };
+    vec![exec(0, 0, 1), exec(1, 2, 3), exec(1, 3, 4), exec(0, 5, 6)]
+}

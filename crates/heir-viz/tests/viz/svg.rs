@@ -225,15 +225,7 @@ fn write_svg_writes_the_rendered_document() {
 
 #[test]
 fn a_migration_is_labelled_with_the_new_cpu() {
-    let exec = |cpu, start, end| TraceEvent::Exec {
-        cpu,
-        thread: L,
-        start_ns: start * MS,
-        end_ns: end * MS,
-        urgency: Urgency::fixed(50),
-        donor: None,
-    };
-    let events = vec![exec(0, 0, 1), exec(1, 2, 3), exec(1, 3, 4), exec(0, 5, 6)];
+    let events = migrating();
     let (_, svg) = svg_of(&events, 6 * MS, SvgOptions::default());
     let labels: Vec<&str> = svg
         .split(r#"<text class="migrate""#)

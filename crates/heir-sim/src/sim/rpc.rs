@@ -1,0 +1,476 @@
+//! RPC under the donation model (`global.ipc: "donation"`, seed 002:
+//! NOVA's timeslice donation and helping).
+//!
+//! # Engine objects
+//!
+//! Per endpoint: a **help** object (kind endpoint, donating, no target
+//! limit) whose targets are every serving thread of the endpoint, for the
+//! whole run; a caller that finds no server waiting for a call blocks on
+//! it — it *helps* the endpoint's servers (seed 002 Fig. 3 right: the
+//! dashed helping link) — and an **idle** condvar, without helpers, on
+//! which servers wait for a call. Per (calling thread, endpoint): a
+//! **request** object ([`heir_core::Spec::ENDPOINT`]: one target): while
+//! its call is being served the caller is blocked on it and its one target
+//! is the thread serving the call (Fig. 3 left: the solid donation link).
+//! With `pi_cv` off these objects do not donate.
+//!
+//! # A call
+//!
+//! 1. The caller queues nothing: if a server waits for a call, the first
+//!    one (most urgent, FIFO) takes it at once — the caller blocks on its
+//!    request object, which targets that server, and the server goes to
+//!    the **head** of its run-queue level (a direct switch: it runs in
+//!    the caller's place on the caller's time).
+//! 2. Otherwise the caller helps: it blocks on the endpoint's help object.
+//!    A server that next waits for a call takes the most urgent helper's
+//!    call instead of waiting (the helper's retry, which in NOVA succeeds
+//!    for the helper that is selected first: the most urgent one).
+//! 3. The server runs the call's `run`, then its nested `call` if any (as a
+//!    caller itself: its time is the time lent to it, so the donation goes
+//!    on down the chain), then replies: the caller wakes (tail of its
+//!    level) and the server loses what the caller lent.
+//! 4. A `timeout` that passes first aborts the call: the caller stops
+//!    waiting (counted in its report), its request object loses its
+//!    target, and the server goes on with the request without the
+//!    caller's time; at the reply nobody wakes.
+//!
+//! The reply wakes only the caller: the server does not hand the time it
+//! runs on to the caller (seed 002's donation counter): a caller runs on
+//! its own context or what is lent to it, never on a helper's.
+//!
+//! # Livelock
+//!
+//! A call that would close a cycle of the wait-for graph through a help
+//! object (seed 002 Fig. 7: Y serves C and calls Z, Z's handler calls Y,
+//! which is busy: Z would help Y, which waits for Z) is refused by the
+//! engine before any time passes; the run stops and reports a
+//! `"livelock"` with the cycle. NOVA detects the same cycle when a helping
+//! chain grows longer than the number of threads; heir sees it at the
+//! call that closes it.
+
+use super::*;
+use heir_core::{ObjId, ObjKind, Spec};
+use heir_scenario::CallSpec;
+
+/// A donation endpoint's engine objects.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Don {
+    /// Callers that found no server waiting help here; its targets are the
+    /// endpoint's serving threads.
+    pub help: ObjId,
+    /// Servers wait here for a call.
+    pub idle: SimCond,
+}
+
+/// Where a call stands (caller side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CallState {
+    /// Helping: no server has taken it yet.
+    Pending,
+    /// Served by this thread.
+    Taken(u32),
+    /// Replied to.
+    Replied,
+    /// Timed out.
+    Aborted,
+}
+
+/// A call in progress, of the thread that makes it.
+#[derive(Clone, Debug)]
+pub(super) struct Call {
+    pub r: usize,
+    pub req: ObjId,
+    pub run_ns: u64,
+    pub then: Option<Box<CallSpec>>,
+    pub state: CallState,
+}
+
+/// A request being served, of the serving thread.
+#[derive(Clone, Debug)]
+pub(super) struct Serving {
+    /// The calling thread; `None` once its call was aborted.
+    pub caller: Option<u32>,
+    pub req: ObjId,
+    pub run_ns: u64,
+    pub then: Option<Box<CallSpec>>,
+}
+
+/// The spec of a help object (`donates`: `pi_cv`).
+pub(super) fn help_spec(donates: bool) -> Spec {
+    Spec {
+        kind: ObjKind::Endpoint,
+        donates,
+        max_targets: None,
+        floor: None,
+    }
+}
+
+/// The spec of a request object (`donates`: `pi_cv`).
+pub(super) fn request_spec(donates: bool) -> Spec {
+    Spec {
+        donates,
+        ..Spec::ENDPOINT
+    }
+}
+
+impl<'s, 'o> Simulator<'s, 'o> {
+    /// The donation objects of endpoint `r`, if it uses the donation model.
+    pub(super) fn don_of(&self, r: usize) -> Option<Don> {
+        match self.res_state.get(r) {
+            Some(ResState::Endpoint { don, .. }) => *don,
+            _ => None,
+        }
+    }
+
+    /// Whether engine object `o` is a help object (a cycle through it is a
+    /// livelock).
+    pub(super) fn is_help(&self, o: ObjId) -> bool {
+        self.res_state
+            .iter()
+            .any(|s| matches!(s, ResState::Endpoint { don: Some(d), .. } if d.help == o))
+    }
+
+    /// A passive thread that nobody lends to: it may not run.
+    pub(super) fn stalled(&self, t: u32) -> bool {
+        let th = &self.threads[t as usize];
+        th.passive && th.eff.donor() == th.eng
+    }
+
+    fn eng_err(&self, t: u32, e: EngineError) -> Box<Stop> {
+        match e {
+            EngineError::Cycle { cycle } => self.deadlock(&cycle),
+            e => self.internal(t, e),
+        }
+    }
+
+    /// `call` under the donation model: start the call, then wait until
+    /// it is replied to or aborted.
+    pub(super) fn ev_call_don(&mut self, t: u32, r: usize, run: Micros, ev: &Event) -> R<Flow> {
+        match self.step_of_don(t) {
+            Step::Start => {
+                let run_ns = self.draw(run);
+                let spec = self.sc.rpc.call_at(&ev.path);
+                let then = spec.and_then(|s| s.then.clone());
+                let timeout = spec.and_then(|s| s.timeout_us);
+                self.threads[t as usize].step = Step::AwaitReply;
+                self.begin_call(t, r, run_ns, then, timeout, ev)?;
+                Ok(Flow::Leave)
+            }
+            _ => {
+                if self.call_over(t) {
+                    Ok(Flow::Next)
+                } else {
+                    Ok(Flow::Leave)
+                }
+            }
+        }
+    }
+
+    fn step_of_don(&self, t: u32) -> Step {
+        self.threads[t as usize].step
+    }
+
+    /// True (and the call forgotten) when `t`'s call was replied to or
+    /// aborted.
+    fn call_over(&mut self, t: u32) -> bool {
+        let th = &mut self.threads[t as usize];
+        match th.call.as_ref().map(|c| c.state) {
+            Some(CallState::Replied | CallState::Aborted) | None => {
+                th.call = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `t` calls endpoint `r`: handed to a waiting server, or helping.
+    /// `t` leaves its CPU either way.
+    fn begin_call(
+        &mut self,
+        t: u32,
+        r: usize,
+        run_ns: u64,
+        then: Option<Box<CallSpec>>,
+        timeout_us: Option<u64>,
+        ev: &Event,
+    ) -> R<()> {
+        let Some(don) = self.don_of(r) else {
+            return Err(self.bad_kind_don(ev));
+        };
+        let Some(req) = self.threads[t as usize]
+            .reqs
+            .iter()
+            .find(|x| x.0 == r)
+            .map(|x| x.1)
+        else {
+            return Err(stop(at_event(ev, "caller without a request object")));
+        };
+        let th = &mut self.threads[t as usize];
+        th.call = Some(Call {
+            r,
+            req,
+            run_ns,
+            then,
+            state: CallState::Pending,
+        });
+        th.call_gen = th.call_gen.wrapping_add(1);
+        let gen = th.call_gen;
+        let eng = th.eng;
+        self.instant(t, InstantKind::Call, r);
+        if let Some(us) = timeout_us {
+            let at = self.now.saturating_add(us_to_ns(us));
+            self.evq.push(at, EvKind::Timeout, t, gen);
+        }
+        let idle = self
+            .engine
+            .waiters(don.idle.id)
+            .ok()
+            .and_then(|mut w| w.next());
+        match idle.and_then(|s| self.thread_of(s)) {
+            Some(s) => {
+                // Take the waiting server off the idle condvar, then hand
+                // it the call.
+                match self.engine.cond_signal_into(don.idle.id, &mut self.changes) {
+                    Ok(_) => self.apply_buffered(),
+                    Err(e) => return Err(self.internal(t, e)),
+                }
+                match self.engine.block(eng, req) {
+                    Ok(ch) => self.apply_changes(&ch),
+                    Err(e) => return Err(self.eng_err(t, e)),
+                }
+                self.take_call(s, t)?;
+                self.block(t);
+                // A direct switch: the server takes the caller's place.
+                self.wake_at_head(s)?;
+            }
+            None => {
+                match self.engine.block(eng, don.help) {
+                    Ok(ch) => self.apply_changes(&ch),
+                    Err(EngineError::Cycle { cycle }) => return Err(self.livelock(&cycle)),
+                    Err(e) => return Err(self.internal(t, e)),
+                }
+                self.block(t);
+            }
+        }
+        Ok(())
+    }
+
+    /// Server `s` takes the call of `c`, whose thread is already blocked
+    /// on its request object (handed) or on the help object (helping).
+    fn take_call(&mut self, s: u32, c: u32) -> R<()> {
+        let c_eng = self.threads[c as usize].eng;
+        let s_eng = self.threads[s as usize].eng;
+        let Some(call) = self.threads[c as usize].call.clone() else {
+            return Err(self.internal(s, EngineError::NotBlocked(c_eng)));
+        };
+        if self.engine.blocked_on(c_eng).ok().flatten() != Some(call.req) {
+            // Helping until now: it retries, and the call is taken.
+            match self.engine.cancel_wait(c_eng) {
+                Ok(ch) => self.apply_changes(&ch),
+                Err(e) => return Err(self.internal(c, e)),
+            }
+            match self.engine.block(c_eng, call.req) {
+                Ok(ch) => self.apply_changes(&ch),
+                Err(e) => return Err(self.eng_err(c, e)),
+            }
+        }
+        match self.engine.add_target(call.req, s_eng) {
+            Ok(ch) => self.apply_changes(&ch),
+            Err(EngineError::Cycle { cycle }) => return Err(self.livelock(&cycle)),
+            Err(e) => return Err(self.internal(s, e)),
+        }
+        if let Some(cl) = self.threads[c as usize].call.as_mut() {
+            cl.state = CallState::Taken(s);
+        }
+        self.threads[s as usize].dserve = Some(Serving {
+            caller: Some(c),
+            req: call.req,
+            run_ns: call.run_ns,
+            then: call.then,
+        });
+        Ok(())
+    }
+
+    /// A woken thread that takes its waker's place on the CPU: the head of
+    /// its level.
+    fn wake_at_head(&mut self, t: u32) -> R<()> {
+        self.make_ready(t)?;
+        self.queue_or_park(t, true);
+        Ok(())
+    }
+
+    /// `serve` under the donation model: take a call (the most urgent
+    /// helper's, or wait for one), run it and its nested call, reply.
+    pub(super) fn ev_serve_don(&mut self, t: u32, r: usize, ev: &Event) -> R<Flow> {
+        let Some(don) = self.don_of(r) else {
+            return Err(self.bad_kind_don(ev));
+        };
+        match self.step_of_don(t) {
+            Step::Start => {
+                if self.threads[t as usize].dserve.is_some() {
+                    self.goto_don(t, Step::Work);
+                    return Ok(Flow::Same);
+                }
+                let top = self
+                    .engine
+                    .waiters(don.help)
+                    .ok()
+                    .and_then(|mut w| w.next())
+                    .and_then(|c| self.thread_of(c));
+                if let Some(c) = top {
+                    self.take_call(t, c)?;
+                    self.goto_don(t, Step::Work);
+                    return Ok(Flow::Same);
+                }
+                let eng = self.threads[t as usize].eng;
+                match self
+                    .engine
+                    .cond_wait_into(eng, don.idle.id, &mut self.changes)
+                {
+                    Ok(()) => {
+                        self.instant(t, InstantKind::Wait, don.idle.res);
+                        self.apply_buffered();
+                    }
+                    Err(e) => return Err(self.eng_err(t, e)),
+                }
+                self.block(t);
+                Ok(Flow::Leave)
+            }
+            Step::Work => {
+                let ns = self.threads[t as usize]
+                    .dserve
+                    .as_ref()
+                    .map_or(0, |s| s.run_ns);
+                Ok(self.start_run(t, ns, Some(Step::Nested)))
+            }
+            Step::Nested => {
+                if self.threads[t as usize].call.is_some() {
+                    if self.call_over(t) {
+                        self.goto_don(t, Step::Reply);
+                        return Ok(Flow::Same);
+                    }
+                    return Ok(Flow::Leave);
+                }
+                let then = self.threads[t as usize]
+                    .dserve
+                    .as_mut()
+                    .and_then(|s| s.then.take());
+                match then {
+                    Some(spec) => {
+                        let run_ns = self.draw(spec.run);
+                        let CallSpec {
+                            endpoint,
+                            timeout_us,
+                            then,
+                            ..
+                        } = *spec;
+                        self.begin_call(t, endpoint.0, run_ns, then, timeout_us, ev)?;
+                        Ok(Flow::Leave)
+                    }
+                    None => {
+                        self.goto_don(t, Step::Reply);
+                        Ok(Flow::Same)
+                    }
+                }
+            }
+            _ => {
+                self.reply_don(t, r)?;
+                Ok(Flow::Next)
+            }
+        }
+    }
+
+    fn goto_don(&mut self, t: u32, s: Step) {
+        self.threads[t as usize].step = s;
+    }
+
+    /// Server `t` replies: its caller (if its call was not aborted) wakes,
+    /// and `t` no longer runs on the caller's time.
+    fn reply_don(&mut self, t: u32, r: usize) -> R<()> {
+        let Some(sv) = self.threads[t as usize].dserve.take() else {
+            return Ok(());
+        };
+        self.instant(t, InstantKind::Reply, r);
+        let s_eng = self.threads[t as usize].eng;
+        if let Some(c) = sv.caller {
+            let c_eng = self.threads[c as usize].eng;
+            match self.engine.cancel_wait(c_eng) {
+                Ok(ch) => self.apply_changes(&ch),
+                Err(e) => return Err(self.internal(c, e)),
+            }
+            if let Some(cl) = self.threads[c as usize].call.as_mut() {
+                cl.state = CallState::Replied;
+            }
+            self.wake(c)?;
+        }
+        if self
+            .engine
+            .targets(sv.req)
+            .is_ok_and(|ts| ts.contains(&s_eng))
+        {
+            match self.engine.remove_target(sv.req, s_eng) {
+                Ok(ch) => self.apply_changes(&ch),
+                Err(e) => return Err(self.internal(t, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// A call's timeout passed: if the call still waits, it is aborted.
+    pub(super) fn timeout_event(&mut self, c: u32, gen: u32) -> R<()> {
+        let th = &self.threads[c as usize];
+        if th.call_gen != gen {
+            return Ok(());
+        }
+        let Some(call) = th.call.clone() else {
+            return Ok(());
+        };
+        let c_eng = th.eng;
+        match call.state {
+            CallState::Pending => match self.engine.cancel_wait(c_eng) {
+                Ok(ch) => self.apply_changes(&ch),
+                Err(e) => return Err(self.internal(c, e)),
+            },
+            CallState::Taken(s) => {
+                match self.engine.cancel_wait(c_eng) {
+                    Ok(ch) => self.apply_changes(&ch),
+                    Err(e) => return Err(self.internal(c, e)),
+                }
+                let s_eng = self.threads[s as usize].eng;
+                match self.engine.remove_target(call.req, s_eng) {
+                    Ok(ch) => self.apply_changes(&ch),
+                    Err(e) => return Err(self.internal(s, e)),
+                }
+                if let Some(sv) = self.threads[s as usize].dserve.as_mut() {
+                    sv.caller = None;
+                }
+            }
+            CallState::Replied | CallState::Aborted => return Ok(()),
+        }
+        if let Some(cl) = self.threads[c as usize].call.as_mut() {
+            cl.state = CallState::Aborted;
+        }
+        self.cold[c as usize].aborted += 1;
+        self.instant(c, InstantKind::Abort, call.r);
+        self.wake(c)
+    }
+
+    fn bad_kind_don(&self, ev: &Event) -> Box<Stop> {
+        stop(at_event(ev, "the event's resource has the wrong kind"))
+    }
+
+    /// A cycle refused at a call: a livelock if it goes through a help
+    /// object, else a deadlock.
+    fn livelock(&self, cycle: &[Node]) -> Box<Stop> {
+        let mut d = self.deadlock(cycle);
+        let helping = cycle
+            .iter()
+            .any(|n| matches!(n, Node::Object(o) if self.is_help(*o)));
+        if let Stop::Deadlock(rep) = d.as_mut() {
+            if helping {
+                rep.kind = heir_report::DeadlockKind::Livelock;
+            }
+        }
+        d
+    }
+}
