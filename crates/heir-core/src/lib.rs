@@ -156,14 +156,16 @@
 //! no urgency in the graph and walks donation links when it schedules;
 //! heir keeps every effective urgency exact after every call instead, and
 //! makes the walk cheap: a plain chain (objects with one target) is
-//! followed without the worklist, a rise is carried down as a delta (a
-//! contribution strictly more urgent than a task's value *is* its new
-//! value: its other inputs are not read), values are kept packed
+//! followed without the worklist, the new contribution is carried down as
+//! a delta (one strictly more urgent than a task's value *is* its new
+//! value; an object that is a task's only input gives it the contribution
+//! or its base: the task's inputs are not re-read), values are kept packed
 //! (`packed.rs`), and a long list of changes is handed over without a copy.
 //! The check before a block is O(1) for a caller nothing waits upstream of
-//! (a client serving nobody), O(n) (a walk down the chain) for a server
-//! calling on. A reply by the root of a chain (the order a chain unwinds
-//! in) is O(1). Figures: docs/PERFORMANCE.md.
+//! (a client serving nobody) while fewer than [`MAX_CHAIN_DEPTH`] tasks are
+//! blocked, O(n) (a walk down the chain) for a server calling on. A reply
+//! by the root of a chain (the order a chain unwinds in) is O(1). Figures:
+//! docs/PERFORMANCE.md.
 //!
 //! In debug builds every mutating operation ends with
 //! [`Engine::check_invariants`] (disable with [`Engine::set_debug_checks`] for
