@@ -36,3 +36,6 @@ mod limits;
 
 #[path = "sim/donation.rs"]
 mod donation;
+
+#[path = "sim/blocking.rs"]
+mod blocking;

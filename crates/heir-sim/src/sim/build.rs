@@ -51,16 +51,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         for (th, r, o) in reqs {
             threads.threads[th as usize].reqs.push((r, o));
         }
-        let count_aborts = scenario.rpc.calls.iter().any(|c| {
-            let mut s = Some(&c.spec);
-            while let Some(x) = s {
-                if x.timeout_us.is_some() {
-                    return true;
-                }
-                s = x.then.as_deref();
-            }
-            false
-        });
+        let count_aborts = scenario.rpc.calls.iter().any(|c| c.spec.has_timeout());
+        let (handlers, handler_at) = rpc::handler_arena(scenario);
         if pi_cv {
             threads.register_helpers(scenario, &mut engine, &helpers)?;
         }
@@ -120,6 +112,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             mixed_homes,
             spread: Vec::new(),
             count_aborts,
+            handlers,
+            handler_at,
         })
     }
 }

@@ -262,13 +262,14 @@ enum Step {
     AwaitReply,
     /// Serve: a request is taken; release the endpoint's mutex.
     Release,
-    /// Serve: run the request's work.
+    /// Serve: run the request's work (donation model: the handler's next
+    /// event).
     Work,
     /// Serve: the work is done; lock the endpoint's mutex again.
     Relock,
     /// Serve: mark the reply done and signal the caller.
     Reply,
-    /// Serve (donation model): the handler's nested call, if any.
+    /// Serve (donation model): a nested call of the handler is under way.
     Nested,
     /// Done: release the internal mutex and end the event.
     Leave,
@@ -399,6 +400,11 @@ pub struct Simulator<'s, 'o> {
     spread: Vec<u32>,
     /// Some call has a timeout: the report counts aborted calls.
     count_aborts: bool,
+    /// Donation model: every call spec with a handler (top-level calls
+    /// recorded in `scenario.rpc.calls` and their nested calls), an arena.
+    handlers: Vec<rpc::Handler<'s>>,
+    /// The top-level calls' handlers, by their event's JSON path.
+    handler_at: std::collections::HashMap<&'s str, u32>,
 }
 
 /// Stops the run with an error.
@@ -595,6 +601,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 return Err(format!("{name}: running but not its CPU's current"));
             }
         }
+        self.check_donation()?;
         let in_queues = self.global.len()
             + self.spread.len()
             + self.local.iter().map(RunQueue::len).sum::<usize>();
