@@ -10,6 +10,8 @@ mod deadline;
 mod deadlock;
 #[path = "cli/demo.rs"]
 mod demo;
+#[path = "cli/donation.rs"]
+mod donation;
 #[path = "cli/protocols.rs"]
 mod protocols;
 #[path = "cli/reliability.rs"]

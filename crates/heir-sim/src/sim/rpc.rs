@@ -25,10 +25,12 @@
 //!    A server that next waits for a call takes the most urgent helper's
 //!    call instead of waiting (the helper's retry, which in NOVA succeeds
 //!    for the helper that is selected first: the most urgent one).
-//! 3. The server runs the call's `run`, then its nested `call` if any (as a
-//!    caller itself: its time is the time lent to it, so the donation goes
-//!    on down the chain), then replies: the caller wakes (tail of its
-//!    level) and the server loses what the caller lent.
+//! 3. The server runs the call's handler event by event (`Step::Work`): a
+//!    `run`, a `lock` or `unlock` (engine mutex operations), a `sleep`, a
+//!    nested `call` (as a caller itself, `Step::Nested`: its time is the
+//!    time lent to it, so the donation goes on down the chain); a plain
+//!    call's handler is its one `run`. Then it replies: the caller wakes
+//!    (tail of its level) and the server loses what the caller lent.
 //! 4. A `timeout` that passes first aborts the call: the caller stops
 //!    waiting (counted in its report), its request object loses its
 //!    target, and the server goes on with the request without the
@@ -37,6 +39,25 @@
 //! The reply wakes only the caller: the server does not hand the time it
 //! runs on to the caller (seed 002's donation counter): a caller runs on
 //! its own context or what is lent to it, never on a helper's.
+//!
+//! # Blocking handlers (seed 002 Figs. 5–6)
+//!
+//! A handler's `lock` of a held mutex or its `sleep` blocks the server
+//! while it runs on lent time. Nothing is taken back: its callers and
+//! helpers stay blocked on the request and help objects, so their
+//! contexts — NOVA's timeslices — are **parked** on the server: none is in
+//! a run queue (they belong to blocked threads; `check_donation`). Blocked
+//! on an `inherit`/`bwi` mutex, the server passes them on to the owner
+//! (the engine's chain walk); blocked in a sleep or on a `none` mutex,
+//! they stop there (`time_goes_to` stalls). When the server unblocks it
+//! goes back to the run queue **once**, at the rank of the most urgent
+//! context it may use (its effective urgency; under `SCHED_DEADLINE` the
+//! earliest lent server with budget): NOVA's staggered wake-up, whose
+//! other timeslices stay linked behind the first. When that context
+//! leaves (reply, abort) or lowers its urgency (a boost of its own ends,
+//! its budget runs out), the engine's change re-queues the server at the
+//! next one. The cost of the wake-up does not depend on the number of
+//! donors, and the order of execution is NOVA's.
 //!
 //! # Livelock
 //!
