@@ -39,3 +39,6 @@ mod donation;
 
 #[path = "sim/blocking.rs"]
 mod blocking;
+
+#[path = "sim/donation_deadline.rs"]
+mod donation_deadline;
