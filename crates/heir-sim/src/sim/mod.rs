@@ -183,6 +183,9 @@ struct Thread {
     call_gen: u32,
     /// Donation model: the request this thread serves.
     dserve: Option<rpc::Serving>,
+    /// Donation model: the help object of its own endpoint it left while
+    /// it calls that endpoint (a server does not help itself).
+    unhelped: Option<heir_core::ObjId>,
     /// Donation model: its request object per endpoint it calls.
     reqs: Vec<(usize, heir_core::ObjId)>,
     // Jobs.
@@ -489,7 +492,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let deadlock = match self.main_loop() {
             Ok(()) => None,
             Err(stop) => match *stop {
-                Stop::Deadlock(d) => Some(d),
+                Stop::Deadlock(d) => {
+                    // The step stopped before its deadline ranks were
+                    // brought up to date: do it, for a consistent state
+                    // to inspect (no time passes).
+                    if self.dl_dirty {
+                        self.dl_refresh();
+                    }
+                    Some(d)
+                }
                 Stop::Error(e) => return Err(e),
             },
         };

@@ -67,7 +67,11 @@
 //! engine before any time passes; the run stops and reports a
 //! `"livelock"` with the cycle. NOVA detects the same cycle when a helping
 //! chain grows longer than the number of threads; heir sees it at the
-//! call that closes it.
+//! call that closes it. A server calling its own endpoint leaves the help
+//! object's targets for the duration of its call (it helps the other
+//! servers, as a condvar's helper that waits on it stops helping it,
+//! `Simulator::op_wait`); as the endpoint's only server it stays, and the
+//! cycle `Y -> y -> Y` is the livelock.
 
 use super::*;
 use heir_core::{ObjId, ObjKind, Spec};
@@ -232,7 +236,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 Ok(Flow::Leave)
             }
             _ => {
-                if self.call_over(t) {
+                if self.call_over(t)? {
                     Ok(Flow::Next)
                 } else {
                     Ok(Flow::Leave)
@@ -247,20 +251,45 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     /// True (and the call forgotten) when `t`'s call was replied to or
     /// aborted.
-    fn call_over(&mut self, t: u32) -> bool {
+    /// A server that called its own endpoint helps it again.
+    fn call_over(&mut self, t: u32) -> R<bool> {
         let th = &mut self.threads[t as usize];
         match th.call.as_ref().map(|c| c.state) {
             Some(CallState::Replied | CallState::Aborted) | None => {
                 th.call = None;
-                true
+                if let Some(help) = th.unhelped.take() {
+                    // `t` runs (it is blocked on nothing): no cycle.
+                    let eng = th.eng;
+                    match self.engine.add_target(help, eng) {
+                        Ok(ch) => self.apply_changes(&ch),
+                        Err(e) => return Err(self.internal(t, e)),
+                    }
+                }
+                Ok(true)
             }
-            _ => false,
+            _ => Ok(false),
         }
     }
 
     /// `t` calls endpoint `r`: handed to a waiting server, or helping.
-    /// `t` leaves its CPU either way.
+    /// `t` leaves its CPU either way. A call refused (the livelock or
+    /// deadlock it would close ends the run) leaves no call behind.
     fn begin_call(
+        &mut self,
+        t: u32,
+        r: usize,
+        work: Work,
+        timeout_us: Option<u64>,
+        ev: &Event,
+    ) -> R<()> {
+        let res = self.begin_call_inner(t, r, work, timeout_us, ev);
+        if res.is_err() {
+            self.threads[t as usize].call = None;
+        }
+        res
+    }
+
+    fn begin_call_inner(
         &mut self,
         t: u32,
         r: usize,
@@ -317,6 +346,22 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.wake_at_head(s)?;
             }
             None => {
+                // A server of the endpoint calling it does not help
+                // itself (it cannot take its own call): it leaves the
+                // help object's targets until its call is over, and helps
+                // the other servers (none: the call can never be served,
+                // the cycle t -> help -> t is reported).
+                let own = self
+                    .engine
+                    .targets(don.help)
+                    .is_ok_and(|ts| ts.contains(&eng) && ts.len() > 1);
+                if own {
+                    match self.engine.remove_target(don.help, eng) {
+                        Ok(ch) => self.apply_changes(&ch),
+                        Err(e) => return Err(self.internal(t, e)),
+                    }
+                    self.threads[t as usize].unhelped = Some(don.help);
+                }
                 match self.engine.block(eng, don.help) {
                     Ok(ch) => self.apply_changes(&ch),
                     Err(EngineError::Cycle { cycle }) => return Err(self.livelock(&cycle)),
@@ -429,7 +474,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
             Step::Work => self.handler_step(t, ev),
             Step::Nested => {
-                if self.call_over(t) {
+                if self.call_over(t)? {
                     self.goto_don(t, Step::Work);
                     return Ok(Flow::Same);
                 }
@@ -596,8 +641,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
     ///   `caller` is the calling thread); a call still pending: the caller
     ///   helps (it is blocked on the endpoint's help object);
     /// * a served request names a caller whose call is taken by this
-    ///   server, or none (aborted) and then its request object has no
-    ///   target;
+    ///   server, or none (aborted) and then its request object does not
+    ///   target this server;
     /// * blocked timeslices: a thread whose context is lent (a caller
     ///   whose call is pending or taken) is blocked — never queued nor
     ///   running — so the contexts lent to a blocked server wait with it,
@@ -669,10 +714,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
                             ));
                         }
                     }
+                    // The caller may have called again since (the same
+                    // request object, taken by another server).
                     None => {
-                        if self.engine.targets(sv.req).is_ok_and(|t| !t.is_empty()) {
+                        if self
+                            .engine
+                            .targets(sv.req)
+                            .is_ok_and(|t| t.contains(&th.eng))
+                        {
                             return Err(format!(
-                                "{name}: serves an aborted request that still has a target"
+                                "{name}: serves an aborted request that still lends to it"
                             ));
                         }
                     }
