@@ -40,12 +40,21 @@ pub fn sched_label(s: &Sched) -> String {
 }
 
 /// The scheduling label of every thread of `scenario`, by thread name.
-pub fn thread_scheds(scenario: &Scenario) -> Vec<(String, String)> {
+/// With `passive`, a passive server (donation model, seed 002: no
+/// scheduling context of its own) is shown as `passive` (`heir sim`);
+/// otherwise by the policy its thread is given (`heir run`, which runs it
+/// as an ordinary thread).
+pub fn thread_scheds(scenario: &Scenario, passive: bool) -> Vec<(String, String)> {
     scenario
         .tasks
         .iter()
-        .flat_map(|t| {
-            let label = sched_label(&t.sched);
+        .enumerate()
+        .flat_map(|(i, t)| {
+            let label = if passive && scenario.rpc.is_passive(heir_scenario::TaskIdx(i)) {
+                "passive".to_string()
+            } else {
+                sched_label(&t.sched)
+            };
             t.thread_names()
                 .into_iter()
                 .map(move |n| (n, label.clone()))

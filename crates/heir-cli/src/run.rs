@@ -133,7 +133,7 @@ pub fn main(args: Args) -> CliResult {
             report.duration_us / 1e6,
             on_off(pi_cv),
             overrides_shown(&args.protocol),
-            report_table(report, &thread_scheds(&scenario)).render()
+            report_table(report, &thread_scheds(&scenario, false)).render()
         );
         if let Some(line) = aborted_line(report) {
             println!("\n{line}");

@@ -138,7 +138,7 @@ pub fn main(args: Args) -> CliResult {
                 (pi_cv, &overrides_shown(&args.protocol)),
                 cpus,
                 &report,
-                &thread_scheds(&scenario),
+                &thread_scheds(&scenario, true),
             )
         );
         for path in &written {

@@ -12,6 +12,8 @@ mod deadlock;
 mod demo;
 #[path = "cli/donation.rs"]
 mod donation;
+#[path = "cli/donation_sim.rs"]
+mod donation_sim;
 #[path = "cli/protocols.rs"]
 mod protocols;
 #[path = "cli/reliability.rs"]

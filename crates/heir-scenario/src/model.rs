@@ -67,7 +67,8 @@ pub struct Rpc {
     /// Tasks with `"passive": true`: no scheduling context of their own,
     /// they run only on donated time.
     pub passive: Vec<TaskIdx>,
-    /// The `call` events that carry a `timeout` or a nested `call`, by
+    /// The `call` events that carry more than `server` and one `run` (a
+    /// `timeout`, a nested `call`, blocking or repeated handler events), by
     /// their event's JSON path.
     pub calls: Vec<CallAt>,
 }
@@ -78,13 +79,14 @@ impl Rpc {
         self.passive.contains(&t)
     }
 
-    /// What the `call` event at `path` carries beyond `server` and `run`.
+    /// What the `call` event at `path` carries beyond `server` and one
+    /// `run`.
     pub fn call_at(&self, path: &str) -> Option<&CallSpec> {
         self.calls.iter().find(|c| c.path == path).map(|c| &c.spec)
     }
 }
 
-/// A `call` event that carries a `timeout` or a nested `call`.
+/// A `call` event that carries more than `server` and one `run`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallAt {
     /// The event's JSON path.
@@ -93,18 +95,62 @@ pub struct CallAt {
     pub spec: CallSpec,
 }
 
-/// One call: to `endpoint`, `run` µs of handler work, then the nested call
-/// the handler makes (on the time it runs on) before it replies.
+/// One call: to `endpoint`, with the handler the serving thread runs for it
+/// before it replies.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallSpec {
     /// A [`ResourceKind::Endpoint`].
     pub endpoint: ResIdx,
-    /// µs of work the server does for the call before its nested call.
+    /// µs of work the server does for the call: the sum of the handler's
+    /// `run`s at this level (the whole handler for a plain call). The
+    /// faces that do not model handlers (`heir run`, `heir analyze`) use
+    /// this.
     pub run: Micros,
     /// µs after which the caller stops waiting (the call is aborted).
     pub timeout_us: Option<u64>,
-    /// The call the server's handler makes before it replies.
-    pub then: Option<Box<CallSpec>>,
+    /// The handler (donation model): what the serving thread does, in file
+    /// order, before it replies. A plain call's is its one `run`.
+    pub handler: Vec<HandlerStep>,
+}
+
+impl CallSpec {
+    /// The nested calls of the handler, in order (not their own nested
+    /// calls).
+    pub fn nested(&self) -> impl Iterator<Item = &CallSpec> {
+        self.handler.iter().filter_map(|h| match &h.event {
+            HandlerEvent::Call(c) => Some(&**c),
+            _ => None,
+        })
+    }
+
+    /// Whether this call or one of its nested calls has a `timeout`.
+    pub fn has_timeout(&self) -> bool {
+        self.timeout_us.is_some() || self.nested().any(CallSpec::has_timeout)
+    }
+}
+
+/// One event of a call's handler (donation model), where it is in the file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HandlerStep {
+    /// The event's JSON path (workgen names: `tasks.A.call.run1`).
+    pub path: String,
+    /// What it does.
+    pub event: HandlerEvent,
+}
+
+/// What a handler's event does, on the serving thread.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HandlerEvent {
+    /// Burn CPU for that long, on the time the server runs on.
+    Run(Micros),
+    /// Lock a mutex (the server may block: a *blocked handler*).
+    Lock(ResIdx),
+    /// Unlock a mutex the handler locked.
+    Unlock(ResIdx),
+    /// Sleep (the server blocks; its lent time waits for it).
+    Sleep(Micros),
+    /// A nested call, made on the time the server runs on.
+    Call(Box<CallSpec>),
 }
 
 /// The `global` object.

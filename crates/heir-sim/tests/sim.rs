@@ -36,3 +36,9 @@ mod limits;
 
 #[path = "sim/donation.rs"]
 mod donation;
+
+#[path = "sim/blocking.rs"]
+mod blocking;
+
+#[path = "sim/donation_deadline.rs"]
+mod donation_deadline;

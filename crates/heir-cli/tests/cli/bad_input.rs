@@ -213,3 +213,64 @@ fn bwi_affinity_that_is_not_a_bool() {
         "{err}"
     );
 }
+
+#[test]
+fn donation_model_mistakes() {
+    // A timeout without the donation model.
+    let err = rejected(
+        "timeout",
+        r#"{
+  "tasks" : {
+    "S" : { "serve" : "e" },
+    "A" : { "call" : { "server" : "e", "run" : 100, "timeout" : 50 } }
+  }
+}
+"#,
+    );
+    assert!(
+        err.contains(
+            "bad.json:4:53: at tasks.A.call.timeout: a call's \"timeout\" needs the donation \
+             model: set \"ipc\": \"donation\" in global"
+        ),
+        "{err}"
+    );
+    // A handler that ends holding its mutex.
+    let err = rejected(
+        "handler",
+        r#"{
+  "global" : { "ipc" : "donation" },
+  "tasks" : {
+    "S" : { "passive" : true, "serve" : "e" },
+    "A" : { "call" : { "server" : "e", "run" : 100, "lock" : "m", "sleep" : 50 } }
+  }
+}
+"#,
+    );
+    assert!(
+        err.contains(
+            "bad.json:5:22: at tasks.A.call: this handler ends holding mutex \"m\" (locked at \
+             tasks.A.call.lock): unlock \"m\" before the handler ends, the server replies \
+             without it"
+        ),
+        "{err}"
+    );
+    // A passive task that does more than serve.
+    let err = rejected(
+        "passive",
+        r#"{
+  "global" : { "ipc" : "donation" },
+  "tasks" : {
+    "S" : { "passive" : true, "serve" : "e", "run" : 10 },
+    "A" : { "call" : { "server" : "e", "run" : 100 } }
+  }
+}
+"#,
+    );
+    assert!(
+        err.contains(
+            "bad.json:4:25: at tasks.S.passive: task \"S\" is passive (it runs only on donated \
+             time): its events must all be \"serve\", but tasks.S.run is not"
+        ),
+        "{err}"
+    );
+}

@@ -293,3 +293,29 @@ fn donation_with_pi_cv_off_is_refused_by_heir_run() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_handler_that_blocks_on_a_pi_mutex_passes_the_callers_priority_on() {
+    let Some(_rt) = rt_or_skip("donation::blocking") else {
+        return;
+    };
+    let file = example("seed002-fig5-6-blocking.json");
+    let (rc, v, err) = run_logged(&file);
+    assert_eq!(rc, 0, "{err}");
+    // Z, blocked on m inside B's call, passes B's priority (40) on to O
+    // (prio 5, holding m) through the kernel's PI chain: O's section ends
+    // before L (prio 10) has finished — without it L would run first, as
+    // `--protocol m=none` simulates. Then Z serves B before D (the most
+    // urgent lent priority first after its sleep), and L ends last.
+    // (O's own completion is not compared with the simulation: at its
+    // unlock Z, then L, preempt it before it records its job's end.)
+    let o_section = logged_at(&v, "O", "tasks.O.run");
+    let b_reply = logged_at(&v, "Z", ": reply (B's call)");
+    let d_reply = logged_at(&v, "Z", ": reply (D's call)");
+    let l_done = logged_at(&v, "L", "tasks.L.run");
+    assert!(
+        o_section < b_reply && b_reply < d_reply && d_reply < l_done,
+        "{}",
+        v["log"]
+    );
+}

@@ -8,7 +8,7 @@
 //!   ([`join_servers`]; a `passive` task becomes `SCHED_IDLE` there, the
 //!   documented approximation of "no scheduling context"). Each `serve`
 //!   event is one [`donate::Endpoint::receive_until`], the handler's steps
-//!   in order ([`Step`]: its `run`, then its nested `call`), and one
+//!   in order ([`Step`]: `run`, `lock`, `unlock`, `sleep`, nested `call`), and one
 //!   [`donate::Endpoint::reply`].
 //! - Each `call` (an event, or a handler's nested call) is one
 //!   [`donate::Endpoint::call_until`] with the deadline min(end of the run,
@@ -34,10 +34,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use heir_report::DeadlockKind;
-use heir_scenario::{CallSpec, Event, EventKind, IpcModel, Micros, Scenario};
+use heir_scenario::{CallSpec, Event, EventKind, HandlerEvent, IpcModel, Micros, Scenario};
 
 use super::{Ctx, Res, Stop};
 use crate::{donate, sys, Error};
+use heir_scenario::messages;
 
 /// How long after a request's timeout its serving thread keeps yielding
 /// the CPU at each check (every few µs of its work), so that the timed-out
@@ -58,29 +59,43 @@ pub(super) struct CallPlan {
     pub handler: Vec<Step>,
 }
 
-/// A step of a handler. (Today's format has a `run` and an optional nested
-/// call; a step kind for each new handler event — a lock, a sleep — goes
-/// here and in [`Ctx::handle`].)
+/// A step of a handler, as the scenario's call object lists it.
 #[derive(Debug)]
 pub(super) enum Step {
     /// `run` µs of CPU time.
     Run(Micros),
+    /// Lock a mutex of the run (a handler that blocks: the kernel passes
+    /// the lent priority on to the owner of a PI mutex).
+    Lock(usize),
+    /// Unlock a mutex the handler locked.
+    Unlock(usize),
+    /// Sleep (the server blocks; its caller keeps waiting).
+    Sleep(Micros),
     /// A nested call, on the time the serving thread runs on.
     Call(Arc<CallPlan>),
 }
 
 impl CallPlan {
-    /// The plan of a call to `endpoint` whose handler runs `run`, with what
-    /// the scenario adds to it (`spec`: timeout, nested call).
+    /// The plan of a call to `endpoint` whose handler is `run` alone, or
+    /// what the scenario lists for it (`spec`: handler, timeout, nested
+    /// calls).
     fn of(endpoint: usize, run: Micros, spec: Option<&CallSpec>) -> CallPlan {
-        let mut handler = vec![Step::Run(run)];
-        if let Some(then) = spec.and_then(|s| s.then.as_deref()) {
-            handler.push(Step::Call(Arc::new(CallPlan::of(
-                then.endpoint.0,
-                then.run,
-                Some(then),
-            ))));
-        }
+        let handler = match spec {
+            Some(spec) if !spec.handler.is_empty() => spec
+                .handler
+                .iter()
+                .map(|h| match &h.event {
+                    HandlerEvent::Run(m) => Step::Run(*m),
+                    HandlerEvent::Lock(r) => Step::Lock(r.0),
+                    HandlerEvent::Unlock(r) => Step::Unlock(r.0),
+                    HandlerEvent::Sleep(m) => Step::Sleep(*m),
+                    HandlerEvent::Call(c) => {
+                        Step::Call(Arc::new(CallPlan::of(c.endpoint.0, c.run, Some(c))))
+                    }
+                })
+                .collect(),
+            _ => vec![Step::Run(run)],
+        };
         CallPlan {
             endpoint,
             timeout_us: spec.and_then(|s| s.timeout_us),
@@ -147,16 +162,7 @@ impl Donation {
             }
             serves.push(s);
         }
-        let count_aborts = scenario.rpc.calls.iter().any(|c| {
-            let mut s = Some(&c.spec);
-            while let Some(x) = s {
-                if x.timeout_us.is_some() {
-                    return true;
-                }
-                s = x.then.as_deref();
-            }
-            false
-        });
+        let count_aborts = scenario.rpc.calls.iter().any(|c| c.spec.has_timeout());
         Some(Donation {
             plans,
             calling: Mutex::new(HashMap::new()),
@@ -313,6 +319,20 @@ impl Ctx<'_> {
                     self.run_us(us)?;
                     self.note(sys::now_ns(), format!("{}: run", ev.path));
                 }
+                Step::Lock(r) => {
+                    self.lock(*r)?;
+                    self.note(sys::now_ns(), format!("{}: lock", ev.path));
+                }
+                Step::Unlock(r) => {
+                    let r = *r;
+                    self.unlock(r).map_err(|st| {
+                        self.not_held(st, ev, || {
+                            messages::mutex_not_held(self.name, &self.sh.res_names[r])
+                        })
+                    })?;
+                    self.note(sys::now_ns(), format!("{}: unlock", ev.path));
+                }
+                Step::Sleep(m) => self.timed_event(&EventKind::Sleep(*m))?,
                 Step::Call(plan) => {
                     let ended = self.call_plan(plan)?;
                     let name = self

@@ -229,23 +229,31 @@ impl Builder<'_> {
     }
 
     /// A `call` by task `task`: `{"server": endpoint, "run": µs}`, and
-    /// with the donation model `"timeout": µs` and a nested `"call"`.
+    /// with the donation model `"timeout": µs` and a handler of several
+    /// events (`run`, `lock`, `unlock`, `sleep`, nested `call`).
     fn call(&mut self, task: TaskIdx, m: &Member, path: &str) -> R<EventKind> {
         let spec = self.call_spec(task, m, path, None)?;
-        if spec.timeout_us.is_some() || spec.then.is_some() {
+        let plain = spec.timeout_us.is_none()
+            && matches!(
+                spec.handler.as_slice(),
+                [HandlerStep {
+                    event: HandlerEvent::Run(_),
+                    ..
+                }]
+            );
+        let (endpoint, run) = (spec.endpoint, spec.run);
+        if !plain {
             self.rpc.calls.push(CallAt {
                 path: path.to_string(),
-                spec: spec.clone(),
+                spec,
             });
         }
-        Ok(EventKind::Call {
-            endpoint: spec.endpoint,
-            run: spec.run,
-        })
+        Ok(EventKind::Call { endpoint, run })
     }
 
     /// One call object at `path`: made by task `task`, or (nested) by the
-    /// servers of endpoint `by`.
+    /// servers of endpoint `by`. Its keys besides `server` and `timeout`
+    /// are its handler, in file order (repeats named as workgen would).
     fn call_spec(
         &mut self,
         task: TaskIdx,
@@ -253,27 +261,40 @@ impl Builder<'_> {
         path: &str,
         by: Option<ResIdx>,
     ) -> R<CallSpec> {
-        let fields = object_fields(
-            m,
-            path,
-            &["server", "run", "timeout", "call"],
-            "call",
-            "{\"server\": endpoint, \"run\": µs}",
-        )?;
-        let (server, server_at) = required_str(fields, m, "server", "endpoint", path, "call")?;
-        let Some(run) = fields.iter().find(|f| f.key == "run") else {
+        const KEYS: [&str; 7] = [
+            "server", "timeout", "run", "lock", "unlock", "sleep", "call",
+        ];
+        let Some(Kind::Object(fields)) = m.value.as_ref().map(|v| &v.kind) else {
             return fail(
                 value_at(m),
                 path,
-                "missing \"run\": a call needs \"server\" (an endpoint) and \"run\" (µs of work done by the server)",
+                format!(
+                    "expected {{\"server\": endpoint, \"run\": µs}}, found {}",
+                    found(m.value.as_ref())
+                ),
             );
         };
-        let run = micros(
-            run.value.as_ref(),
-            value_at(run),
-            &key_path(path, "run"),
-            "run",
-        )?;
+        for f in fields {
+            if !KEYS.contains(&f.key.as_str()) {
+                return fail(
+                    f.key_span.start,
+                    &key_path(path, &f.name),
+                    format!(
+                        "unknown key {} in a call: expected {}",
+                        quote_short(&f.key),
+                        quoted_list(&KEYS)
+                    ),
+                );
+            }
+            if f.is_repeat() && (f.key == "server" || f.key == "timeout") {
+                return fail(
+                    f.key_span.start,
+                    &key_path(path, &f.name),
+                    format!("duplicate key {} in a call", quote_short(&f.key)),
+                );
+            }
+        }
+        let (server, server_at) = required_str(fields, m, "server", "endpoint", path, "call")?;
         let donation = self.rpc.model == IpcModel::Donation;
         let needs_donation = |f: &Member, what: &str| -> R<()> {
             if donation {
@@ -281,10 +302,22 @@ impl Builder<'_> {
             }
             fail(
                 f.key_span.start,
-                &key_path(path, &f.key),
+                &key_path(path, &f.name),
                 format!("{what} needs the donation model: set \"ipc\": \"donation\" in global"),
             )
         };
+        let handler_keys = fields
+            .iter()
+            .filter(|f| f.key != "server" && f.key != "timeout");
+        if handler_keys.clone().all(|f| f.key != "run")
+            && (!donation || handler_keys.clone().next().is_none())
+        {
+            return fail(
+                value_at(m),
+                path,
+                "missing \"run\": a call needs \"server\" (an endpoint) and \"run\" (µs of work done by the server)",
+            );
+        }
         let timeout_us = match fields.iter().find(|f| f.key == "timeout") {
             Some(f) => {
                 needs_donation(f, "a call's \"timeout\"")?;
@@ -316,20 +349,96 @@ impl Builder<'_> {
         }
         u.first_call
             .get_or_insert_with(|| (s_path.clone(), server_at));
-        let then = match fields.iter().find(|f| f.key == "call") {
-            Some(f) => {
-                needs_donation(f, "a nested \"call\"")?;
-                let c_path = key_path(path, "call");
-                Some(Box::new(self.call_spec(task, f, &c_path, Some(r))?))
-            }
-            None => None,
-        };
+        let mut handler = Vec::new();
+        let mut run = Micros::Fixed(0);
+        // Mutexes the handler holds: (mutex, path of its lock).
+        let mut held: Vec<(ResIdx, String)> = Vec::new();
+        let mut runs = 0usize;
+        for f in handler_keys {
+            let h_path = key_path(path, &f.name);
+            let event = match f.key.as_str() {
+                "run" => {
+                    runs += 1;
+                    if runs > 1 {
+                        needs_donation(f, "a handler's second \"run\"")?;
+                    }
+                    let m = micros(f.value.as_ref(), value_at(f), &h_path, "run")?;
+                    run = micros_sum(run, m);
+                    HandlerEvent::Run(m)
+                }
+                "sleep" => {
+                    needs_donation(f, "a handler's \"sleep\"")?;
+                    HandlerEvent::Sleep(micros(f.value.as_ref(), value_at(f), &h_path, "sleep")?)
+                }
+                "lock" => {
+                    needs_donation(f, "a handler's \"lock\"")?;
+                    let x = self.operand(f, Ns::Mutex, &h_path)?;
+                    if let Some((_, at)) = held.iter().find(|(h, _)| *h == x) {
+                        return fail(
+                            value_at(f),
+                            &h_path,
+                            format!(
+                                "this handler locks mutex {}, which it already holds: it locked it at {at} and has not unlocked it since (a mutex cannot be locked twice)",
+                                quote_short(&self.resources[x.0].name)
+                            ),
+                        );
+                    }
+                    held.push((x, h_path.clone()));
+                    HandlerEvent::Lock(x)
+                }
+                "unlock" => {
+                    needs_donation(f, "a handler's \"unlock\"")?;
+                    let x = self.operand(f, Ns::Mutex, &h_path)?;
+                    let Some(pos) = held.iter().position(|(h, _)| *h == x) else {
+                        let name = quote_short(&self.resources[x.0].name);
+                        return fail(
+                            value_at(f),
+                            &h_path,
+                            format!(
+                                "this handler unlocks mutex {name}, which it does not hold at this point: lock {name} earlier in the same handler"
+                            ),
+                        );
+                    };
+                    held.remove(pos);
+                    HandlerEvent::Unlock(x)
+                }
+                _ => {
+                    needs_donation(f, "a nested \"call\"")?;
+                    HandlerEvent::Call(Box::new(self.call_spec(task, f, &h_path, Some(r))?))
+                }
+            };
+            handler.push(HandlerStep {
+                path: h_path,
+                event,
+            });
+        }
+        if let Some((x, at)) = held.first() {
+            let name = quote_short(&self.resources[x.0].name);
+            return fail(
+                value_at(m),
+                path,
+                format!(
+                    "this handler ends holding mutex {name} (locked at {at}): unlock {name} before the handler ends, the server replies without it"
+                ),
+            );
+        }
         Ok(CallSpec {
             endpoint: r,
             run,
             timeout_us,
-            then,
+            handler,
         })
+    }
+}
+
+/// `a + b` as a summary of two durations (the bounds add up).
+fn micros_sum(a: Micros, b: Micros) -> Micros {
+    match (a, b) {
+        (Micros::Fixed(x), Micros::Fixed(y)) => Micros::Fixed(x.saturating_add(y)),
+        _ => Micros::Uniform {
+            min: a.min().saturating_add(b.min()),
+            max: a.max().saturating_add(b.max()),
+        },
     }
 }
 

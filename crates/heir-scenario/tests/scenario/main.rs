@@ -3,6 +3,7 @@
 mod common;
 
 mod bad_input;
+mod donation;
 mod events;
 mod global;
 mod limits;

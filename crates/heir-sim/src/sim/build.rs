@@ -51,16 +51,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         for (th, r, o) in reqs {
             threads.threads[th as usize].reqs.push((r, o));
         }
-        let count_aborts = scenario.rpc.calls.iter().any(|c| {
-            let mut s = Some(&c.spec);
-            while let Some(x) = s {
-                if x.timeout_us.is_some() {
-                    return true;
-                }
-                s = x.then.as_deref();
-            }
-            false
-        });
+        let count_aborts = scenario.rpc.calls.iter().any(|c| c.spec.has_timeout());
+        let (handlers, handler_at) = rpc::handler_arena(scenario);
         if pi_cv {
             threads.register_helpers(scenario, &mut engine, &helpers)?;
         }
@@ -120,6 +112,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             mixed_homes,
             spread: Vec::new(),
             count_aborts,
+            handlers,
+            handler_at,
         })
     }
 }
@@ -338,6 +332,7 @@ impl Thread {
             call: None,
             call_gen: 0,
             dserve: None,
+            unhelped: None,
             reqs: Vec::new(),
             start_ns: 0,
             has_timer: false,
@@ -457,7 +452,7 @@ impl ResBuilder<'_> {
         let mutex = self.mutex(Some("mutex"), Protocol::Inherit);
         let idle = self.cond(Some("idle"));
         let help = self.engine.add_object(super::rpc::help_spec(donates));
-        self.names.object(help.0, r);
+        self.names.object(help.0, r, donates);
         let serving: Vec<usize> = servers.iter().map(|t| t.0).collect();
         for th in self.threads.of(&serving) {
             // No waiters yet: no cycle, no change.
@@ -468,7 +463,7 @@ impl ResBuilder<'_> {
         let calling: Vec<usize> = callers.iter().map(|t| t.0).collect();
         for th in self.threads.of(&calling) {
             let o = self.engine.add_object(super::rpc::request_spec(donates));
-            self.names.object(o.0, r);
+            self.names.object(o.0, r, donates);
             self.reqs.push((th, r, o));
         }
         ResState::Endpoint {
@@ -552,10 +547,16 @@ impl ObjNamer {
     }
 
     /// An engine object shown as resource `r` (donation objects are shown
-    /// as their endpoint), lending a deadline waiter's server.
-    pub(super) fn object(&mut self, slot: u32, r: usize) {
+    /// as their endpoint), lending a deadline waiter's server if it
+    /// donates (`pi_cv` off: it lends nothing, as in the engine).
+    pub(super) fn object(&mut self, slot: u32, r: usize, donates: bool) {
         record(&mut self.obj_res, slot, r);
-        self.lends_as(slot, dl::Lends::Server);
+        let lends = if donates {
+            dl::Lends::Server
+        } else {
+            dl::Lends::No
+        };
+        self.lends_as(slot, lends);
     }
 
     /// Records how engine object `slot` lends a deadline waiter's time.

@@ -183,6 +183,9 @@ struct Thread {
     call_gen: u32,
     /// Donation model: the request this thread serves.
     dserve: Option<rpc::Serving>,
+    /// Donation model: the help object of its own endpoint it left while
+    /// it calls that endpoint (a server does not help itself).
+    unhelped: Option<heir_core::ObjId>,
     /// Donation model: its request object per endpoint it calls.
     reqs: Vec<(usize, heir_core::ObjId)>,
     // Jobs.
@@ -262,13 +265,14 @@ enum Step {
     AwaitReply,
     /// Serve: a request is taken; release the endpoint's mutex.
     Release,
-    /// Serve: run the request's work.
+    /// Serve: run the request's work (donation model: the handler's next
+    /// event).
     Work,
     /// Serve: the work is done; lock the endpoint's mutex again.
     Relock,
     /// Serve: mark the reply done and signal the caller.
     Reply,
-    /// Serve (donation model): the handler's nested call, if any.
+    /// Serve (donation model): a nested call of the handler is under way.
     Nested,
     /// Done: release the internal mutex and end the event.
     Leave,
@@ -399,6 +403,11 @@ pub struct Simulator<'s, 'o> {
     spread: Vec<u32>,
     /// Some call has a timeout: the report counts aborted calls.
     count_aborts: bool,
+    /// Donation model: every call spec with a handler (top-level calls
+    /// recorded in `scenario.rpc.calls` and their nested calls), an arena.
+    handlers: Vec<rpc::Handler<'s>>,
+    /// The top-level calls' handlers, by their event's JSON path.
+    handler_at: std::collections::HashMap<&'s str, u32>,
 }
 
 /// Stops the run with an error.
@@ -483,7 +492,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let deadlock = match self.main_loop() {
             Ok(()) => None,
             Err(stop) => match *stop {
-                Stop::Deadlock(d) => Some(d),
+                Stop::Deadlock(d) => {
+                    // The step stopped before its deadline ranks were
+                    // brought up to date: do it, for a consistent state
+                    // to inspect (no time passes).
+                    if self.dl_dirty {
+                        self.dl_refresh();
+                    }
+                    Some(d)
+                }
                 Stop::Error(e) => return Err(e),
             },
         };
@@ -595,6 +612,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 return Err(format!("{name}: running but not its CPU's current"));
             }
         }
+        self.check_donation()?;
         let in_queues = self.global.len()
             + self.spread.len()
             + self.local.iter().map(RunQueue::len).sum::<usize>();

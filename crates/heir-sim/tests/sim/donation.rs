@@ -156,3 +156,55 @@ fn table1_under_pi_cv_is_unchanged_by_the_donation_code() {
     let (r, _) = run(&example("table1-client-server.json"), &config(200));
     assert!(r.tasks.iter().all(|t| t.aborted_calls.is_none()));
 }
+
+/// Y serves `y`, then calls `y` itself; with `other`, passive Y2 serves
+/// `y` too. C (prio 30) calls `y` first.
+fn serves_and_calls(other: bool) -> heir_scenario::Scenario {
+    let y2 = if other {
+        r#""Y2": { "passive": true, "cpus": [0], "loop": -1, "serve": "y" },"#
+    } else {
+        ""
+    };
+    heir_scenario::parse_str(
+        &format!(
+            r#"{{
+        "global": {{ "default_policy": "SCHED_FIFO", "ipc": "donation", "duration": 0.01 }},
+        "tasks": {{
+            "Y": {{ "priority": 20, "cpus": [0], "loop": 1,
+                   "serve": "y", "call": {{ "server": "y", "run": 1000 }} }},
+            {y2}
+            "C": {{ "priority": 30, "cpus": [0], "loop": 1,
+                   "call": {{ "server": "y", "run": 1000 }} }}
+        }}
+    }}"#
+        ),
+        "t.json",
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_server_calling_its_own_endpoint_helps_the_other_servers_not_itself() {
+    // 0 ms: C calls y (nobody waits yet): C helps; Y takes C's call and
+    // serves it on C's time (0–1 ms). 1 ms: Y calls y: Y2 has never run,
+    // Y helps it — not itself (it cannot take its own call) — and Y2
+    // serves Y's call on Y's time (1–2 ms). No livelock.
+    let (r, rec) = run(&serves_and_calls(true), &SimConfig::default());
+    assert_eq!(r.deadlock, None);
+    assert_eq!(
+        slices_of(&rec, "Y2"),
+        vec![(1.0, 2.0, Urgency::fixed(20), Some(s("Y")))]
+    );
+    assert_eq!(replies(&rec), vec![(1.0, s("Y")), (2.0, s("Y2"))]);
+    assert_eq!((max_ms(&r, "C"), max_ms(&r, "Y")), (1.0, 2.0));
+}
+
+#[test]
+fn a_sole_server_calling_its_own_endpoint_is_a_livelock() {
+    // Nobody else can take Y's call: Y would help itself forever.
+    let (r, _) = run(&serves_and_calls(false), &SimConfig::default());
+    let d = r.deadlock.expect("livelock");
+    assert_eq!(d.kind, heir_report::DeadlockKind::Livelock);
+    assert_eq!(d.at_us, 1000.0);
+    assert_eq!(d.cycle, vec![s("Y"), s("y"), s("Y")]);
+}
