@@ -134,6 +134,7 @@ impl Engine {
         // Breadth-first up the chains: `out[k]` for k ≥ `next` are tasks
         // whose own inputs are still to be read. The graph is a DAG, so a
         // task can be reached twice (a diamond): it is listed once.
+        let mut seen = Seen::Scan;
         let mut next = 0;
         while next < out.len() {
             let Source::Task(u) = out[next].source else {
@@ -157,8 +158,7 @@ impl Engine {
                     continue;
                 }
                 for w in &os.queue.waiters {
-                    let seen = out.iter().any(|d| d.source == Source::Task(w.task));
-                    if !seen {
+                    if seen.insert(w.task, out) {
                         let ws = &self.tasks[w.task.0 as usize];
                         out.push(Donor {
                             urgency: ws.base,
@@ -217,6 +217,51 @@ impl Engine {
             (true, Some(s)) => Err(TimeError::Stalled(s)),
             _ => Ok(()),
         }
+    }
+}
+
+/// The tasks [`Engine::donors`] has listed: found by scanning the list
+/// while it is short, by a bit per task once it is long (a server with
+/// hundreds of donors would otherwise cost a scan per donor).
+enum Seen {
+    Scan,
+    Bits(Vec<u64>),
+}
+
+impl Seen {
+    /// The list length from which a bit set is kept.
+    const SCAN_UP_TO: usize = 32;
+
+    /// Marks `t` as listed; false if it already was (`out`: the list so
+    /// far).
+    fn insert(&mut self, t: TaskId, out: &[Donor]) -> bool {
+        if let Seen::Scan = self {
+            if out.len() < Seen::SCAN_UP_TO {
+                return !out.iter().any(|d| d.source == Source::Task(t));
+            }
+            let mut bits = Vec::new();
+            for d in out {
+                if let Source::Task(u) = d.source {
+                    Seen::set(&mut bits, u);
+                }
+            }
+            *self = Seen::Bits(bits);
+        }
+        match self {
+            Seen::Bits(bits) => Seen::set(bits, t),
+            Seen::Scan => true,
+        }
+    }
+
+    /// Sets `t`'s bit; false if it was set.
+    fn set(bits: &mut Vec<u64>, t: TaskId) -> bool {
+        let (word, bit) = (t.0 as usize / 64, t.0 % 64);
+        if bits.len() <= word {
+            bits.resize(word + 1, 0);
+        }
+        let was = bits[word] & (1 << bit) != 0;
+        bits[word] |= 1 << bit;
+        !was
     }
 }
 

@@ -182,12 +182,29 @@ impl Engine {
     /// [`Engine::propagate`] with a non-empty worklist.
     fn propagate_queued(&mut self, out: &mut Changes) {
         self.scratch.revisited = false;
+        self.scratch.spilled = false;
         self.walk(out);
-        for c in out.iter() {
-            self.scratch.recorded[c.task.0 as usize] = false;
+        let s = &mut self.scratch;
+        if !s.spilled {
+            for c in out.iter() {
+                s.recorded[c.task.0 as usize] = false;
+            }
+            if s.revisited {
+                out.retain(|c| c.old != c.new);
+            }
+            return;
         }
-        if self.scratch.revisited {
-            out.retain(|c| c.old != c.new);
+        s.spilled = false;
+        for c in &s.changes {
+            s.recorded[c.task.0 as usize] = false;
         }
+        if s.revisited {
+            s.changes.retain(|c| c.old != c.new);
+        }
+        // Handed over without a copy; the next long walk gets a buffer of
+        // the same size.
+        let n = s.changes.len();
+        let full = core::mem::replace(&mut s.changes, Vec::with_capacity(n));
+        *out = Changes::from_vec(full);
     }
 }

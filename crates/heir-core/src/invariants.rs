@@ -27,8 +27,10 @@ pub(crate) fn check(e: &Engine) -> Result<(), InvariantError> {
 }
 
 fn check_structure(e: &Engine) -> Result<(), InvariantError> {
-    if !e.scratch.worklist.is_empty() {
-        return fail("the chain walk's worklist is not empty between operations".into());
+    if !e.scratch.worklist.is_empty() || !e.scratch.changes.is_empty() || e.scratch.spilled {
+        return fail(
+            "the chain walk's worklist or changes are not empty between operations".into(),
+        );
     }
     if let Some(i) = (0..e.tasks.len()).find(|&i| e.scratch.queued[i] || e.scratch.recorded[i]) {
         return fail(format!("T{i}: stale chain-walk marks between operations"));
@@ -70,10 +72,12 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
                     w.task, w.seq, ts.seq, e.next_seq
                 ));
             }
-            if w.eff != ts.eff {
+            if w.key.urgency() != ts.eff.public().urgency {
                 return fail(format!(
                     "{o:?}: waiter {:?} entry carries {:?}, task is at {:?}",
-                    w.task, w.eff, ts.eff
+                    w.task,
+                    w.key.urgency(),
+                    ts.eff.public()
                 ));
             }
             seqs.push(w.seq);
@@ -363,10 +367,10 @@ fn check_effective(e: &Engine) -> Result<(), InvariantError> {
                 }
             }
         }
-        if best != ts.eff {
+        if best != ts.eff.public() {
             return fail(format!(
                 "{u:?}: effective {:?}, from scratch {best:?}",
-                ts.eff
+                ts.eff.public()
             ));
         }
         eff[ui] = Some(best);
@@ -388,7 +392,7 @@ mod tests {
         e.lock(a, m).unwrap();
         e.lock(b, m).unwrap();
         assert_eq!(e.check_invariants(), Ok(()));
-        e.tasks[a.0 as usize].eff.urgency = Urgency::fixed(10);
+        e.tasks[a.0 as usize].eff.key = crate::packed::Key::of(Urgency::fixed(10));
         let err = e.check_invariants().unwrap_err();
         assert!(err.0.contains("TaskId(0)"), "{err}");
     }

@@ -146,6 +146,27 @@
 //! as far as values actually change. Because every chain is at most
 //! [`MAX_CHAIN_DEPTH`] long and the graph is acyclic, the walk is bounded.
 //!
+//! # Cost along a chain (seed 002 Fig. 9)
+//!
+//! Changing the top donor of a chain of `n` tasks changes the effective
+//! urgency of all `n`, and every one is in the [`Changes`]: the faces need
+//! each (the simulator re-queues it, the runtime calls `sched_setattr`, a
+//! blocked task included: it may be a waiter in a kernel PI chain), so
+//! link, unlink and abort are O(n) by contract. NOVA (seed 002 §IV) keeps
+//! no urgency in the graph and walks donation links when it schedules;
+//! heir keeps every effective urgency exact after every call instead, and
+//! makes the walk cheap: a plain chain (objects with one target) is
+//! followed without the worklist, the new contribution is carried down as
+//! a delta (one strictly more urgent than a task's value *is* its new
+//! value; an object that is a task's only input gives it the contribution
+//! or its base: the task's inputs are not re-read), values are kept packed
+//! (`packed.rs`), and a long list of changes is handed over without a copy.
+//! The check before a block is O(1) for a caller nothing waits upstream of
+//! (a client serving nobody) while fewer than [`MAX_CHAIN_DEPTH`] tasks are
+//! blocked, O(n) (a walk down the chain) for a server calling on. A reply
+//! by the root of a chain (the order a chain unwinds in) is O(1). Figures:
+//! docs/PERFORMANCE.md.
+//!
 //! In debug builds every mutating operation ends with
 //! [`Engine::check_invariants`] (disable with [`Engine::set_debug_checks`] for
 //! very large worlds).
@@ -158,6 +179,7 @@ mod graph;
 mod invariants;
 mod mutex;
 mod object;
+mod packed;
 mod probe;
 mod state;
 mod task;

@@ -6,32 +6,36 @@
 
 use smallvec::SmallVec;
 
-use crate::{ContextId, Effective, ObjId, Reservation, Source, Spec, TaskId, Urgency};
+use crate::packed::{Eff, Key};
+use crate::{ContextId, ObjId, Reservation, Spec, TaskId, Urgency};
 
-/// One task of the arena.
+/// One task of the arena. Laid out for the chain walk: what it reads of
+/// every task it passes (`eff`, `blocked`, `inputs`) in the first cache
+/// line, `base` at the start of the second.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
 pub(crate) struct TaskState {
-    /// False once removed; ids are never reused.
-    pub alive: bool,
-    /// The task's own urgency.
-    pub base: Urgency,
     /// The incrementally maintained effective urgency.
-    pub eff: Effective,
-    /// The scheduling context the task owns (`None`: it runs only on lent
-    /// time).
-    pub context: Option<ContextId>,
+    pub eff: Eff,
     /// The object the task is blocked on, if any.
     pub blocked: Option<ObjId>,
-    /// Enqueue sequence of the current block (meaningful while blocked).
-    pub seq: u64,
-    /// The objects the task is a target of (owned mutexes, helped condvars,
-    /// …), in the order it became their target.
-    pub targeted: SmallVec<[ObjId; 2]>,
     /// The objects among `targeted` that contribute now (a floor, or a
     /// donating object with waiters), in no particular order: `eff` is
     /// recomputed from these and the base in O(len). (rtmutex's
     /// `pi_waiters` holds the top waiters of such objects.)
     pub inputs: SmallVec<[ObjId; 2]>,
+    /// The task's own urgency.
+    pub base: Urgency,
+    /// Enqueue sequence of the current block (meaningful while blocked).
+    pub seq: u64,
+    /// The objects the task is a target of (owned mutexes, helped condvars,
+    /// …), in the order it became their target.
+    pub targeted: SmallVec<[ObjId; 2]>,
+    /// The scheduling context the task owns (`None`: it runs only on lent
+    /// time).
+    pub context: Option<ContextId>,
+    /// False once removed; ids are never reused.
+    pub alive: bool,
 }
 
 impl TaskState {
@@ -39,10 +43,7 @@ impl TaskState {
         TaskState {
             alive: true,
             base,
-            eff: Effective {
-                urgency: base,
-                source: Source::Task(id),
-            },
+            eff: Eff::own(id, base),
             context,
             blocked: None,
             seq: 0,
@@ -52,22 +53,24 @@ impl TaskState {
     }
 }
 
-/// One object of the arena.
+/// One object of the arena. Laid out for the chain walk: `spec`, `targets`
+/// and the top waiter's entry within the first two cache lines.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
 pub(crate) struct ObjState {
     /// What it does (read by the walk, the probes and the invariants).
     pub spec: Spec,
+    /// Its targets, in the order they were added.
+    pub targets: SmallVec<[TaskId; 2]>,
+    /// Its waiters.
+    pub queue: WaitQueue,
     /// When the floor was last set ([`crate::Engine::set_floor`]; 0 for a
     /// floor given at creation).
     pub floor_seq: u64,
-    /// Its targets, in the order they were added.
-    pub targets: SmallVec<[TaskId; 2]>,
     /// When each target was added (same order as `targets`). A floor has
     /// applied to a target since the later of this and `floor_seq`: among
     /// equal floors the one that applied first wins.
     pub joined: SmallVec<[u64; 2]>,
-    /// Its waiters.
-    pub queue: WaitQueue,
 }
 
 impl ObjState {
@@ -110,13 +113,13 @@ impl ObjState {
     /// The most its contribution can be now: the maximum of its floor and
     /// (when it donates) its top waiter's urgency.
     #[inline]
-    pub fn level(&self) -> Option<Urgency> {
+    pub fn level(&self) -> Option<Key> {
         let top = if self.spec.donates {
-            self.queue.top().map(|w| w.eff.urgency)
+            self.queue.top().map(|w| w.key)
         } else {
             None
         };
-        match (self.spec.floor, top) {
+        match (self.spec.floor.map(Key::of), top) {
             (Some(f), Some(t)) => Some(f.max(t)),
             (f, t) => f.or(t),
         }
@@ -133,21 +136,21 @@ pub(crate) struct ContextState {
 }
 
 /// A waiter entry: the waiting task, a copy of its effective urgency (kept in
-/// sync by the chain walk, like rtmutex's `waiter->prio`) and its enqueue
-/// sequence. The first entry of a queue is the object's top contribution.
+/// sync by the chain walk, like rtmutex's `waiter->prio`; the source is read
+/// from the task) and its enqueue sequence. The first entry of a queue is
+/// the object's top contribution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Waiter {
-    pub task: TaskId,
-    pub eff: Effective,
+    pub key: Key,
     pub seq: u64,
+    pub task: TaskId,
 }
 
 impl Waiter {
     /// Queue order: more urgent first, then earlier enqueue first.
     #[inline]
     pub fn before(&self, other: &Waiter) -> bool {
-        self.eff.urgency > other.eff.urgency
-            || (self.eff.urgency == other.eff.urgency && self.seq < other.seq)
+        self.key > other.key || (self.key == other.key && self.seq < other.seq)
     }
 }
 
@@ -203,21 +206,39 @@ impl WaitQueue {
 
     /// Updates `t`'s effective urgency and moves it to its new place (its
     /// enqueue sequence is kept: FIFO among equals is by enqueue order).
-    pub fn requeue(&mut self, t: TaskId, eff: Effective) {
-        let Some(at) = self.waiters.iter().position(|e| e.task == t) else {
-            return;
+    /// Returns whether `t`'s entry was first before and whether it is first
+    /// after (both false if `t` is not a waiter).
+    #[inline]
+    pub fn requeue(&mut self, t: TaskId, key: Key) -> (bool, bool) {
+        let q = &mut self.waiters;
+        // A chain's waiter is usually its object's only one.
+        if let [only] = &mut q[..] {
+            if only.task != t {
+                return (false, false);
+            }
+            only.key = key;
+            return (true, true);
+        }
+        // Else usually the first entry.
+        let at = match q.first() {
+            Some(e) if e.task == t => 0,
+            _ => match q.iter().position(|e| e.task == t) {
+                Some(at) => at,
+                None => return (false, false),
+            },
         };
-        self.waiters[at].eff = eff;
-        let w = self.waiters[at];
-        let ordered_before = at == 0 || self.waiters[at - 1].before(&w);
-        let ordered_after = match self.waiters.get(at + 1) {
+        q[at].key = key;
+        let w = q[at];
+        let ordered_before = at == 0 || q[at - 1].before(&w);
+        let ordered_after = match q.get(at + 1) {
             Some(n) => w.before(n),
             None => true,
         };
-        if !(ordered_before && ordered_after) {
-            self.waiters.remove(at);
-            self.insert(w);
+        if ordered_before && ordered_after {
+            return (at == 0, at == 0);
         }
+        q.remove(at);
+        (at == 0, self.insert(w) == 0)
     }
 }
 
@@ -227,12 +248,9 @@ mod tests {
 
     fn w(t: u32, prio: u8, seq: u64) -> Waiter {
         Waiter {
-            task: TaskId(t),
-            eff: Effective {
-                urgency: Urgency::fixed(prio),
-                source: Source::Task(TaskId(t)),
-            },
+            key: Key::of(Urgency::fixed(prio)),
             seq,
+            task: TaskId(t),
         }
     }
 
@@ -258,22 +276,10 @@ mod tests {
         q.insert(w(1, 5, 2));
         q.insert(w(2, 9, 3));
         // Task 2 drops to 5: it goes behind the older waiters of urgency 5.
-        q.requeue(
-            TaskId(2),
-            Effective {
-                urgency: Urgency::fixed(5),
-                source: Source::Task(TaskId(2)),
-            },
-        );
+        q.requeue(TaskId(2), Key::of(Urgency::fixed(5)));
         assert_eq!(order(&q), vec![0, 1, 2]);
         // Task 1 rises to 6: it passes task 0.
-        q.requeue(
-            TaskId(1),
-            Effective {
-                urgency: Urgency::fixed(6),
-                source: Source::Task(TaskId(1)),
-            },
-        );
+        q.requeue(TaskId(1), Key::of(Urgency::fixed(6)));
         assert_eq!(order(&q), vec![1, 0, 2]);
         assert_eq!(q.remove(TaskId(1)).map(|e| e.seq), Some(2));
         assert_eq!(q.remove(TaskId(2)).map(|e| e.seq), Some(3));

@@ -1,9 +1,10 @@
 //! Tasks: adding, removing, changing the base, and what a task is doing.
 
+use crate::packed::Eff;
 use crate::state::{ContextState, TaskState};
 use crate::{
     Changes, CondId, ContextId, Effective, Engine, EngineError, MutexId, ObjId, ObjKind,
-    Reservation, Source, TaskId, Urgency,
+    Reservation, TaskId, Urgency,
 };
 
 impl Engine {
@@ -53,10 +54,7 @@ impl Engine {
         let ts = &mut self.tasks[t.0 as usize];
         ts.alive = false;
         ts.inputs.clear();
-        ts.eff = Effective {
-            urgency: ts.base,
-            source: Source::Task(t),
-        };
+        ts.eff = Eff::own(t, ts.base);
         self.debug_validate();
         Ok(Changes::new())
     }
@@ -80,7 +78,7 @@ impl Engine {
 
     /// The task's effective urgency and its source.
     pub fn effective(&self, t: TaskId) -> Result<Effective, EngineError> {
-        Ok(self.live(t)?.eff)
+        Ok(self.live(t)?.eff.public())
     }
 
     /// What the task is blocked on, if anything.

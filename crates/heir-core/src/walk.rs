@@ -8,8 +8,9 @@
 
 use std::collections::VecDeque;
 
+use crate::packed::{Eff, Key, Src};
 use crate::state::Waiter;
-use crate::{Change, Changes, Effective, Engine, ObjId, Source, TaskId, Urgency};
+use crate::{Change, Changes, Engine, ObjId, TaskId, Urgency};
 
 /// Buffers reused across operations so that the common path does not
 /// allocate. Not part of the engine's logical state.
@@ -30,6 +31,15 @@ pub(crate) struct Scratch {
     pub epoch: u32,
     /// The current walk recorded some task twice.
     pub revisited: bool,
+    /// The current walk's changes once they outgrow the caller's buffer
+    /// (`spilled`; until then they go to the caller's buffer directly). A
+    /// long list is then handed to the caller's [`crate::Changes`] as it is
+    /// (this buffer taken over, none copied) and replaced by one of the
+    /// same capacity: a walk down a chain of hundreds of tasks neither
+    /// grows its result step by step nor copies it.
+    pub changes: Vec<Change>,
+    /// The current walk's changes are in `changes`, not the caller's buffer.
+    pub spilled: bool,
     /// While a probe runs for [`Engine::cond_wait_unlock`] or
     /// [`Engine::cond_wait_release`]: the mutex the waiter gives up as it
     /// starts to wait (see [`crate::probe::Cut`]).
@@ -58,19 +68,11 @@ impl Scratch {
     }
 }
 
-/// Records that `t` went from `old` to `new`: first `old` kept, `new` updated.
-/// Returns true if `t` was already recorded (it may now be back at its old
-/// value: the caller then filters).
-fn record(changes: &mut Changes, task: TaskId, old: Effective, new: Effective) -> bool {
-    match changes.iter_mut().find(|c| c.task == task) {
-        Some(c) => {
-            c.new = new;
-            true
-        }
-        None => {
-            changes.push(Change { task, old, new });
-            false
-        }
+/// Records that `task`, already recorded, is now at `new` (its first `old`
+/// is kept; it may now be back at that value: the caller then filters).
+fn record_again(changes: &mut [Change], task: TaskId, new: Eff) {
+    if let Some(c) = changes.iter_mut().find(|c| c.task == task) {
+        c.new = new.public();
     }
 }
 
@@ -107,8 +109,8 @@ impl Engine {
     /// (deltas queue every task whose inputs they change, and the walk
     /// recomputes what it dequeues); a queued task is recomputed anyway.
     #[inline(always)]
-    pub(crate) fn enqueue_unless_below(&mut self, t: TaskId, level: Urgency, loses_ties: bool) {
-        let unaffected = match level.cmp(&self.tasks[t.0 as usize].eff.urgency) {
+    pub(crate) fn enqueue_unless_below(&mut self, t: TaskId, level: Key, loses_ties: bool) {
+        let unaffected = match level.cmp(&self.tasks[t.0 as usize].eff.key) {
             core::cmp::Ordering::Less => true,
             core::cmp::Ordering::Equal => loses_ties,
             core::cmp::Ordering::Greater => false,
@@ -132,9 +134,9 @@ impl Engine {
         ts.blocked = Some(o);
         ts.seq = seq;
         let w = Waiter {
-            task: t,
-            eff: ts.eff,
+            key: ts.eff.key,
             seq,
+            task: t,
         };
         let q = &mut self.objs[o.0 as usize].queue;
         let had = !q.is_empty();
@@ -143,7 +145,7 @@ impl Engine {
         // old top (less urgent than `w`) to `w`, which has the newest
         // sequence and so loses every tie in its targets' `eff`.
         if q.insert(w) == 0 {
-            self.top_changed(o, had, true, Some(w.eff.urgency), true);
+            self.top_changed(o, had, true, Some(w.key), true);
         }
     }
 
@@ -161,7 +163,7 @@ impl Engine {
         // to the next one (no more urgent).
         if let Some((0, w)) = q.remove_pos(t) {
             let has = !q.is_empty();
-            self.top_changed(o, true, has, Some(w.eff.urgency), false);
+            self.top_changed(o, true, has, Some(w.key), false);
         }
     }
 
@@ -175,7 +177,7 @@ impl Engine {
         }
         self.blocked_count -= woken.len();
         if let Some(top) = drained.first() {
-            self.top_changed(o, true, false, Some(top.eff.urgency), false);
+            self.top_changed(o, true, false, Some(top.key), false);
         }
         woken
     }
@@ -256,7 +258,7 @@ impl Engine {
         o: ObjId,
         had: bool,
         has: bool,
-        level: Option<Urgency>,
+        level: Option<Key>,
         loses_ties: bool,
     ) {
         let os = &self.objs[o.0 as usize];
@@ -279,7 +281,7 @@ impl Engine {
         o: ObjId,
         had: bool,
         has: bool,
-        level: Option<Urgency>,
+        level: Option<Key>,
         loses_ties: bool,
     ) {
         let inputs = &mut self.tasks[u.0 as usize].inputs;
@@ -304,21 +306,19 @@ impl Engine {
     /// (when it donates) top waiter. Ties: the base first, then floors (the
     /// one applying to `t` longest), then top waiters (earliest enqueued).
     #[inline]
-    pub(crate) fn compute_eff(&self, t: TaskId) -> Effective {
+    pub(crate) fn compute_eff(&self, t: TaskId) -> Eff {
         let ts = &self.tasks[t.0 as usize];
-        let mut best = Effective {
-            urgency: ts.base,
-            source: Source::Task(t),
-        };
+        let mut best = Eff::own(t, ts.base);
         let mut rank = Rank::Base;
         for &o in &ts.inputs {
             let os = &self.objs[o.0 as usize];
             if let Some(f) = os.spec.floor {
                 let r = Rank::Floor(os.floor_since(t));
-                if f > best.urgency || (f == best.urgency && r < rank) {
-                    best = Effective {
-                        urgency: f,
-                        source: Source::Floor { object: o, task: t },
+                let f = Key::of(f);
+                if f > best.key || (f == best.key && r < rank) {
+                    best = Eff {
+                        key: f,
+                        src: Src::floor(o, t),
                     };
                     rank = r;
                 }
@@ -330,8 +330,10 @@ impl Engine {
                 continue;
             };
             let r = Rank::Waiter(w.seq);
-            if w.eff.urgency > best.urgency || (w.eff.urgency == best.urgency && r < rank) {
-                best = w.eff;
+            if w.key > best.key || (w.key == best.key && r < rank) {
+                // The entry's key is the waiter's; its source is read from
+                // the task (in a chain walk, the task just updated).
+                best = self.tasks[w.task.0 as usize].eff;
                 rank = r;
             }
         }
@@ -355,53 +357,130 @@ impl Engine {
     /// helpers) is recomputed each time from its current inputs, so it ends
     /// with the right value, and is recorded once. Terminates because the
     /// wait-for graph is acyclic; bounded by the chain bound.
-    pub(crate) fn walk(&mut self, changes: &mut Changes) {
-        while let Some(t) = self.scratch.worklist.pop_front() {
-            self.scratch.queued[t.0 as usize] = false;
-            // Step 1.
-            let new = self.compute_eff(t);
-            let ts = &mut self.tasks[t.0 as usize];
-            let old = ts.eff;
-            // Step 2.
-            if new == old {
-                continue;
+    ///
+    /// The changes go to `out` while it has room (no allocation), then to
+    /// `scratch.changes` (see [`Scratch::changes`]).
+    pub(crate) fn walk(&mut self, out: &mut Changes) {
+        while let Some(first) = self.scratch.worklist.pop_front() {
+            self.scratch.queued[first.0 as usize] = false;
+            let mut next = Some((first, None));
+            while let Some((t, arriving)) = next {
+                next = self.walk_step(t, arriving, out);
             }
-            // Step 3.
-            ts.eff = new;
-            let seen = &mut self.scratch.recorded[t.0 as usize];
-            if *seen {
-                // Reached again through a diamond: keep the first old value.
-                record(changes, t, old, new);
-                self.scratch.revisited = true;
-            } else {
-                *seen = true;
-                changes.push(Change { task: t, old, new });
-            }
-            // Step 4.
-            let Some(o) = ts.blocked else {
-                continue;
-            };
-            let q = &mut self.objs[o.0 as usize].queue;
-            let was_top = q.waiters.first().is_some_and(|w| w.task == t);
-            q.requeue(t, new);
-            let is_top = q.waiters.first().is_some_and(|w| w.task == t);
-            // Step 5. The top entry changed iff `t`'s entry (whose value
-            // just changed) was or is the first: otherwise the same other
-            // waiter stays first, unchanged.
-            if !(was_top || is_top) {
-                continue;
-            }
-            // Step 6. (No test against the targets' values here: along a
-            // chain that is being boosted it never spares a target, and it
-            // would cost a comparison per link.)
-            self.top_changed(o, true, true, None, false);
         }
+    }
+
+    /// Step 3's record of a first change.
+    #[inline(always)]
+    fn record_first(&mut self, c: Change, out: &mut Changes) {
+        if self.scratch.spilled {
+            self.scratch.changes.push(c);
+        } else if out.len() < out.capacity() {
+            out.push(c);
+        } else {
+            self.scratch.changes.extend_from_slice(out);
+            out.clear();
+            self.scratch.spilled = true;
+            self.scratch.changes.push(c);
+        }
+    }
+
+    /// Steps 1–6 of [`Engine::walk`] for `t`. Returns the one task to
+    /// take next instead of queueing it, when that keeps the breadth-first
+    /// order: the object has one target and the worklist is empty (a plain
+    /// chain, the common shape), so the target would be the next task
+    /// dequeued anyway.
+    ///
+    /// With it comes, when known, the contribution `arriving` that the
+    /// object now makes to that target (`t`'s new value: `t` is its top
+    /// waiter and it has no floor). Step 1 then applies it as a delta
+    /// (Zircon's owned wait queues do the same): a contribution strictly
+    /// more urgent than the task's current value *is* its new value,
+    /// whatever its other inputs and ranks (a boost); and when the object
+    /// is the task's only input, the new value is that contribution or the
+    /// base, the base winning a tie (a boost or a fall). Otherwise step 1
+    /// recomputes from the inputs.
+    #[inline(always)]
+    fn walk_step(
+        &mut self,
+        t: TaskId,
+        arriving: Option<Eff>,
+        out: &mut Changes,
+    ) -> Option<(TaskId, Option<Eff>)> {
+        // Step 1.
+        let ts = &self.tasks[t.0 as usize];
+        let old = ts.eff;
+        let new = match arriving {
+            Some(a) if a.key > old.key => a,
+            // The object is `t`'s only input: its contribution against the
+            // base (which wins a tie).
+            Some(a) if ts.inputs.len() == 1 => {
+                let own = Eff::own(t, ts.base);
+                if a.key > own.key {
+                    a
+                } else {
+                    own
+                }
+            }
+            _ => self.compute_eff(t),
+        };
+        let ts = &mut self.tasks[t.0 as usize];
+        // Step 2.
+        if new == old {
+            return None;
+        }
+        // Step 3.
+        ts.eff = new;
+        let blocked = ts.blocked;
+        let seen = &mut self.scratch.recorded[t.0 as usize];
+        if *seen {
+            // Reached again through a diamond: keep the first old value.
+            if self.scratch.spilled {
+                record_again(&mut self.scratch.changes, t, new);
+            } else {
+                record_again(out, t, new);
+            }
+            self.scratch.revisited = true;
+        } else {
+            *seen = true;
+            let c = Change {
+                task: t,
+                old: old.public(),
+                new: new.public(),
+            };
+            self.record_first(c, out);
+        }
+        // Step 4.
+        let o = blocked?;
+        let os = &mut self.objs[o.0 as usize];
+        let (was_top, is_top) = os.queue.requeue(t, new.key);
+        // Step 5. The top entry changed iff `t`'s entry (whose value just
+        // changed) was or is the first: otherwise the same other waiter
+        // stays first, unchanged.
+        if !(was_top || is_top) || !os.spec.donates {
+            return None;
+        }
+        // Step 6. (No test against the targets' values here: along a
+        // chain that is being boosted it never spares a target, and it
+        // would cost a comparison per link.) The object had and still has
+        // waiters, so its targets' inputs stay as they are.
+        if let [u] = os.targets[..] {
+            if self.scratch.worklist.is_empty() {
+                let exact = is_top && os.spec.floor.is_none();
+                let arriving = exact.then_some(new);
+                return Some((u, arriving));
+            }
+        }
+        self.top_changed(o, true, true, None, false);
+        None
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::{Effective, Source};
 
     fn eff(p: u8, d: u32) -> Effective {
         Effective {
@@ -410,25 +489,27 @@ mod tests {
         }
     }
 
+    fn packed(p: u8, d: u32) -> Eff {
+        Eff::of(eff(p, d))
+    }
+
     #[test]
-    fn record_keeps_the_first_old_and_the_last_new() {
-        let mut ch = Changes::new();
-        assert!(!record(&mut ch, TaskId(1), eff(10, 1), eff(50, 2)));
-        assert!(!record(&mut ch, TaskId(3), eff(5, 3), eff(50, 2)));
-        assert!(record(&mut ch, TaskId(1), eff(50, 2), eff(40, 4)));
+    fn record_again_keeps_the_first_old_and_the_last_new() {
+        let first = |t, old: Effective, new: Effective| Change {
+            task: TaskId(t),
+            old,
+            new,
+        };
+        let mut ch = vec![
+            first(1, eff(10, 1), eff(50, 2)),
+            first(3, eff(5, 3), eff(50, 2)),
+        ];
+        record_again(&mut ch, TaskId(1), packed(40, 4));
         assert_eq!(
-            ch.as_slice(),
-            &[
-                Change {
-                    task: TaskId(1),
-                    old: eff(10, 1),
-                    new: eff(40, 4)
-                },
-                Change {
-                    task: TaskId(3),
-                    old: eff(5, 3),
-                    new: eff(50, 2)
-                },
+            ch,
+            vec![
+                first(1, eff(10, 1), eff(40, 4)),
+                first(3, eff(5, 3), eff(50, 2))
             ]
         );
     }

@@ -147,3 +147,39 @@ fn a_reservation_belongs_to_its_context() {
     assert_eq!(e.reservation(cu).unwrap(), Some(r));
     e.check_invariants().unwrap();
 }
+
+/// Many donors reached twice (a condvar with two helpers, both blocked on
+/// the server's mutex): each is listed once, most urgent first. Past a few
+/// dozen entries `donors` remembers what it listed in a bit set instead of
+/// scanning the list.
+///
+/// ```text
+/// W0(20) … W39(59) ─▶ cv ─▶ A(10) ─▶ m ─▶ S(5)
+///                        └─▶ B(11) ─┘
+/// ```
+#[test]
+fn many_donors_through_a_diamond_are_listed_once() {
+    let mut e = Engine::new();
+    let s = e.add_task(fx(5));
+    let a = e.add_task(fx(10));
+    let b = e.add_task(fx(11));
+    let m = e.add_mutex(Protocol::Inherit);
+    let cv = e.add_cond();
+    e.lock(s, m).unwrap();
+    e.helper_add(cv, a).unwrap();
+    e.helper_add(cv, b).unwrap();
+    e.lock(a, m).unwrap();
+    e.lock(b, m).unwrap();
+    let ws: Vec<_> = (0..40u8).map(|i| e.add_task(fx(20 + i))).collect();
+    for &w in &ws {
+        e.cond_wait(w, cv).unwrap();
+    }
+    let mut out = Vec::new();
+    e.donors(s, &mut out).unwrap();
+    let mut expected: Vec<_> = ws.iter().rev().copied().collect();
+    expected.extend([b, a, s]);
+    let got: Vec<_> = out.iter().map(|d| d.source).collect();
+    let expected: Vec<_> = expected.into_iter().map(Source::Task).collect();
+    assert_eq!(got, expected);
+    assert_eq!(out[0].urgency, e.effective(s).unwrap().urgency);
+}
