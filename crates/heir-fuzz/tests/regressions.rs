@@ -127,3 +127,20 @@ fn two_tasks_resuming_each_other_forever_stop_in_bounded_time() {
         "{e}"
     );
 }
+
+#[test]
+fn a_passive_deadline_server_ran_on_its_own_budget() {
+    // A mutation of examples/seed002-abort-passive.json: the passive
+    // server S made SCHED_DEADLINE broke the simulator's invariant "a
+    // running passive thread has a donor". The reader refuses it now.
+    refused(
+        br#"{ "global": { "default_policy": "SCHED_FIFO", "ipc": "donation", "duration": 0.01 },
+    "tasks": {
+        "S": {"policy": "SCHED_DEADLINE", "dl-runtime": 100, "dl-period": 1000, "passive": true, "cpus": [0], "loop": -1, "serve": "s" },
+        "C": { "priority": 20, "cpus": [0], "loop": 1,
+               "call": { "server": "s", "run": 3000, "timeout": 1000 } },
+        "L": { "priority": 30, "cpus": [0], "loop": 1, "delay": 2000,
+               "call": { "server": "s", "run": 1000 } } } }"#,
+        "cannot have a SCHED_DEADLINE reservation of its own",
+    );
+}

@@ -222,7 +222,7 @@ impl Builder<'_> {
             );
         }
         if let Some(f) = prop("passive") {
-            self.passive(idx, name, f, &phases, &path)?;
+            self.passive(idx, name, f, (&sched, &phases), &path)?;
         }
         let (line, column) = self.line_col(m.key_span.start);
         Ok(Task {
@@ -246,7 +246,7 @@ impl Builder<'_> {
         idx: TaskIdx,
         name: &str,
         f: &Member,
-        phases: &[Phase],
+        (sched, phases): (&Sched, &[Phase]),
         path: &str,
     ) -> R<()> {
         let p_path = key_path(path, "passive");
@@ -272,6 +272,21 @@ impl Builder<'_> {
                     "task {} is passive (it runs only on donated time): its events must all be \"serve\", but {} is not",
                     quote_short(name),
                     e.path
+                ),
+            );
+        }
+        // No time of its own: not a SCHED_DEADLINE reservation either.
+        let reserved = std::iter::once(Some(sched))
+            .chain(phases.iter().map(|p| p.sched.as_ref()))
+            .flatten()
+            .any(|s| s.policy == Policy::Deadline);
+        if reserved {
+            return fail(
+                value_at(f),
+                &p_path,
+                format!(
+                    "task {} is passive (it runs only on donated time): it cannot have a SCHED_DEADLINE reservation of its own; remove its \"policy\" or \"passive\"",
+                    quote_short(name)
                 ),
             );
         }

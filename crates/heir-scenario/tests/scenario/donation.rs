@@ -108,6 +108,24 @@ fn a_passive_task_only_serves() {
 }
 
 #[test]
+fn a_passive_task_has_no_deadline_reservation() {
+    // Found by heir-fuzz: a passive SCHED_DEADLINE server ran on its own
+    // budget. No time of its own means no reservation either.
+    let expected = "at tasks.A.passive: task \"A\" is passive (it runs only on donated time): \
+                    it cannot have a SCHED_DEADLINE reservation of its own; remove its \"policy\" \
+                    or \"passive\"";
+    let e = err_str(&don(
+        r#""policy": "SCHED_DEADLINE", "dl-runtime": 100, "dl-period": 1000, "passive": true, "serve": "e""#,
+    ));
+    assert!(e.ends_with(expected), "{e}");
+    // Also when a phase makes it one.
+    let e = err_str(&don(
+        r#""passive": true, "phases": {"p": {"serve": "e"}, "q": {"policy": "SCHED_DEADLINE", "dl-runtime": 100, "dl-period": 1000, "serve": "e"}}"#,
+    ));
+    assert!(e.ends_with(expected), "{e}");
+}
+
+#[test]
 fn the_keys_of_a_call_object() {
     let cases = [
         (
