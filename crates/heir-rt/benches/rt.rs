@@ -1131,7 +1131,7 @@ fn donate(cpu: u32, rounds: u32, chain_calls: u32) {
     println!("## donating endpoint: link + abort by chain length (median CPU ns of the head caller's call, 300 µs timeout, {chain_calls} calls)");
     println!("| N | link + abort ns |");
     println!("|---|---|");
-    for n in [1usize, 4, 16, 64] {
+    for n in [1usize, 4, 16, 64, 256, 512] {
         println!("| {n} | {} |", donate_chain(cpu, n, chain_calls));
     }
 }
