@@ -8,18 +8,6 @@ use heir_core::Urgency;
 use heir_scenario::{MutexProtocol, ResourceKind, Scenario};
 use heir_sim::{InstantKind, SimConfig};
 
-fn max_ms(r: &heir_sim::Report, name: &str) -> f64 {
-    task_report(r, name).response_us.max.unwrap_or(f64::NAN) / 1000.0
-}
-
-fn slices_of(rec: &Rec, thread: &str) -> Vec<(f64, f64, Urgency, Option<String>)> {
-    rec.slices()
-        .into_iter()
-        .filter(|x| x.0 == thread)
-        .map(|x| (x.1, x.2, x.3, x.4))
-        .collect()
-}
-
 fn instants_of(rec: &Rec, kind: InstantKind) -> Vec<(f64, String)> {
     rec.instants()
         .into_iter()
@@ -72,7 +60,7 @@ fn fig5_6_a_handler_blocked_on_a_pi_mutex_passes_the_lent_time_on_to_the_owner()
     // Whose time Z runs on: B's (before and after blocking on m and in the
     // sleep: the most urgent parked timeslice), then D's once B leaves.
     assert_eq!(
-        slices_of(&rec, "Z"),
+        rec.slices_of("Z"),
         vec![
             (1.0, 1.5, Urgency::fixed(40), b.clone()),
             (3.0, 3.5, Urgency::fixed(40), b.clone()),
@@ -82,7 +70,7 @@ fn fig5_6_a_handler_blocked_on_a_pi_mutex_passes_the_lent_time_on_to_the_owner()
     );
     // Z blocked on m: B's timeslice reaches O through the PI mutex.
     assert_eq!(
-        slices_of(&rec, "O"),
+        rec.slices_of("O"),
         vec![
             (0.0, 0.5, Urgency::fixed(5), None),
             (1.5, 3.0, Urgency::fixed(40), b),
@@ -116,7 +104,7 @@ fn fig5_without_inheritance_the_lent_timeslices_stay_parked_on_the_blocked_serve
         ])
     );
     assert_eq!(
-        slices_of(&rec, "Z"),
+        rec.slices_of("Z"),
         vec![
             (1.0, 1.5, Urgency::fixed(40), Some(s("B"))),
             (5.5, 6.0, Urgency::fixed(40), Some(s("B"))),
@@ -125,7 +113,7 @@ fn fig5_without_inheritance_the_lent_timeslices_stay_parked_on_the_blocked_serve
         ]
     );
     assert_eq!(
-        slices_of(&rec, "O"),
+        rec.slices_of("O"),
         vec![
             (0.0, 0.5, Urgency::fixed(5), None),
             (4.0, 5.5, Urgency::fixed(5), None),
@@ -165,7 +153,7 @@ fn staggered(b_timeout: &str) -> Scenario {
 fn fig6_staggered_wakeup_the_server_wakes_on_the_most_urgent_parked_timeslice_the_rest_follow() {
     let (r, rec) = run(&staggered(""), &SimConfig::default());
     assert_eq!(
-        slices_of(&rec, "Z"),
+        rec.slices_of("Z"),
         vec![
             (0.0, 1.0, Urgency::fixed(40), Some(s("B"))),
             (3.0, 4.0, Urgency::fixed(40), Some(s("B"))),
@@ -177,7 +165,7 @@ fn fig6_staggered_wakeup_the_server_wakes_on_the_most_urgent_parked_timeslice_th
     // L runs while every timeslice lent to Z is parked (1 to 3 ms, but
     // for the helpers' calls), and after.
     assert_eq!(
-        slices_of(&rec, "L"),
+        rec.slices_of("L"),
         vec![
             (1.0, 1.1, Urgency::fixed(10), None),
             (1.1, 1.2, Urgency::fixed(10), None),
@@ -200,7 +188,7 @@ fn fig6_a_parked_timeslice_that_leaves_hands_the_wakeup_to_the_next() {
     // (H35's) and finishes B's orphaned request on it.
     let (r, rec) = run(&staggered(r#""timeout": 2500,"#), &SimConfig::default());
     assert_eq!(
-        slices_of(&rec, "Z"),
+        rec.slices_of("Z"),
         vec![
             (0.0, 1.0, Urgency::fixed(40), Some(s("B"))),
             (3.0, 4.0, Urgency::fixed(35), Some(s("H35"))),

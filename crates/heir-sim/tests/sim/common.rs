@@ -61,6 +61,14 @@ impl Rec {
             })
             .collect()
     }
+    /// (start ms, end ms, urgency, donor) of the Exec slices of `thread`.
+    pub fn slices_of(&self, thread: &str) -> Vec<(f64, f64, Urgency, Option<String>)> {
+        self.slices()
+            .into_iter()
+            .filter(|x| x.0 == thread)
+            .map(|x| (x.1, x.2, x.3, x.4))
+            .collect()
+    }
     /// Exec slices of one CPU: (thread, start ms, end ms).
     pub fn cpu_slices(&self, cpu: u32) -> Vec<(String, f64, f64)> {
         self.events
@@ -226,6 +234,11 @@ pub fn example(name: &str) -> Scenario {
         .join("../../examples")
         .join(name);
     heir_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The maximum response (ms) of task `name` (NaN when no job completed).
+pub fn max_ms(r: &Report, name: &str) -> f64 {
+    task_report(r, name).response_us.max.unwrap_or(f64::NAN) / 1000.0
 }
 
 pub fn task_report<'a>(r: &'a Report, name: &str) -> &'a heir_sim::TaskReport {

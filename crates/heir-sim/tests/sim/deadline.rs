@@ -18,14 +18,6 @@ fn under(mut sc: Scenario, protocol: &str) -> Scenario {
     sc
 }
 
-fn max_ms(r: &Report, name: &str) -> f64 {
-    task_report(r, name)
-        .response_us
-        .max
-        .expect("a job completed")
-        / 1000.0
-}
-
 fn server(r: &Report, name: &str) -> (u64, u64) {
     let s = task_report(r, name).server.expect("a deadline thread");
     (s.throttled, s.replenished)

@@ -6,20 +6,6 @@ use crate::common::*;
 use heir_core::Urgency;
 use heir_sim::{InstantKind, SimConfig};
 
-/// Max response (ms) of a thread.
-fn max_ms(r: &heir_sim::Report, name: &str) -> f64 {
-    task_report(r, name).response_us.max.unwrap_or(f64::NAN) / 1000.0
-}
-
-/// (start, end, urgency, donor) of the Exec slices of `thread`.
-fn slices_of(rec: &Rec, thread: &str) -> Vec<(f64, f64, Urgency, Option<String>)> {
-    rec.slices()
-        .into_iter()
-        .filter(|x| x.0 == thread)
-        .map(|x| (x.1, x.2, x.3, x.4))
-        .collect()
-}
-
 fn replies(rec: &Rec) -> Vec<(f64, String)> {
     rec.instants()
         .into_iter()
@@ -43,7 +29,7 @@ fn fig3_left_donation_lends_the_callers_timeslice_to_the_server() {
     );
     // S serves on C's timeslice, at C's priority.
     assert_eq!(
-        slices_of(&rec, "S"),
+        rec.slices_of("S"),
         vec![(1.0, 4.0, Urgency::fixed(30), Some(s("C")))]
     );
     assert_eq!((max_ms(&r, "C"), max_ms(&r, "T")), (5.0, 5.0));
@@ -69,7 +55,7 @@ fn fig3_right_a_helper_lends_its_timeslice_to_the_busy_passive_server() {
     assert_eq!(rec.merged(0), rows(&[("S", 0.0, 5.0), ("M", 5.0, 7.0)]));
     // Whose time S runs on: C's, then H's (helping, then H's own call).
     assert_eq!(
-        slices_of(&rec, "S"),
+        rec.slices_of("S"),
         vec![
             (0.0, 1.0, Urgency::fixed(20), Some(s("C"))),
             // Helping until 4 ms, then H's own call (the slice is cut
@@ -92,7 +78,7 @@ fn an_aborted_call_leaves_a_passive_server_stalled_until_a_later_caller_helps() 
         &SimConfig::default(),
     );
     assert_eq!(
-        slices_of(&rec, "S"),
+        rec.slices_of("S"),
         vec![
             (0.0, 1.0, Urgency::fixed(20), Some(s("C"))),
             (2.0, 4.0, Urgency::fixed(30), Some(s("L"))),
@@ -121,7 +107,7 @@ fn fig5_the_reply_goes_back_along_the_donation_path_only() {
         rows(&[("Y", 0.0, 1.0), ("Z", 1.0, 5.0), ("M", 5.0, 6.0)])
     );
     assert_eq!(
-        slices_of(&rec, "Z"),
+        rec.slices_of("Z"),
         vec![
             (1.0, 2.0, Urgency::fixed(20), Some(s("A"))),
             (2.0, 4.0, Urgency::fixed(40), Some(s("H"))),
@@ -192,7 +178,7 @@ fn a_server_calling_its_own_endpoint_helps_the_other_servers_not_itself() {
     let (r, rec) = run(&serves_and_calls(true), &SimConfig::default());
     assert_eq!(r.deadlock, None);
     assert_eq!(
-        slices_of(&rec, "Y2"),
+        rec.slices_of("Y2"),
         vec![(1.0, 2.0, Urgency::fixed(20), Some(s("Y")))]
     );
     assert_eq!(replies(&rec), vec![(1.0, s("Y")), (2.0, s("Y2"))]);

@@ -11,18 +11,6 @@ fn parse(text: &str) -> Scenario {
     heir_scenario::parse_str(text, "t.json").unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn slices_of(rec: &Rec, thread: &str) -> Vec<(f64, f64, Urgency, Option<String>)> {
-    rec.slices()
-        .into_iter()
-        .filter(|x| x.0 == thread)
-        .map(|x| (x.1, x.2, x.3, x.4))
-        .collect()
-}
-
-fn max_ms(r: &heir_sim::Report, name: &str) -> f64 {
-    task_report(r, name).response_us.max.unwrap_or(f64::NAN) / 1000.0
-}
-
 /// (ms, thread) of the throttle and replenish instants.
 fn budget_events(rec: &Rec) -> Vec<(f64, String, InstantKind)> {
     rec.instants()
@@ -50,7 +38,7 @@ fn a_passive_server_runs_on_its_deadline_callers_budget_and_is_throttled_with_it
     // finishes 10–11 ms and replies: C's response 11 ms.
     let (r, rec) = run(&parse(ONE_CALLER), &SimConfig::default());
     assert_eq!(
-        slices_of(&rec, "S"),
+        rec.slices_of("S"),
         vec![
             (0.0, 2.0, Urgency::deadline(10_000_000), Some(s("C"))),
             (10.0, 11.0, Urgency::deadline(20_000_000), Some(s("C"))),
@@ -91,7 +79,7 @@ fn a_deadline_helper_pays_for_the_rest_of_the_request_and_for_its_own_call() {
     );
     let (r, rec) = run(&parse(&two), &SimConfig::default());
     assert_eq!(
-        slices_of(&rec, "S"),
+        rec.slices_of("S"),
         vec![
             (0.0, 2.0, Urgency::deadline(10_000_000), Some(s("C"))),
             (2.0, 3.0, Urgency::deadline(21_000_000), Some(s("D"))),
@@ -99,7 +87,7 @@ fn a_deadline_helper_pays_for_the_rest_of_the_request_and_for_its_own_call() {
         ]
     );
     assert_eq!(
-        slices_of(&rec, "D"),
+        rec.slices_of("D"),
         vec![
             (4.0, 5.0, Urgency::deadline(21_000_000), None),
             (21.0, 21.5, Urgency::deadline(41_000_000), None),
