@@ -167,6 +167,14 @@ impl<Req, Resp> EpState<Req, Resp> {
         self.servers.iter_mut().find(|s| s.tid == tid)
     }
 
+    /// The index of server `tid`; `Err(NotServing)` if it is none.
+    fn server_index(&self, tid: i32) -> Result<usize, Error> {
+        self.servers
+            .iter()
+            .position(|s| s.tid == tid)
+            .ok_or(Error::NotServing)
+    }
+
     /// Gives server `si`, which has no current request, its most urgent
     /// queued one (the ticket names the server from now on).
     fn advance(&mut self, si: usize) {
@@ -368,11 +376,7 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
     pub fn leave_server(&self) -> Result<(), Error> {
         let me = rt::tid();
         let mut g = self.state.lock()?;
-        let si = g
-            .servers
-            .iter()
-            .position(|s| s.tid == me)
-            .ok_or(Error::NotServing)?;
+        let si = g.server_index(me)?;
         if g.servers[si].current.is_some() || !g.servers[si].pending.is_empty() {
             return Err(Error::Busy);
         }
@@ -593,11 +597,7 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
             let idle = {
                 let mut g = self.state.lock()?;
                 let st = &mut *g;
-                let si = st
-                    .servers
-                    .iter()
-                    .position(|s| s.tid == me)
-                    .ok_or(Error::NotServing)?;
+                let si = st.server_index(me)?;
                 match st.servers[si].current.as_mut() {
                     Some(c) if c.delivered => return Err(Error::Busy),
                     Some(c) => {
@@ -650,11 +650,7 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
         let ticket = {
             let mut g = self.state.lock()?;
             let st = &mut *g;
-            let si = st
-                .servers
-                .iter()
-                .position(|s| s.tid == me)
-                .ok_or(Error::NotServing)?;
+            let si = st.server_index(me)?;
             match &st.servers[si].current {
                 Some(c) if c.delivered => {}
                 _ => return Err(Error::NotServing),
