@@ -175,7 +175,13 @@ fn case(cpu: u32, other_cpu: Option<u32>, owner_dl: bool) -> Seen {
             let mut policy = u32::MAX;
             sys::sleep_until(t0 + 2 * MS);
             while !done.load(Ordering::Acquire) && sys::now_ns() < limit {
-                if let Some(s) = deadline::proc_sched(otid) {
+                let sample = deadline::proc_sched(otid);
+                // O may have unlocked (and lost its boost) while /proc was
+                // read: such a sample is not one of O boosted.
+                if done.load(Ordering::Acquire) {
+                    break;
+                }
+                if let Some(s) = sample {
                     v.push((s.prio, s.dl_runtime_ns, s.dl_deadline_ns));
                 }
                 if let Ok(a) = sys::sched_getattr(otid) {
