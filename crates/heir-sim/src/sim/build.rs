@@ -70,6 +70,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     .any(|p| p.sched.is_some_and(|s| s.policy == Policy::Deadline))
         });
         let has_bwi = has_dl && names.lends.contains(&dl::Lends::Server);
+        let dl_lends = has_dl && names.lends.iter().any(|&l| l != dl::Lends::No);
         let mixed_homes = threads.windows(2).any(|w| w[0].home != w[1].home);
         Ok(Simulator {
             sc: scenario,
@@ -105,6 +106,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             changes: Changes::new(),
             has_dl,
             has_bwi,
+            dl_lends,
             obj_lends: names.lends,
             block_seq: 0,
             dl_dirty: false,

@@ -388,6 +388,10 @@ pub struct Simulator<'s, 'o> {
     has_dl: bool,
     /// Some object lends servers (M-BWI).
     has_bwi: bool,
+    /// Deadline threads and some object that passes a deadline waiter's
+    /// time on (servers or Linux's parameters): who lends to whom can
+    /// change ranks without changing any urgency.
+    dl_lends: bool,
     /// How each engine object (by `ObjId.0`) lends a deadline waiter's time.
     obj_lends: Vec<dl::Lends>,
     /// Counter ordering mutex waits (FIFO hand-off of `bwi` mutexes).

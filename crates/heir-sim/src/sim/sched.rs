@@ -444,8 +444,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         // With deadline servers an operation may move a lender without
         // changing anyone's urgency (a waiter woken whose deadline was not
-        // the most urgent one lent): ranks are re-evaluated after each.
-        self.dl_dirty |= self.has_dl;
+        // the most urgent one lent): ranks are re-evaluated after each —
+        // only where some object lends at all (not in plain EDF).
+        self.dl_dirty |= self.dl_lends;
         if self.dl_dirty {
             self.dl_refresh();
         }
@@ -459,7 +460,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             let ch = self.changes[i];
             self.apply_change(&ch);
         }
-        self.dl_dirty |= self.has_dl;
+        self.dl_dirty |= self.dl_lends;
         if self.dl_dirty {
             self.dl_refresh();
         }
