@@ -766,6 +766,16 @@ impl Barrier {
         Ok(w)
     }
 
+    /// The calling thread joins as a passive member: it counts for the
+    /// gang priority (an initiator of higher priority, as T_H in seed 003
+    /// Fig. 1) but is not counted by the runs until it sets
+    /// [`BARRIER_BIT`] in the returned word.
+    pub fn join_passive(&self) -> Result<ControlWord, Error> {
+        let w = ControlWord::new(0);
+        self.gang.insert(rt::tid(), &w)?;
+        Ok(w)
+    }
+
     /// The calling thread leaves (counted as its notify if a barrier
     /// counts it).
     pub fn leave(&self) -> Result<Notified, Error> {
