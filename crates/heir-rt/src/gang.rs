@@ -587,11 +587,26 @@ pub fn get(tid: i32) -> Option<GangId> {
 /// notified already ([`Notified::NotCounted`]); it may come before or
 /// after the waiter's `wait`.
 pub fn notify() -> Notified {
+    notify_inner(false).0
+}
+
+/// [`notify`]; with `withdraw`, first clears the caller's membership bits
+/// (under the engine lock, so atomically with respect to `run`) and
+/// returns its word and the bits it had, to set again later.
+fn notify_inner(withdraw: bool) -> (Notified, Option<(ControlWord, u32)>) {
     let me = rt::tid();
-    let (n, wake, deferred) = {
+    let (n, wake, deferred, word) = {
         let mut st = rt::state();
         let Some(t) = st.lookup_tid(me) else {
-            return Notified::NotCounted;
+            return (Notified::NotCounted, None);
+        };
+        let word = if withdraw {
+            member_word(&st, t).map(|w| {
+                let bits = w.set_passive(MASK_BITS).mask();
+                (w, bits)
+            })
+        } else {
+            None
         };
         let (n, changes, wake) = discount(&mut st, t);
         // The last notify wakes the waiters before its own de-boost: back
@@ -600,7 +615,7 @@ pub fn notify() -> Notified {
         // inversion the gang exists to prevent).
         let defer = wake.is_some().then_some(t);
         let deferred = st.apply_except(&changes, defer).then_some(t);
-        (n, wake, deferred)
+        (n, wake, deferred, word)
     };
     if let Some(s) = wake {
         sys::futex_wake(&s.done, i32::MAX);
@@ -608,7 +623,17 @@ pub fn notify() -> Notified {
     if let Some(t) = deferred {
         rt::state().sync(t);
     }
-    n
+    (n, word)
+}
+
+/// The control word of member `t` (engine lock held).
+fn member_word(st: &State, t: TaskId) -> Option<ControlWord> {
+    let gid = st.gangs.member_of.get(&t)?;
+    let rec = st.gangs.recs.get(gid)?;
+    rec.members
+        .iter()
+        .find(|m| m.task == t)
+        .map(|m| m.word.clone())
 }
 
 /// `gang_remove`: thread `tid` leaves its gang. If it was counted in the
@@ -821,28 +846,39 @@ impl Barrier {
         sys::futex_wake(&self.resume, i32::MAX);
     }
 
-    /// A member's barrier point: if a barrier is active, notify and block
-    /// on the resumption condition until released or the absolute deadline
-    /// (`None`: none). A member still counted in a run it passed (the
-    /// barrier was released before it came) notifies too.
+    /// A member's barrier point: if a barrier is active, withdraw (clear
+    /// its membership bits), notify, and block on the resumption condition
+    /// until released or the absolute deadline (`None`: none); then set
+    /// its bits again. A thread blocked there is at a safe point, so it is
+    /// not an active member: a run that starts while it blocks does not
+    /// count it.
     pub fn point_until(&self, deadline_ns: Option<u64>) -> PointResult {
         let gen = self.resume.load(Ordering::Acquire);
         if !self.active.load(Ordering::Acquire) {
             return PointResult::Passed;
         }
-        notify();
-        loop {
+        // Blocked on the resumption condition it is at a safe point, not
+        // an active member: it withdraws (and notifies if counted) in one
+        // step under the engine lock, and rejoins once released. Else a
+        // member that arrives between the flag and the run would notify
+        // before the run counts it, and never again.
+        let (_, word) = notify_inner(true);
+        let r = loop {
             if self.resume.load(Ordering::Acquire) != gen {
-                return PointResult::Released;
+                break PointResult::Released;
             }
             if sys::futex_wait(&self.resume, gen, deadline_ns) == FutexWait::TimedOut {
-                return if self.resume.load(Ordering::Acquire) != gen {
+                break if self.resume.load(Ordering::Acquire) != gen {
                     PointResult::Released
                 } else {
                     PointResult::TimedOut
                 };
             }
+        };
+        if let Some((w, bits)) = word {
+            w.set_active(bits);
         }
+        r
     }
 }
 
