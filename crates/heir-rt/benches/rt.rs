@@ -25,13 +25,18 @@
 //!    (PI-CV on and off), and the CPU cost of a call that links onto a
 //!    chain of 1..64 servers (each blocked calling the next) and aborts
 //!    by timeout (issue 10, "Engine cost", heir-rt side).
+//! 6. `gang`: seed 003 (L-GPM, `heir::gang`): (a) CPU time of `Gang::run`
+//!    and of a member's `notify` for 1..16 active members; (b) seed 003
+//!    §6 Table 1's shape — barrier start → completion over 10,000
+//!    barriers among 4 members of several priorities on 2 CPUs, with
+//!    FIFO load below the gang priority, without and with GPM.
 //!
 //! All threads are SCHED_FIFO and pinned to the last CPU (deadline threads:
 //! unpinned, as the kernel requires); every loop is bounded in count and
 //! time. Without SCHED_FIFO permission the real-time parts print why and
 //! are skipped. `HEIR_BENCH_QUICK=1` shortens the runs. Arguments that do
 //! not start with `-` select sections by name (`uncontended`, `pingpong`,
-//! `fig13`, `boost`, `chain`, `donate`): `cargo bench -p heir-rt --bench rt -- boost`.
+//! `fig13`, `boost`, `chain`, `donate`, `gang`): `cargo bench -p heir-rt --bench rt -- boost`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -972,6 +977,13 @@ fn main() {
     if want("donate") {
         donate(cpu, rounds, if quick { 200 } else { 2_000 });
     }
+    if want("gang") {
+        gang_bench(
+            cpu,
+            if quick { 500 } else { 5_000 },
+            if quick { 1_000 } else { 10_000 },
+        );
+    }
 }
 
 /// µs per call/reply round trip on a donating endpoint: client FIFO 30,
@@ -1133,5 +1145,265 @@ fn donate(cpu: u32, rounds: u32, chain_calls: u32) {
     println!("|---|---|");
     for n in [1usize, 4, 16, 64, 256, 512] {
         println!("| {n} | {} |", donate_chain(cpu, n, chain_calls));
+    }
+}
+
+/// The median of `v` (sorted in place); 0 for none.
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `gang` (a): CPU time of `Gang::run` over `n` active members (FIFO 10,
+/// asleep) boosted to a passive FIFO 30 member's priority, and of each
+/// member's `notify`; medians over `rounds` runs, ns.
+fn gang_costs(cpu: u32, n: usize, rounds: u32) -> (f64, f64) {
+    use heir::gang::{self, ControlWord, Gang};
+    let g = Arc::new(Gang::new().expect("gang"));
+    let go = Arc::new(AtomicU32::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let limit = now_ns() + 60_000_000_000;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut hs = Vec::new();
+    for _ in 0..n {
+        let (go, stop, tx) = (go.clone(), stop.clone(), tx.clone());
+        hs.push(spawn_fifo(cpu, 10, move || {
+            let mut costs = Vec::with_capacity(rounds as usize);
+            let w = ControlWord::new(1);
+            let _ = tx.send((heir::thread::current_tid(), w.clone()));
+            let mut seen = 0;
+            while !stop.load(Ordering::Acquire) && now_ns() < limit {
+                let v = go.load(Ordering::Acquire);
+                if v == seen {
+                    sys::futex_wait(&go, v, Some(now_ns() + 100_000_000));
+                    continue;
+                }
+                seen = v;
+                let t = cpu_ns();
+                gang::notify();
+                costs.push((cpu_ns() - t) as f64);
+            }
+            costs
+        }));
+    }
+    drop(tx);
+    for _ in 0..n {
+        let (tid, w) = rx.recv().expect("member");
+        g.insert(tid, &w).expect("insert");
+    }
+    // The measuring thread: FIFO 30, a passive member (the gang priority).
+    let me = sys::gettid();
+    let was = sys::thread_cpus();
+    let _ = sys::set_affinity(0, &[cpu]);
+    let _ = heir::thread::set_sched(&heir::sched::fifo(30));
+    let passive = ControlWord::new(0);
+    g.insert(me, &passive).expect("insert passive");
+    let mut runs = Vec::with_capacity(rounds as usize);
+    for _ in 0..rounds {
+        let t = cpu_ns();
+        let o = g.run(1).expect("run");
+        runs.push((cpu_ns() - t) as f64);
+        assert_eq!(o.boosted as usize, n);
+        go.fetch_add(1, Ordering::Release);
+        sys::futex_wake(&go, i32::MAX);
+        let r = g.wait_until(Some(now_ns() + 1_000_000_000)).expect("wait");
+        assert_eq!(r, heir::gang::GangWait::Completed);
+    }
+    stop.store(true, Ordering::Release);
+    go.fetch_add(1, Ordering::Release);
+    sys::futex_wake(&go, i32::MAX);
+    let mut notifies: Vec<f64> = hs
+        .into_iter()
+        .flat_map(|h| h.join().expect("member"))
+        .collect();
+    let _ = gang::remove(me);
+    heir::thread::leave();
+    let _ = sys::set_affinity(0, &was);
+    (median(&mut runs), median(&mut notifies))
+}
+
+/// The system's 1-minute load average (`/proc/loadavg`).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// `gang` (b), seed 003 §6 Table 1's shape: barrier latency (start to
+/// completion, µs) over `barriers` barriers that counted an active member
+/// (those that found every member asleep complete at once and are only
+/// counted: returned second), one every `period_us`, at most `max_s` s.
+/// Members (FIFO 10 and 14 on CPU 0, 12 and 16 on CPU 1; gang priority 16)
+/// loop: rejoin (set_active), barrier point, 4 × 50 µs of work each
+/// followed by a barrier point, withdraw (set_passive, notify if counted),
+/// sleep 1 ms. Load: 2 threads per CPU at FIFO 13 (above the members at 10
+/// and 12, below the gang priority), 5 ms busy then 20 ms asleep each
+/// (40 % of each CPU, seed 003's 5 ms / 25 ms). The master (FIFO 50, CPU
+/// 0, no member) starts, waits for completion, releases.
+fn barrier_latencies(
+    cpus: [u32; 2],
+    gpm: bool,
+    barriers: usize,
+    period_us: u64,
+    max_s: u64,
+) -> (Vec<f64>, usize) {
+    use heir::gang::{Barrier, GangAttr, GangWait, PointResult, BARRIER_BIT};
+    use std::sync::atomic::AtomicBool;
+    let b = Arc::new(Barrier::new(GangAttr { boost: gpm }).expect("barrier"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let limit = now_ns() + (max_s + 10) * 1_000_000_000;
+    let joined = Arc::new(std::sync::Barrier::new(5));
+    let mut hs = Vec::new();
+    for (cpu, prio) in [(cpus[0], 10), (cpus[0], 14), (cpus[1], 12), (cpus[1], 16)] {
+        let (b, stop, joined) = (b.clone(), stop.clone(), joined.clone());
+        hs.push(spawn_fifo(cpu, prio, move || {
+            let w = b.join().expect("join");
+            joined.wait();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Acquire) && now_ns() < limit {
+                w.set_active(BARRIER_BIT);
+                if b.point_until(Some(limit)) == PointResult::TimedOut {
+                    break;
+                }
+                for _ in 0..4 {
+                    let end = now_ns() + 50_000;
+                    while now_ns() < end {
+                        std::hint::spin_loop();
+                    }
+                    n += 1;
+                    if b.point_until(Some(limit)) == PointResult::TimedOut {
+                        break;
+                    }
+                }
+                if w.set_passive(BARRIER_BIT).counted() {
+                    heir::gang::notify();
+                }
+                sys::sleep_until(now_ns() + 1_000_000);
+            }
+            let _ = b.leave();
+            n
+        }));
+    }
+    let mut loads = Vec::new();
+    for (i, cpu) in [cpus[0], cpus[0], cpus[1], cpus[1]].into_iter().enumerate() {
+        let stop = stop.clone();
+        loads.push(spawn_fifo(cpu, 13, move || {
+            sys::sleep_until(now_ns() + i as u64 * 6_000_000);
+            while !stop.load(Ordering::Acquire) && now_ns() < limit {
+                let end = now_ns() + 5_000_000;
+                while now_ns() < end {
+                    std::hint::spin_loop();
+                }
+                sys::sleep_until(now_ns() + 20_000_000);
+            }
+        }));
+    }
+    joined.wait();
+    let master = {
+        let (b, stop) = (b.clone(), stop.clone());
+        spawn_fifo(cpus[0], 50, move || {
+            let mut lat = Vec::with_capacity(barriers);
+            let mut idle = 0usize;
+            let mut next = now_ns() + 50_000_000;
+            let give_up = now_ns() + max_s * 1_000_000_000;
+            while lat.len() < barriers && now_ns() < give_up {
+                sys::sleep_until(next);
+                next = next.max(now_ns()) + period_us * 1000;
+                let t = now_ns();
+                let active = b.start().expect("start").active;
+                let r = b.wait_until(Some(t + 1_000_000_000)).expect("wait");
+                let d = now_ns() - t;
+                b.release();
+                if r == GangWait::TimedOut {
+                    eprintln!("barrier timed out after 1 s");
+                    break;
+                }
+                // Every member withdrawn (asleep): complete at start, no
+                // latency to measure.
+                if active == 0 {
+                    idle += 1;
+                } else {
+                    lat.push(d as f64 / 1000.0);
+                }
+            }
+            stop.store(true, Ordering::Release);
+            (lat, idle)
+        })
+    };
+    let (lat, idle) = master.join().expect("master");
+    for h in loads {
+        h.join().expect("load");
+    }
+    for h in hs {
+        h.join().expect("member");
+    }
+    (lat, idle)
+}
+
+fn gang_bench(cpu: u32, rounds: u32, barriers: usize) {
+    println!("## gang (a): CPU time of Gang::run over n active FIFO 10 members boosted to 30, and of each member's notify; medians over {rounds} runs, CPU {cpu}, load {}", loadavg());
+    println!(
+        "{:>3} {:>12} {:>16} {:>14}",
+        "n", "run ns", "run ns/member", "notify ns"
+    );
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for n in [1usize, 2, 4, 8, 16] {
+        let (r, nt) = gang_costs(cpu, n, rounds);
+        println!("{n:>3} {r:>12.0} {:>16.0} {nt:>14.0}", r / n as f64);
+        xs.push(n as f64);
+        ys.push(r);
+    }
+    println!("run: slope {:.0} ns per member", slope(&xs, &ys));
+    let cpus = sys::allowed_cpus();
+    if cpus.len() < 2 {
+        println!("gang (b) skipped: needs 2 CPUs");
+        return;
+    }
+    let two = [cpus[0], cpus[1]];
+    println!("## gang (b): seed 003 Table 1 analogue, barrier start → completion (µs), {barriers} barriers with an active member, one every 1.5 ms (at most 40 s per mode), CPUs {two:?}, load before {}", loadavg());
+    // Both CPUs carry real-time load for a minute: not while another heir
+    // real-time test runs (theirs would be disturbed, and ours).
+    let _lock = heir::caps::FileLock::acquire(&heir::caps::rt_tests_lock_path());
+    let t = std::time::Instant::now();
+    let mut rows = Vec::new();
+    for gpm in [false, true] {
+        let (lat, idle) = barrier_latencies(two, gpm, barriers, 1_500, 40);
+        let (m, sd) = mean_sd(&lat);
+        let max = lat.iter().copied().fold(0.0, f64::max);
+        let min = lat.iter().copied().fold(f64::MAX, f64::min);
+        let mut s = lat.clone();
+        let p99 = if s.is_empty() {
+            0.0
+        } else {
+            s.sort_by(f64::total_cmp);
+            s[(s.len() * 99 / 100).min(s.len() - 1)]
+        };
+        rows.push((gpm, lat.len(), m, sd, max, min, p99));
+        if idle > 0 {
+            println!(
+                "({}: {idle} more barriers found every member withdrawn, asleep: complete at start, not counted)",
+                if gpm { "L-GPM" } else { "no-GPM" }
+            );
+        }
+    }
+    println!(
+        "{:<8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "", "count", "mean", "stddev", "max", "min", "p99"
+    );
+    for (gpm, n, m, sd, max, min, p99) in &rows {
+        let name = if *gpm { "L-GPM" } else { "no-GPM" };
+        println!("{name:<8} {n:>8} {m:>9.1} {sd:>9.1} {max:>9.1} {min:>9.1} {p99:>9.1}");
+    }
+    if let [(_, _, m0, _, x0, ..), (_, _, m1, _, x1, ..)] = rows[..] {
+        println!(
+            "no-GPM / L-GPM: mean {:.1}x, max {:.1}x; {:.1} s, load after {}",
+            m0 / m1,
+            x0 / x1,
+            t.elapsed().as_secs_f64(),
+            loadavg()
+        );
     }
 }

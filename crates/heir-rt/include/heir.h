@@ -7,7 +7,8 @@
  * through heir PI mutexes and other heir condition variables. Plus kernel
  * PI-futex mutexes, immediate-priority-ceiling mutexes, seed 000 Fig. 5's
  * bounded priority queue, and seed 002's donating RPC endpoints (the
- * kernel lends a caller's priority or deadline to the thread serving it).
+ * kernel lends a caller's priority or deadline to the thread serving it),
+ * and seed 003's gang priority management with a barrier on it.
  *
  * Conventions (as pthreads): every function returns 0 or a positive errno.
  *   EINVAL  null, never initialised or destroyed object; bad argument
@@ -193,6 +194,89 @@ int heir_rpc_receive(heir_rpc_t *ep, void **req, const struct timespec *abstime)
  * the kernel wakes the caller and ends the boost. EPERM without a received
  * request. */
 int heir_rpc_reply(heir_rpc_t *ep, void *resp);
+
+/* Gang priority management (seed 003's L-GPM; docs/RUNTIME.md "Gangs").
+ *
+ * A gang has passive members, each with a 32-bit control word; a member is
+ * ACTIVE for a run while its word shares a bit with the run's mask.
+ * heir_gang_run boosts every active member to the gang priority — the
+ * highest user priority among all members, passive and active, deadline
+ * members aside — until the member calls heir_gang_notify; heir_gang_wait
+ * returns when every active member has notified, or at its timeout.
+ * Boosts go through heir's engine (sched_setattr), so a member holding a
+ * heir PI mutex runs at max(gang priority, lock-inherited) while boosted
+ * and at max(user, lock-inherited) after its notify (Invariant 1). A
+ * SCHED_DEADLINE member is counted but never boosted, and never lifts the
+ * others into the deadline class.
+ *
+ * Control word: bits 0..27 membership mask (the member changes them with
+ * heir_gang_set_active / heir_gang_set_passive: one atomic operation, no
+ * system call); bit 28 reserved; bit 29 HEIR_GANG_MEMBER; bit 30
+ * HEIR_GANG_BOOSTED (the gang priority lifts it now); bit 31 HEIR_GANG_RUN
+ * (counted by the run in progress, must notify). A thread that withdraws
+ * (set_passive) and finds HEIR_GANG_RUN in the returned word must still
+ * call heir_gang_notify.
+ *
+ * Return codes: 0, or EINVAL (null / destroyed handle, null or misaligned
+ * control word, mask 0 or outside HEIR_GANG_MASK), ESRCH (not a thread of
+ * this process), EEXIST (already in a gang: at most one; or the word is
+ * another member's), ENOENT (in no gang), EBUSY (heir_gang_run before every
+ * member of the previous run notified: nothing changed; a barrier already
+ * active), ETIMEDOUT. */
+typedef struct heir_gang { void *p; unsigned int magic; } heir_gang_t;
+typedef struct heir_gang_attr {
+    int boost; /* nonzero: boost active members (GPM); 0: count only (no-GPM baseline) */
+} heir_gang_attr_t;
+
+#define HEIR_GANG_MASK    0x0FFFFFFFu
+#define HEIR_GANG_MEMBER  (1u << 29)
+#define HEIR_GANG_BOOSTED (1u << 30)
+#define HEIR_GANG_RUN     (1u << 31)
+
+/** attr NULL: { .boost = 1 }. */
+int heir_gang_create(heir_gang_t *g, const heir_gang_attr_t *attr);
+/** The handle becomes invalid; the gang goes once its last member left. */
+int heir_gang_close(heir_gang_t *g);
+/** *cw must stay in place until the thread leaves the gang. */
+int heir_gang_insert(heir_gang_t *g, pid_t tid, uint32_t *cw);
+/** Counts as the thread's notify if the run in progress counted it. */
+int heir_gang_remove(pid_t tid);
+/** The id of tid's gang (ENOENT: none); heir_gang_id gives a handle's. */
+int heir_gang_get(pid_t tid, uint32_t *id);
+int heir_gang_id(heir_gang_t *g, uint32_t *id);
+/** *active (may be NULL): members counted. */
+int heir_gang_run(heir_gang_t *g, uint32_t mask, uint32_t *active);
+/** abstime: CLOCK_MONOTONIC, NULL for none. */
+int heir_gang_wait(heir_gang_t *g, const struct timespec *abstime);
+/** Always 0; *counted (may be NULL) 1 if the caller was counted. */
+int heir_gang_notify(int *counted);
+/** An eventfd readable (POLLIN) exactly when heir_gang_wait would return
+ * at once. Poll it; do not read or close it. */
+int heir_gang_fd(heir_gang_t *g, int *fd);
+/** Return the control word as it was before (not an errno). */
+uint32_t heir_gang_set_active(uint32_t *cw, uint32_t bits);
+uint32_t heir_gang_set_passive(uint32_t *cw, uint32_t bits);
+
+/* A barrier on a gang (seed 003 §3). The initiator calls heir_barrier_start
+ * (sets the barrier-active flag, runs the gang over the joined members),
+ * heir_barrier_wait (completion: every counted member reached its barrier
+ * point) and heir_barrier_release. A member calls heir_barrier_point at
+ * each of its barrier points: with a barrier active it notifies (its boost
+ * ends) and blocks until released (*released = 1); else it goes on. */
+typedef struct heir_barrier { void *p; unsigned int magic; } heir_barrier_t;
+/** boost: nonzero GPM, 0 the same barrier without boosts. */
+int heir_barrier_init(heir_barrier_t *b, int boost);
+/** EBUSY while a barrier is active. */
+int heir_barrier_destroy(heir_barrier_t *b);
+/** active nonzero: counted by every barrier; 0: passive, counts only for
+ * the gang priority (e.g. a high-priority initiator). */
+int heir_barrier_join(heir_barrier_t *b, int active);
+int heir_barrier_leave(heir_barrier_t *b);
+int heir_barrier_start(heir_barrier_t *b, uint32_t *active);
+int heir_barrier_wait(heir_barrier_t *b, const struct timespec *abstime);
+int heir_barrier_release(heir_barrier_t *b);
+int heir_barrier_point(heir_barrier_t *b, const struct timespec *abstime, int *released);
+int heir_barrier_fd(heir_barrier_t *b, int *fd);
 
 #ifdef __cplusplus
 }

@@ -10,12 +10,14 @@
 #![allow(non_camel_case_types)]
 
 use std::ffi::c_void;
+use std::os::fd::AsRawFd;
 
 use heir_core::{Protocol, Urgency};
 
 use crate::ceiling::RawEngineMutex;
 use crate::condvar::{Boost, PiCondvar, WaitResult};
 use crate::donate::Endpoint;
+use crate::gang::{self, Barrier, ControlWord, Gang, GangAttr, GangWait, Notified, PointResult};
 use crate::mutex::RawPiMutex;
 use crate::queue::PrioQueue;
 use crate::{thread, Error};
@@ -752,4 +754,439 @@ pub unsafe extern "C" fn heir_rpc_receive(
 pub unsafe extern "C" fn heir_rpc_reply(ep: *mut heir_rpc_t, resp: *mut c_void) -> i32 {
     // SAFETY: forwarded caller guarantee.
     rc(unsafe { rpc_of(ep) }.and_then(|e| e.reply(resp as usize)))
+}
+
+const MAGIC_GANG: u32 = 0x6865_676e; // "hegn"
+const MAGIC_BARRIER: u32 = 0x6865_6272; // "hebr"
+
+/// `heir_gang_t`: a gang (seed 003's gang priority management, L-GPM:
+/// [`crate::gang::Gang`]).
+#[repr(C)]
+#[derive(Debug)]
+pub struct heir_gang_t {
+    p: *mut c_void,
+    magic: u32,
+}
+
+/// `heir_gang_attr_t`: how a gang is created ([`GangAttr`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct heir_gang_attr_t {
+    /// Nonzero: `heir_gang_run` boosts the active members (GPM); 0: it
+    /// counts them and boosts nobody (the no-GPM baseline).
+    pub boost: i32,
+}
+
+/// `heir_barrier_t`: a barrier on a gang ([`crate::gang::Barrier`]).
+#[repr(C)]
+#[derive(Debug)]
+pub struct heir_barrier_t {
+    p: *mut c_void,
+    magic: u32,
+}
+
+handle!(gang_of, heir_gang_t, Gang, MAGIC_GANG);
+handle!(barrier_of, heir_barrier_t, Barrier, MAGIC_BARRIER);
+
+/// Creates a gang without members (`attr` null: boosting, as
+/// `{ .boost = 1 }`). `EINVAL` if `g` is null; an errno if no eventfd can
+/// be made.
+///
+/// # Safety
+/// `g` null or writable memory for a `heir_gang_t`; `attr` null or
+/// readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_create(
+    g: *mut heir_gang_t,
+    attr: *const heir_gang_attr_t,
+) -> i32 {
+    // SAFETY: the caller guarantees `g` is null or writable.
+    let Some(g) = (unsafe { g.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    // SAFETY: the caller guarantees `attr` is null or readable.
+    let boost = unsafe { attr.as_ref() }.is_none_or(|a| a.boost != 0);
+    match Gang::with_attr(GangAttr { boost }) {
+        Ok(gang) => {
+            g.p = Box::into_raw(Box::new(gang)) as *mut c_void;
+            g.magic = MAGIC_GANG;
+            0
+        }
+        Err(e) => e.errno(),
+    }
+}
+
+/// Closes a gang: the handle is invalid afterwards; the gang goes away
+/// once its last member has left (its members stay boosted until they
+/// notify).
+///
+/// # Safety
+/// `g` an initialised handle (or null); no other thread uses the handle
+/// concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_close(g: *mut heir_gang_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    if let Err(e) = unsafe { gang_of(g) } {
+        return e.errno();
+    }
+    // SAFETY: validated above.
+    let g = unsafe { &mut *g };
+    // SAFETY: `p` came from Box::into_raw in heir_gang_create.
+    drop(unsafe { Box::from_raw(g.p as *mut Gang) });
+    g.p = std::ptr::null_mut();
+    g.magic = 0;
+    0
+}
+
+/// Makes thread `tid` a passive member with control word `*cw` (its
+/// membership bits are the word's). `EEXIST` if the thread is in a gang
+/// already (at most one) or the word is another member's, `ESRCH` if
+/// `tid` is not a thread of this process, `EINVAL` for a null or
+/// misaligned `cw`.
+///
+/// # Safety
+/// `g` an initialised handle (or null); `cw` null or a `uint32_t` that
+/// stays allocated and in place until the thread leaves the gang
+/// (`heir_gang_remove`, or its exit), changed only atomically (with the
+/// `heir_gang_set_*` functions or C11 atomics).
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_insert(
+    g: *mut heir_gang_t,
+    tid: libc::pid_t,
+    cw: *mut u32,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { gang_of(g) }.and_then(|g| {
+        // SAFETY: the caller promises the word's lifetime and atomic use.
+        let w = unsafe { ControlWord::from_ptr(cw) }.ok_or(Error::Invalid)?;
+        g.insert(tid, &w)
+    });
+    rc(r)
+}
+
+/// Thread `tid` leaves its gang; if the run in progress counted it and it
+/// had not notified, this is its notify. `ENOENT` if it is in no gang.
+#[no_mangle]
+pub extern "C" fn heir_gang_remove(tid: libc::pid_t) -> i32 {
+    rc(gang::remove(tid).map(|_| ()))
+}
+
+/// The id of the gang thread `tid` is a member of, into `*id`: `ENOENT` if
+/// none, `EINVAL` if `id` is null. Compare with `heir_gang_id`.
+///
+/// # Safety
+/// `id` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_get(tid: libc::pid_t, id: *mut u32) -> i32 {
+    // SAFETY: the caller guarantees `id` is null or writable.
+    let Some(id) = (unsafe { id.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    match gang::get(tid) {
+        Some(g) => {
+            *id = g.0;
+            0
+        }
+        None => libc::ENOENT,
+    }
+}
+
+/// A gang's id into `*id` (never 0).
+///
+/// # Safety
+/// `g` an initialised handle (or null); `id` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_id(g: *mut heir_gang_t, id: *mut u32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { gang_of(g) }.and_then(|g| {
+        // SAFETY: the caller guarantees `id` is null or writable.
+        let out = unsafe { id.as_mut() }.ok_or(Error::Invalid)?;
+        *out = g.id().0;
+        Ok(())
+    });
+    rc(r)
+}
+
+/// `gang_run`: counts the members whose control word shares a bit with
+/// `mask` and boosts them to the gang priority until each notifies; the
+/// number counted into `*active` (if not null). `EBUSY` (nothing changed)
+/// while members of the previous run have not all notified; `EINVAL` for
+/// a mask of 0 or outside `HEIR_GANG_MASK`.
+///
+/// # Safety
+/// `g` an initialised handle (or null); `active` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_run(g: *mut heir_gang_t, mask: u32, active: *mut u32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { gang_of(g) }.and_then(|g| g.run(mask));
+    match r {
+        Ok(o) => {
+            // SAFETY: the caller guarantees `active` is null or writable.
+            if let Some(a) = unsafe { active.as_mut() } {
+                *a = o.active;
+            }
+            0
+        }
+        Err(e) => e.errno(),
+    }
+}
+
+/// `gang_wait`: 0 once every member counted in the run in progress has
+/// notified (at once if none is in progress), `ETIMEDOUT` at `abstime`
+/// (CLOCK_MONOTONIC; null: no timeout).
+///
+/// # Safety
+/// `g` an initialised handle (or null); `abstime` null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_wait(
+    g: *mut heir_gang_t,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { gang_of(g) }.and_then(|g| {
+        // SAFETY: forwarded caller guarantee.
+        let d = unsafe { opt_deadline(abstime) }?;
+        match g.wait_until(d)? {
+            GangWait::Completed => Ok(()),
+            GangWait::TimedOut => Err(Error::TimedOut),
+        }
+    });
+    rc(r)
+}
+
+/// `gang_notify` for the calling thread: ends its gang boost and
+/// discounts it. Always 0 (harmless for a thread that is no member or was
+/// not counted); `*counted` (if not null) is 1 if it was counted, else 0.
+///
+/// # Safety
+/// `counted` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_notify(counted: *mut i32) -> i32 {
+    let n = gang::notify();
+    // SAFETY: the caller guarantees `counted` is null or writable.
+    if let Some(c) = unsafe { counted.as_mut() } {
+        *c = i32::from(matches!(n, Notified::Counted { .. }));
+    }
+    0
+}
+
+/// The gang's eventfd into `*fd`: readable (`POLLIN`) exactly when
+/// `heir_gang_wait` would return at once. Poll it; do not read or close
+/// it.
+///
+/// # Safety
+/// `g` an initialised handle (or null); `fd` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_fd(g: *mut heir_gang_t, fd: *mut i32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { gang_of(g) }.and_then(|g| {
+        // SAFETY: the caller guarantees `fd` is null or writable.
+        let out = unsafe { fd.as_mut() }.ok_or(Error::Invalid)?;
+        *out = g.fd().as_raw_fd();
+        Ok(())
+    });
+    rc(r)
+}
+
+/// Sets membership bits of control word `*cw` (`bits & HEIR_GANG_MASK`)
+/// with one atomic operation, no system call; returns the word before (0
+/// for a null `cw`). `HEIR_GANG_RUN` in the result: a run counted the
+/// thread.
+///
+/// # Safety
+/// `cw` null or a live, aligned `uint32_t` only changed atomically.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_set_active(cw: *mut u32, bits: u32) -> u32 {
+    // SAFETY: forwarded caller guarantee (the handle lives for this call).
+    unsafe { ControlWord::from_ptr(cw) }.map_or(0, |w| w.set_active(bits).0)
+}
+
+/// Clears membership bits of `*cw` as [`heir_gang_set_active`] sets them;
+/// returns the word before. If it has `HEIR_GANG_RUN`, the thread was
+/// counted by a run and must still call `heir_gang_notify`.
+///
+/// # Safety
+/// As [`heir_gang_set_active`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_set_passive(cw: *mut u32, bits: u32) -> u32 {
+    // SAFETY: forwarded caller guarantee (the handle lives for this call).
+    unsafe { ControlWord::from_ptr(cw) }.map_or(0, |w| w.set_passive(bits).0)
+}
+
+/// Creates a barrier on a new gang (`boost` nonzero: GPM; 0: the same
+/// barrier without boosts).
+///
+/// # Safety
+/// `b` null or writable memory for a `heir_barrier_t`.
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_init(b: *mut heir_barrier_t, boost: i32) -> i32 {
+    // SAFETY: the caller guarantees `b` is null or writable.
+    let Some(b) = (unsafe { b.as_mut() }) else {
+        return libc::EINVAL;
+    };
+    match Barrier::new(GangAttr { boost: boost != 0 }) {
+        Ok(x) => {
+            b.p = Box::into_raw(Box::new(x)) as *mut c_void;
+            b.magic = MAGIC_BARRIER;
+            0
+        }
+        Err(e) => e.errno(),
+    }
+}
+
+/// Destroys a barrier: `EBUSY` while one is active (started, not
+/// released). Its members leave its gang when they exit or call
+/// `heir_barrier_leave` before.
+///
+/// # Safety
+/// `b` an initialised handle (or null); no thread inside a
+/// `heir_barrier_*` call on it.
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_destroy(b: *mut heir_barrier_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    match unsafe { barrier_of(b) } {
+        Err(e) => return e.errno(),
+        Ok(x) if x.is_active() => return libc::EBUSY,
+        Ok(_) => {}
+    }
+    // SAFETY: validated above.
+    let b = unsafe { &mut *b };
+    // SAFETY: `p` came from Box::into_raw in heir_barrier_init.
+    drop(unsafe { Box::from_raw(b.p as *mut Barrier) });
+    b.p = std::ptr::null_mut();
+    b.magic = 0;
+    0
+}
+
+/// The calling thread joins the barrier: `active` nonzero, counted by
+/// every barrier; 0, a passive member that only counts for the gang
+/// priority (an initiator). `EEXIST` if it is in a gang already.
+///
+/// # Safety
+/// `b` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_join(b: *mut heir_barrier_t, active: i32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { barrier_of(b) }.and_then(|b| {
+        if active != 0 {
+            b.join().map(|_| ())
+        } else {
+            b.join_passive().map(|_| ())
+        }
+    }))
+}
+
+/// The calling thread leaves the barrier (its notify if a barrier counts
+/// it); `ENOENT` if it is no member.
+///
+/// # Safety
+/// `b` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_leave(b: *mut heir_barrier_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { barrier_of(b) }.and_then(|b| b.leave().map(|_| ())))
+}
+
+/// The initiator: sets the barrier-active flag and runs the gang (members
+/// counted into `*active` if not null). `EBUSY` if a barrier is active.
+///
+/// # Safety
+/// `b` an initialised handle (or null); `active` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_start(b: *mut heir_barrier_t, active: *mut u32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    match unsafe { barrier_of(b) }.and_then(|b| b.start()) {
+        Ok(o) => {
+            // SAFETY: the caller guarantees `active` is null or writable.
+            if let Some(a) = unsafe { active.as_mut() } {
+                *a = o.active;
+            }
+            0
+        }
+        Err(e) => e.errno(),
+    }
+}
+
+/// Waits for the barrier's completion (every counted member at its
+/// barrier point): 0, or `ETIMEDOUT` at `abstime` (null: none).
+///
+/// # Safety
+/// `b` an initialised handle (or null); `abstime` null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_wait(
+    b: *mut heir_barrier_t,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { barrier_of(b) }.and_then(|b| {
+        // SAFETY: forwarded caller guarantee.
+        let d = unsafe { opt_deadline(abstime) }?;
+        match b.wait_until(d)? {
+            GangWait::Completed => Ok(()),
+            GangWait::TimedOut => Err(Error::TimedOut),
+        }
+    });
+    rc(r)
+}
+
+/// The initiator releases the members blocked at their barrier points.
+///
+/// # Safety
+/// `b` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_release(b: *mut heir_barrier_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { barrier_of(b) }.map(|b| b.release()))
+}
+
+/// A member's barrier point: if a barrier is active, notify and block
+/// until released (`*released` = 1) or `abstime` (`ETIMEDOUT`); else go on
+/// (`*released` = 0). `released` and `abstime` may be null.
+///
+/// # Safety
+/// `b` an initialised handle (or null); `abstime` null or readable;
+/// `released` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_point(
+    b: *mut heir_barrier_t,
+    abstime: *const libc::timespec,
+    released: *mut i32,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { barrier_of(b) }.and_then(|b| {
+        // SAFETY: forwarded caller guarantee.
+        let d = unsafe { opt_deadline(abstime) }?;
+        Ok(b.point_until(d))
+    });
+    match r {
+        Ok(p) => {
+            // SAFETY: the caller guarantees `released` is null or writable.
+            if let Some(x) = unsafe { released.as_mut() } {
+                *x = i32::from(p == PointResult::Released);
+            }
+            if p == PointResult::TimedOut {
+                libc::ETIMEDOUT
+            } else {
+                0
+            }
+        }
+        Err(e) => e.errno(),
+    }
+}
+
+/// The barrier's gang's eventfd into `*fd` (as `heir_gang_fd`: readable
+/// when the barrier is complete or none runs).
+///
+/// # Safety
+/// `b` an initialised handle (or null); `fd` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_fd(b: *mut heir_barrier_t, fd: *mut i32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { barrier_of(b) }.and_then(|b| {
+        // SAFETY: the caller guarantees `fd` is null or writable.
+        let out = unsafe { fd.as_mut() }.ok_or(Error::Invalid)?;
+        *out = b.gang().fd().as_raw_fd();
+        Ok(())
+    });
+    rc(r)
 }

@@ -20,6 +20,8 @@
 //! - [`donate::Endpoint`]: RPC where the caller's priority or deadline goes
 //!   to the thread serving its request, in the kernel (seed 002's donation
 //!   and helping through a PI futex per request).
+//! - [`gang`]: gang priority management (seed 003's L-GPM) through the
+//!   engine's gang object, and a barrier on it.
 //! - [`lock`]: the one [`lock::Mutex`] and guard over a raw lock, behind
 //!   [`PiMutex`], [`CeilingMutex`] and the engine lock.
 //! - [`capi`]: the C API (`heir.h`).
@@ -42,6 +44,7 @@ pub mod condvar;
 pub mod cpus;
 pub mod deadline;
 pub mod donate;
+pub mod gang;
 pub mod lock;
 pub mod mutex;
 pub mod queue;
@@ -129,6 +132,25 @@ pub enum Error {
         /// True if an edge of the cycle is helping, not donation.
         livelock: bool,
     },
+    /// [`gang::Gang::run`] before every member counted in the previous run
+    /// notified (`EBUSY`): nothing was changed.
+    #[error("the gang's previous run is in progress ({pending} members have not notified)")]
+    GangRunning {
+        /// Members of the previous run that have not notified.
+        pending: u32,
+    },
+    /// The thread is a member of a gang already (at most one), or the
+    /// control word is another member's (`EEXIST`).
+    #[error("tid {tid} is a member of gang {gang} already (or its control word is taken)")]
+    AlreadyMember {
+        /// The thread.
+        tid: i32,
+        /// The gang it is in.
+        gang: u32,
+    },
+    /// The thread is a member of no gang (`ENOENT`).
+    #[error("tid {0} is a member of no gang")]
+    NotMember(i32),
 }
 
 impl Error {
@@ -154,6 +176,9 @@ impl Error {
             Error::NoServer => libc::ESRCH,
             Error::NotServing => libc::EPERM,
             Error::CallCycle { .. } => libc::EDEADLK,
+            Error::GangRunning { .. } => libc::EBUSY,
+            Error::AlreadyMember { .. } => libc::EEXIST,
+            Error::NotMember(_) => libc::ENOENT,
         }
     }
 }

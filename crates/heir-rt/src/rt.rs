@@ -185,7 +185,7 @@ impl ApplyStats {
         self.last_error_tid = tid;
     }
 
-    fn engine_failed(&mut self, e: EngineError) {
+    pub(crate) fn engine_failed(&mut self, e: EngineError) {
         self.engine_errors += 1;
         self.last_engine_error = Some(e);
     }
@@ -279,6 +279,8 @@ pub(crate) struct State {
     free_mutexes: Vec<(Protocol, MutexId)>,
     free_conds: Vec<CondId>,
     pub stats: ApplyStats,
+    /// Every gang ([`crate::gang`]), under the engine lock.
+    pub(crate) gangs: crate::gang::Gangs,
 }
 
 thread_local! {
@@ -397,6 +399,7 @@ pub(crate) fn state() -> StateGuard {
             free_mutexes: Vec::new(),
             free_conds: Vec::new(),
             stats: ApplyStats::default(),
+            gangs: crate::gang::Gangs::default(),
         });
     }
     StateGuard(g)
@@ -663,7 +666,8 @@ impl State {
             .owned(t)
             .map(Iterator::collect)
             .unwrap_or_default();
-        let mut all = Changes::new();
+        // Leaving its gang counts as its notify (seed 003 §2).
+        let mut all = crate::gang::purge_member(self, t);
         for m in owned {
             let r = self.engine.release(t, m);
             self.collect(r, &mut all);

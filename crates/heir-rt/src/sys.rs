@@ -535,3 +535,63 @@ pub fn thread_cpu_ns_of(tid: i32) -> Option<u64> {
     let r = unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut ts) };
     (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
+
+/// `eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)`: a counter readable (`POLLIN`)
+/// while it is not zero. Non-blocking, so neither [`eventfd_add`] nor
+/// [`eventfd_drain`] ever sleeps (the engine lock may be held).
+pub fn eventfd_new() -> Result<std::os::fd::OwnedFd, Errno> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: eventfd takes two integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds `n` to an eventfd's counter (`write`); `EAGAIN` only if the counter
+/// would overflow.
+pub fn eventfd_add(fd: std::os::fd::BorrowedFd<'_>, n: u64) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let v = n.to_ne_bytes();
+    // SAFETY: `v` is 8 live bytes, the size an eventfd write takes; the fd
+    // is borrowed, so open for the call.
+    let r = unsafe { libc::write(fd.as_raw_fd(), v.as_ptr().cast(), v.len()) };
+    if r == 8 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// Reads an eventfd's counter back to zero (`read`); returns what it held
+/// (0 if it was zero already: `EAGAIN` of a non-blocking eventfd).
+pub fn eventfd_drain(fd: std::os::fd::BorrowedFd<'_>) -> u64 {
+    use std::os::fd::AsRawFd;
+    let mut v = [0u8; 8];
+    // SAFETY: `v` is 8 live writable bytes; the fd is borrowed, so open.
+    let r = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), v.len()) };
+    if r == 8 {
+        u64::from_ne_bytes(v)
+    } else {
+        0
+    }
+}
+
+/// `poll` for `POLLIN` on one descriptor, `timeout_ms` (-1: no timeout):
+/// true if readable.
+pub fn poll_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) -> Result<bool, Errno> {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `p` is one live pollfd, and 1 is the count passed.
+    let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    if r < 0 {
+        return Err(errno());
+    }
+    Ok(r > 0 && p.revents & libc::POLLIN != 0)
+}

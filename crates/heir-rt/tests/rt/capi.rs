@@ -298,3 +298,35 @@ fn c_rpc_donation_example_boosts_the_server_aborts_and_helps() {
     );
     assert!(stdout.contains("destroy: 0"), "{stdout}");
 }
+
+#[test]
+fn c_gang_barrier_example_shows_fig1_without_and_with_gpm() {
+    let Some(rt) = rt_or_skip("capi::gang_barrier", 30) else {
+        return;
+    };
+    let Some(cc) = need_cc("capi::gang_barrier") else {
+        return;
+    };
+    let exe = std::env::temp_dir().join(format!("heir-gang-barrier-{}", std::process::id()));
+    let src = crate_dir().join("../../examples/c/gang_barrier.c");
+    build_c(&cc, &src, &heir_flags(), &exe);
+    let stdout = run_c(&exe, &[rt.cpu.to_string()]);
+    for line in [
+        // Without GPM T_M delays T_L, and the barrier, until it stops.
+        "gpm off: T_L priority while the barrier runs: 10",
+        "gpm off: T_L reached its point after T_M stopped",
+        "gpm off: barrier complete after T_M stopped",
+        // With GPM T_L runs at the gang priority (T_H's 30) until its
+        // notify, and the barrier completes first.
+        "gpm on: T_L priority while the barrier runs: 30",
+        "gpm on: T_L reached its point before T_M stopped",
+        "gpm on: barrier complete before T_M stopped",
+        "gpm off: T_L priority after release: 10",
+        "gpm on: T_L priority after release: 10",
+        "gpm off: fd readable while running 0, after completion 1",
+        "gpm on: fd readable while running 0, after completion 1",
+        "gpm on: second start while active: EBUSY",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}

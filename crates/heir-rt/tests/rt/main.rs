@@ -18,6 +18,7 @@ mod donation_abort;
 mod exit;
 mod fig6;
 mod fig7;
+mod gang;
 mod kernel_boost;
 mod queue_rpc;
 mod revoke;
