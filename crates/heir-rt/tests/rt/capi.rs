@@ -129,10 +129,19 @@ fn build_c(cc: &str, src: &Path, flags: &[String], out: &Path) {
 }
 
 /// Runs the built program `exe` with `args`, removes it, and returns its
-/// stdout; fails the test if the program failed.
+/// stdout; fails the test if the program failed. The loader looks in the
+/// freshly built library's directory first: `cargo test` puts
+/// `<target>/<profile>` on `LD_LIBRARY_PATH`, which outranks the rpath, and
+/// a `libheir.so` left there by an older `cargo build` lacks new symbols.
 fn run_c(exe: &Path, args: &[String]) -> String {
+    let mut path = lib_dir().into_os_string();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.push(":");
+        path.push(old);
+    }
     let out = Command::new(exe)
         .args(args)
+        .env("LD_LIBRARY_PATH", path)
         .output()
         .expect("run C program");
     let _ = std::fs::remove_file(exe);
