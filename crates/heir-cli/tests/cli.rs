@@ -24,6 +24,8 @@ mod run_errors;
 mod run_json;
 #[path = "cli/run_privilege.rs"]
 mod run_privilege;
+#[path = "cli/run_trace.rs"]
+mod run_trace;
 #[path = "cli/sim_json.rs"]
 mod sim_json;
 #[path = "cli/sim_table.rs"]
