@@ -18,6 +18,8 @@ mod donation_sim;
 mod protocols;
 #[path = "cli/reliability.rs"]
 mod reliability;
+#[path = "cli/report.rs"]
+mod report;
 #[path = "cli/run_errors.rs"]
 mod run_errors;
 #[path = "cli/run_json.rs"]
