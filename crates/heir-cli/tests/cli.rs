@@ -20,6 +20,8 @@ mod protocols;
 mod reliability;
 #[path = "cli/report.rs"]
 mod report;
+#[path = "cli/report_browser.rs"]
+mod report_browser;
 #[path = "cli/run_errors.rs"]
 mod run_errors;
 #[path = "cli/run_json.rs"]
