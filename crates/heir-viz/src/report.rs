@@ -105,6 +105,7 @@ tr.first td{border-top:2px solid #999}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 .chart{break-inside:avoid;page-break-inside:avoid;margin:.5em 0}
 figure.chart{margin-left:0;margin-right:0}
+figure.cdfbox{width:600px;flex:0 0 600px}
 .gantt svg{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.9em;color:#444;margin:.2em 0}
 .notes li{margin:.2em 0}
@@ -240,7 +241,7 @@ impl ReportPage {
     fn cdfs(&self, o: &mut String) {
         o.push_str("<h2>Response-time CDFs</h2>\n<div class=\"charts\">\n");
         for s in &self.settings {
-            o.push_str("<figure class=\"chart\">");
+            o.push_str("<figure class=\"chart cdfbox\">");
             let _ = write!(
                 o,
                 "<figcaption>{}: fraction of jobs that completed within a response time; simulated solid, real dashed, analysis bound dotted</figcaption>",
