@@ -35,7 +35,7 @@ use crate::output::{
     aborted_line, apply_lines, bwi_table, deadlock_line, log_json, ms, on_off, overrides_shown,
     parse_override, parse_seconds, print_json, print_run_note, read_scenario_with,
     real_vs_sim_table, report_table, run_error, run_json, sim_error, sim_json, thread_scheds,
-    RunOutputs,
+    PendingFile, RunOutputs,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -135,14 +135,11 @@ pub fn main(args: Args) -> CliResult {
         (args.svg_from * 1e6).round() as u64,
         (args.svg_span * 1e6).round() as u64,
     );
-    // Output paths are checked (and the trace's temporary file made)
-    // before anything runs.
-    let mut outputs = RunOutputs::with_svg_window(
-        args.trace.as_deref(),
-        args.svg.as_deref(),
-        &title,
-        Some(window),
-    )?;
+    // Output paths are checked before anything runs; the files are made
+    // after the run (nothing is left behind by an interrupted run).
+    for p in [&args.trace, &args.svg].into_iter().flatten() {
+        drop(PendingFile::create(p).map_err(CliError::bad_input)?);
+    }
     // Simulated first: a file the simulator refuses never runs.
     let sim = if args.compare {
         let sim_config = SimConfig {
@@ -162,6 +159,12 @@ pub fn main(args: Args) -> CliResult {
     let report = &real.report;
     let written = match &real.trace {
         Some(t) => {
+            let mut outputs = RunOutputs::with_svg_window(
+                args.trace.as_deref(),
+                args.svg.as_deref(),
+                &title,
+                Some(window),
+            )?;
             outputs.trace_metadata("trace", trace_metadata(t));
             t.replay(&mut outputs.observer());
             outputs.commit().map_err(CliError::failure)?

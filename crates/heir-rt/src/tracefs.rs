@@ -161,6 +161,7 @@ impl Instance {
                 dir.display()
             ))
         })?;
+        arm_cleanup(&dir);
         let inst = Instance { dir, marker: None };
         inst.setup(buffer_kb)?;
         Ok(inst)
@@ -201,7 +202,6 @@ impl Instance {
         write_file(&self.dir.join("tracing_on"), "1")?;
         MARKER_FD.store(std::os::fd::AsRawFd::as_raw_fd(&marker), Ordering::Release);
         self.marker = Some(marker);
-        arm_cleanup(&self.dir);
         Ok(())
     }
 

@@ -244,3 +244,84 @@ fn pi_cv_off_the_producer_keeps_its_own_priority_while_the_consumer_waits() {
         "{annoyer_inside} windows with the annoyer"
     );
 }
+
+#[test]
+fn an_output_that_cannot_be_written_is_refused_before_the_run() {
+    let o = heir([
+        "run".as_ref(),
+        example("fig6-producer-consumer.json").as_os_str(),
+        "--duration".as_ref(),
+        "1".as_ref(),
+        "--trace".as_ref(),
+        "/nonexistent-dir/t.json".as_ref(),
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot create"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+}
+
+/// Ctrl-C during a traced run removes the ftrace instance (and leaves no
+/// output file behind).
+#[test]
+fn sigint_removes_the_instance() {
+    let Some(_rt) = rt_or_skip("run_trace::sigint") else {
+        return;
+    };
+    let dir = TempDir::new("run-trace-int");
+    let out = dir.join("t.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heir"))
+        .args([
+            "run".as_ref(),
+            example("fig6-producer-consumer.json").as_os_str(),
+        ])
+        .args([
+            "--duration".as_ref(),
+            "5".as_ref(),
+            "--trace".as_ref(),
+            out.as_os_str(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start heir");
+    let instance = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(|r| std::path::Path::new(r).join(format!("instances/heir-{}", child.id())))
+        .collect::<Vec<_>>();
+    let t0 = std::time::Instant::now();
+    while !instance.iter().any(|p| p.exists()) {
+        if t0.elapsed().as_secs() > 4 || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true") && err.contains("cannot trace"),
+                "the instance never appeared: {err}"
+            );
+            eprintln!("run_trace::sigint: SKIPPED: {err}");
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Tracing has started once the run's threads are released: the
+    // signal arrives mid-run.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let o = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    if o.status.code() == Some(0) {
+        // SIGINT ignored by whoever started the tests: nothing to check.
+        eprintln!("run_trace::sigint: SKIPPED: SIGINT is ignored in this process tree");
+        return;
+    }
+    assert_eq!(o.status.signal(), Some(2), "{:?}", o.status);
+    for p in &instance {
+        assert!(!p.exists(), "{} left behind", p.display());
+    }
+    assert!(dir.files().is_empty(), "{:?}", dir.files());
+}
