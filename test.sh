@@ -6,7 +6,8 @@
 # C API example.
 #
 # On a fresh machine it first installs what is missing (a C compiler and
-# pkg-config for the C API test). Real-time tests need root (or CAP_SYS_NICE):
+# pkg-config for the C API test; as root, Chromium for the report page's
+# browser test, which otherwise says it skips — and fails under CI=true). Real-time tests need root (or CAP_SYS_NICE):
 # without it they print why and skip, except under CI=true, where a missing
 # capability fails the run.
 set -euo pipefail
@@ -15,6 +16,13 @@ cd "$(dirname "$0")"
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        need+=(chromium)
+    else
+        echo "test.sh: chromium is missing: the report page's browser test will skip (run as root to let test.sh install it)" >&2
+    fi
+fi
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "test.sh: installing ${need[*]}"

@@ -7,7 +7,10 @@
 //! Client1 and Client2 in ms, then the paper's measured values and the
 //! analytical worst case from `heir-analysis` (seed 000 Eq. 1-5 with PI-CV:
 //! 19 and 29 ms, the paper's figures). The SVG Gantt chart and the Chrome
-//! trace of each run are written into `--out` (default `./heir-demo/`).
+//! trace of each run are written into `--out` (default `./heir-demo/`),
+//! and so is the report page of all the runs (`report.html`, as `heir
+//! report` writes it: simulation, analysis and — where privileged — the
+//! real runs, traced in the kernel, side by side); its path is printed.
 //!
 //! The table is built from a list of named runs ([`Run`]): another way of
 //! running the scenario (e.g. on real threads) is one more entry.
@@ -22,6 +25,7 @@ use serde_json::{json, Value};
 
 use crate::exit::deadlock_exit;
 use crate::output::{deadlock_line, ms, print_json, print_warnings, RunOutputs, Table};
+use crate::report::{Collector, SettingRuns};
 use crate::{CliError, CliResult};
 
 /// The embedded scenario: seed 000, Table I.
@@ -148,14 +152,14 @@ fn analytic_bound(scenario: &Scenario, pi_cv: bool) -> Bound {
 }
 
 /// Simulates `scenario` with PI-CV `pi_cv`, writing `<stem>.svg` and
-/// `<stem>.trace.json` into `dir`.
+/// `<stem>.trace.json` into `dir`; what the report page needs of it too.
 fn simulate(
     scenario: &Scenario,
     label: &str,
     pi_cv: bool,
     dir: &Path,
     stem: &str,
-) -> Result<Run, CliError> {
+) -> Result<(Run, Collector), CliError> {
     let svg = dir.join(format!("{stem}.svg"));
     let trace = dir.join(format!("{stem}.trace.json"));
     let title = format!(
@@ -167,42 +171,56 @@ fn simulate(
         pi_cv: Some(pi_cv),
         ..SimConfig::default()
     };
-    let report = heir_sim::simulate(scenario, &config, &mut outputs.observer()).map_err(|e| {
+    let mut collector = Collector::new(
+        REPORT_WINDOW,
+        &format!(
+            "{SCENARIO_FILE}: simulated, PI-CV {}",
+            crate::output::on_off(pi_cv)
+        ),
+    );
+    let mut tee = outputs.observer();
+    tee.push(&mut collector);
+    let report = heir_sim::simulate(scenario, &config, &mut tee).map_err(|e| {
         CliError::failure(anyhow!(e).context(format!("{SCENARIO_FILE}: cannot simulate")))
     })?;
+    drop(tee);
     let mut files = outputs.commit().map_err(CliError::failure)?;
     // SVG first: it is what people open.
     files.reverse();
-    Ok(Run::new(scenario, label, pi_cv, report, files))
+    Ok((Run::new(scenario, label, pi_cv, report, files), collector))
 }
 
-/// Runs the scenario on real threads for `seconds`, PI-CV off then on.
+/// The Gantt charts' window in the report page: the first 200 ms.
+const REPORT_WINDOW: (u64, u64) = (0, 200_000_000);
+
+/// A real run and what the report page needs of it (from its kernel
+/// trace, when it could be traced).
+type RealFace = (Run, (Report, Option<Collector>));
+
+/// Runs the scenario on real threads for `seconds`, PI-CV off then on,
+/// traced in the kernel where tracefs allows (notes say why not).
 /// `Ok(Err(why))` when this process cannot run real-time threads (the demo
 /// then shows the simulation only); `Err` when a run started and failed.
 fn run_real(
     scenario: &Scenario,
     seconds: f64,
     quiet: bool,
-) -> Result<Result<Vec<Run>, String>, CliError> {
+    notes: &mut Vec<String>,
+) -> Result<Result<Vec<RealFace>, String>, CliError> {
     let mut runs = Vec::new();
     for (label, pi_cv) in [("real, no PI-CV", false), ("real, PI-CV", true)] {
         if !quiet {
             eprintln!("heir demo: running on real SCHED_FIFO threads for {seconds} s ({label})...");
         }
-        let config = heir::run::RunConfig {
-            duration_us: Some((seconds * 1e6) as u64),
-            pi_cv: Some(pi_cv),
-            on_note: Some(crate::output::print_run_note),
-            ..heir::run::RunConfig::default()
-        };
-        match heir::run::run_scenario(scenario, &config) {
-            Ok(report) => runs.push(Run::new(scenario, label, pi_cv, report, Vec::new())),
-            Err(heir::run::RunError::NoPrivilege(why)) => return Ok(Err(why)),
-            Err(e) => {
-                return Err(CliError::failure(
-                    anyhow!(e).context(format!("{SCENARIO_FILE}: real-threads run ({label})")),
-                ))
+        match crate::report::run_real(SCENARIO_FILE, scenario, pi_cv, seconds, notes)? {
+            Some(real) => {
+                let face = crate::report::collect_real(&real, REPORT_WINDOW, SCENARIO_FILE, pi_cv);
+                runs.push((
+                    Run::new(scenario, label, pi_cv, real.report, Vec::new()),
+                    face,
+                ));
             }
+            None => return Ok(Err(notes.pop().unwrap_or_default())),
         }
     }
     Ok(Ok(runs))
@@ -224,26 +242,64 @@ pub fn main(args: Args) -> CliResult {
             args.real_seconds
         )));
     }
-    let mut runs = vec![
-        simulate(
-            &scenario,
-            "sim, no PI-CV",
-            false,
-            &args.out,
-            "demo-picv-off",
-        )?,
-        simulate(&scenario, "sim, PI-CV", true, &args.out, "demo-picv-on")?,
+    let (off, off_c) = simulate(
+        &scenario,
+        "sim, no PI-CV",
+        false,
+        &args.out,
+        "demo-picv-off",
+    )?;
+    let (on, on_c) = simulate(&scenario, "sim, PI-CV", true, &args.out, "demo-picv-on")?;
+    let mut faces = vec![
+        SettingRuns {
+            pi_cv: false,
+            sim: (off.report.clone(), off_c),
+            real: None,
+        },
+        SettingRuns {
+            pi_cv: true,
+            sim: (on.report.clone(), on_c),
+            real: None,
+        },
     ];
+    let mut runs = vec![off, on];
+    let mut notes = Vec::new();
     if args.real_seconds > 0.0 {
-        match run_real(&scenario, args.real_seconds, args.json)? {
-            Ok(real) => runs.extend(real),
-            Err(why) => eprintln!("heir demo: no real-threads run: {why}"),
+        match run_real(&scenario, args.real_seconds, args.json, &mut notes)? {
+            Ok(real) => {
+                for (run, face) in real {
+                    if let Some(s) = faces.iter_mut().find(|s| s.pi_cv == run.pi_cv) {
+                        s.real = Some(face);
+                    }
+                    runs.push(run);
+                }
+            }
+            Err(why) => {
+                eprintln!("heir demo: no real-threads run: {why}");
+                notes.push(format!("No real run: {why}"));
+            }
         }
     }
+    // The report page of every run (Table I: sim, analysis, real).
+    let page = crate::report::page(SCENARIO_FILE, &scenario, &faces, REPORT_WINDOW, "", notes);
+    let report_path = crate::report::write_page(&args.out.join("report.html"), &page)
+        .map_err(CliError::failure)?;
+
     if args.json {
-        print_json(&json_report(&scenario, &runs)).map_err(CliError::failure)?;
+        let mut json = json_report(&scenario, &runs);
+        json["report"] = json!(report_path.display().to_string());
+        print_json(&json).map_err(CliError::failure)?;
     } else {
         print!("{}", text_report(&scenario, &runs));
+        println!(
+            "wrote {} (the report page: simulated, analysed{} side by side)",
+            report_path.display(),
+            if runs.iter().any(|r| r.report.mode == "real") {
+                " and real"
+            } else {
+                ""
+            }
+        );
     }
     deadlock_exit(runs.iter().any(|r| r.report.deadlock.is_some()))
 }

@@ -5,6 +5,7 @@ mod analyze;
 mod demo;
 mod exit;
 mod output;
+mod report;
 mod run;
 mod sim;
 mod sweep;
@@ -34,6 +35,9 @@ enum Cmd {
     Sweep(sweep::Args),
     /// The main job: seed 000's client/server scenario, PI-CV off and on.
     Demo(demo::Args),
+    /// One HTML page: simulated, analysed and real response times, CDFs,
+    /// Gantt charts and boosts, PI-CV off and on.
+    Report(report::Args),
 }
 
 fn main() {
@@ -44,6 +48,7 @@ fn main() {
         Cmd::Analyze(a) => analyze::main(a),
         Cmd::Sweep(a) => sweep::main(a),
         Cmd::Demo(a) => demo::main(a),
+        Cmd::Report(a) => report::main(a),
     };
     std::process::exit(exit::report(result));
 }

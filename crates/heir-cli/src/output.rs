@@ -314,7 +314,12 @@ pub fn apply_lines(real: &RealRun) -> Vec<String> {
 /// start failure is a failure (exit 1); anything else — no privilege, no
 /// finite duration, a feature the runner lacks — is bad input (exit 2).
 pub fn run_error(e: RunError, context: String) -> CliError {
-    let failure = matches!(e, RunError::Runtime(_) | RunError::Spawn { .. });
+    let failure = matches!(
+        e,
+        RunError::Runtime(_)
+            | RunError::Spawn { .. }
+            | RunError::Trace(heir::tracefs::TraceError::Io { .. })
+    );
     let err = anyhow!(e).context(context);
     if failure {
         CliError::failure(err)
@@ -671,6 +676,14 @@ impl RunOutputs {
             (p.to_path_buf(), SvgGantt::new(opts))
         });
         Ok(RunOutputs { trace, svg })
+    }
+
+    /// Adds `key` = `json` to the Chrome trace's metadata (`otherData`),
+    /// if a trace is written.
+    pub fn trace_metadata(&mut self, key: &str, json: String) {
+        if let Some((_, t)) = &mut self.trace {
+            t.set_metadata(key, json);
+        }
     }
 
     /// The observer to give the run: every writer at once.

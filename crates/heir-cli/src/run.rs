@@ -27,16 +27,19 @@
 
 use std::path::PathBuf;
 
-use heir::run::{run, Placement, RunConfig};
+use anyhow::anyhow;
+use heir::run::{run, Placement, RunConfig, TraceConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
     aborted_line, apply_lines, bwi_table, deadlock_line, log_json, ms, on_off, overrides_shown,
     parse_override, parse_seconds, print_json, print_run_note, read_scenario_with,
     real_vs_sim_table, report_table, run_error, run_json, sim_error, sim_json, thread_scheds,
+    PendingFile, RunOutputs,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
+use heir::run::RealTrace;
 use heir_sim::{NullObserver, SimConfig};
 
 /// `heir run` arguments.
@@ -72,6 +75,26 @@ pub struct Args {
     /// the real ones (JSON: "simulated", the `heir sim --json` object).
     #[arg(long)]
     pub compare: bool,
+    /// Record the kernel's view of the run (sched_switch, wake-ups, PI
+    /// boosts, migrations, and heir's own events) in a dedicated ftrace
+    /// instance and write it as a Chrome trace with the tracks and names of
+    /// `heir sim --trace` (docs/TRACING.md). Needs root (tracefs).
+    #[arg(long, value_name = "OUT.json")]
+    pub trace: Option<PathBuf>,
+    /// Write an SVG Gantt chart of the run, drawn from the kernel's trace
+    /// (as `--trace` records it).
+    #[arg(long, value_name = "OUT.svg")]
+    pub svg: Option<PathBuf>,
+    /// Start of the SVG chart's time window, in ms from the run's start.
+    #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = crate::sim::parse_ms)]
+    pub svg_from: f64,
+    /// Length of the SVG chart's time window, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 200.0, value_parser = crate::sim::parse_ms)]
+    pub svg_span: f64,
+    /// The ftrace instance's buffer per CPU, in KiB (default: 4 MiB per
+    /// second of run, 4 to 256 MiB).
+    #[arg(long, value_name = "KIB", value_parser = clap::value_parser!(u32).range(64..=4_194_304))]
+    pub trace_buffer_kb: Option<u32>,
 }
 
 /// `--placement`.
@@ -95,8 +118,28 @@ pub fn main(args: Args) -> CliResult {
             PlacementArg::AsWritten => Placement::AsWritten,
         },
         on_note: Some(print_run_note),
+        trace: (args.trace.is_some() || args.svg.is_some()).then_some(TraceConfig {
+            buffer_kb_per_cpu: args.trace_buffer_kb,
+        }),
     };
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
+    if args.svg_span <= 0.0 {
+        return Err(CliError::bad_input(anyhow!("--svg-span must be positive")));
+    }
+    let title = format!(
+        "{file}: real run (kernel trace), PI-CV {}{}",
+        on_off(pi_cv),
+        overrides_shown(&args.protocol)
+    );
+    let window = (
+        (args.svg_from * 1e6).round() as u64,
+        (args.svg_span * 1e6).round() as u64,
+    );
+    // Output paths are checked before anything runs; the files are made
+    // after the run (nothing is left behind by an interrupted run).
+    for p in [&args.trace, &args.svg].into_iter().flatten() {
+        drop(PendingFile::create(p).map_err(CliError::bad_input)?);
+    }
     // Simulated first: a file the simulator refuses never runs.
     let sim = if args.compare {
         let sim_config = SimConfig {
@@ -114,12 +157,37 @@ pub fn main(args: Args) -> CliResult {
     };
     let real = run(&scenario, &config).map_err(|e| run_error(e, format!("{file}: cannot run")))?;
     let report = &real.report;
+    let written = match &real.trace {
+        Some(t) => {
+            let mut outputs = RunOutputs::with_svg_window(
+                args.trace.as_deref(),
+                args.svg.as_deref(),
+                &title,
+                Some(window),
+            )?;
+            outputs.trace_metadata("trace", trace_metadata(t));
+            t.replay(&mut outputs.observer());
+            outputs.commit().map_err(CliError::failure)?
+        }
+        None => Vec::new(),
+    };
+    if let Some(t) = &real.trace {
+        if let Some(w) = dropped_warning(t) {
+            eprintln!("heir: warning: {w}");
+        }
+    }
     if args.json {
         let mut json = run_json(&real).map_err(CliError::failure)?;
         if args.log {
             if let serde_json::Value::Object(fields) = &mut json {
                 fields.insert("log".to_string(), log_json(&real));
             }
+        }
+        if let (Some(t), serde_json::Value::Object(fields)) = (&real.trace, &mut json) {
+            let mut v: serde_json::Value = serde_json::from_str(&trace_metadata(t))
+                .map_err(|e| CliError::failure(anyhow!(e)))?;
+            v["files"] = written.iter().map(|p| p.display().to_string()).collect();
+            fields.insert("trace".to_string(), v);
         }
         if let (Some((r, cpus)), serde_json::Value::Object(fields)) = (&sim, &mut json) {
             let sim_json = sim_json(r, *cpus).map_err(CliError::failure)?;
@@ -166,6 +234,58 @@ pub fn main(args: Args) -> CliResult {
         if !lines.is_empty() {
             println!("\n{}", lines.join("\n"));
         }
+        if let Some(t) = &real.trace {
+            println!("\n{}", trace_line(t));
+            for path in &written {
+                println!("wrote {}", path.display());
+            }
+        }
     }
     deadlock_exit(report.deadlock.is_some())
+}
+
+/// The trace's recording, as the JSON object put in the Chrome trace's
+/// metadata (`otherData.trace`) and in `heir run --json` (`"trace"`).
+pub fn trace_metadata(t: &RealTrace) -> String {
+    let s = &t.stats;
+    let per_cpu: serde_json::Map<String, serde_json::Value> = s
+        .dropped
+        .iter()
+        .map(|(c, n)| (c.to_string(), serde_json::json!(n)))
+        .collect();
+    serde_json::json!({
+        "source": "ftrace",
+        "instance": s.instance,
+        "clock": "mono",
+        "kernel_records": s.kernel_records,
+        "heir_markers": s.markers,
+        "dropped_events": s.lost_total(),
+        "dropped_per_cpu": per_cpu,
+        "unreadable_lines": s.unreadable,
+    })
+    .to_string()
+}
+
+/// One line about the recording: what it read, what the kernel dropped.
+pub fn trace_line(t: &RealTrace) -> String {
+    let s = &t.stats;
+    format!(
+        "kernel trace ({}): {} scheduler records and {} heir events of the run's threads, {} dropped",
+        s.instance,
+        s.kernel_records,
+        s.markers,
+        s.lost_total()
+    )
+}
+
+/// A warning when the kernel dropped events (the trace misses part of the
+/// run).
+pub fn dropped_warning(t: &RealTrace) -> Option<String> {
+    let n = t.stats.lost_total();
+    (n > 0).then(|| {
+        format!(
+            "the kernel dropped {n} trace events (per CPU: {:?}): the trace misses part of the run; a larger --trace-buffer-kb keeps more",
+            t.stats.dropped
+        )
+    })
 }

@@ -83,7 +83,7 @@ pub struct Args {
 }
 
 /// Parses a non-negative number of milliseconds.
-fn parse_ms(s: &str) -> Result<f64, String> {
+pub fn parse_ms(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..1e12).contains(&v) => Ok(v),
         _ => Err(format!(

@@ -18,12 +18,18 @@ mod donation_sim;
 mod protocols;
 #[path = "cli/reliability.rs"]
 mod reliability;
+#[path = "cli/report.rs"]
+mod report;
+#[path = "cli/report_browser.rs"]
+mod report_browser;
 #[path = "cli/run_errors.rs"]
 mod run_errors;
 #[path = "cli/run_json.rs"]
 mod run_json;
 #[path = "cli/run_privilege.rs"]
 mod run_privilege;
+#[path = "cli/run_trace.rs"]
+mod run_trace;
 #[path = "cli/sim_json.rs"]
 mod sim_json;
 #[path = "cli/sim_table.rs"]

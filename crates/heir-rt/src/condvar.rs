@@ -215,6 +215,7 @@ impl PiCondvar {
         if !mutex.owned() {
             return Err(Error::NotOwner);
         }
+        crate::tracefs::mark_cond("wait", self.id);
         let me_tid = rt::tid();
         let (shared, next_owner, kernel) = {
             let mut st = rt::state();
@@ -270,6 +271,9 @@ impl PiCondvar {
             sleep_user(&shared, me_tid, deadline_ns)?
         };
         mutex.relock()?;
+        if result == WaitResult::Woken {
+            crate::tracefs::mark_cond("woken", self.id);
+        }
         Ok(result)
     }
 
@@ -329,6 +333,7 @@ impl PiCondvar {
 
     /// Wakes the most urgent waiter, if any; returns whether one was woken.
     pub fn signal(&self) -> Result<bool, Error> {
+        crate::tracefs::mark_cond("signal", self.id);
         let me_tid = rt::tid();
         let (any, woken, deferred) = {
             let mut st = rt::state();
@@ -349,6 +354,7 @@ impl PiCondvar {
 
     /// Wakes every waiter, most urgent first; returns how many.
     pub fn broadcast(&self) -> Result<usize, Error> {
+        crate::tracefs::mark_cond("broadcast", self.id);
         let me_tid = rt::tid();
         let (n, woken, deferred) = {
             let mut st = rt::state();

@@ -55,6 +55,7 @@ pub mod run;
 pub mod sched;
 pub mod sys;
 pub mod thread;
+pub mod tracefs;
 
 pub use ceiling::{CeilingMutex, CeilingMutexGuard, RawEngineMutex};
 pub use condvar::{Boost, PiCondvar, WaitResult};

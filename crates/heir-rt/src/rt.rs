@@ -15,7 +15,10 @@
 //!   `FUTEX_UNLOCK_PI` (of a mutex, or of a kernel wait's word by the helper
 //!   it names) — none of which sleeps. Futex *waits* (condition variables, contended mutexes)
 //!   happen after it is released; futex *wakes* of condition-variable waiters
-//!   happen after it is released too.
+//!   happen after it is released too. While a run is traced (`heir run
+//!   --trace`), a `write` to the ftrace instance's `trace_marker` records
+//!   each change applied (`crate::tracefs::mark`: the kernel's ring buffer,
+//!   it never sleeps).
 //! - It is never taken recursively, and no user code runs under it.
 //!
 //! # Applying changes
@@ -45,6 +48,15 @@ use crate::lock::{Acquired, Mutex, MutexGuard, RawLock};
 use crate::sched;
 use crate::sys::{self, SchedAttr};
 use crate::Error;
+
+/// Writes a successful `sched_setattr` of `tid` into the traced run's
+/// instance (`crate::tracefs::Marker::Prio`): the kernel has no event for it.
+fn mark_prio(tid: i32, attr: &SchedAttr) {
+    if crate::tracefs::tracing() {
+        let prio = crate::tracefs::kernel_prio(attr);
+        crate::tracefs::mark(format_args!("prio {} {tid} {prio}", sys::now_ns()));
+    }
+}
 
 /// `ThreadShared::wake` value: the thread is (about to be) asleep.
 pub(crate) const PARKED: u32 = 1;
@@ -604,6 +616,7 @@ impl State {
                 match sys::sched_setattr(tid, &attr) {
                     Ok(()) => {
                         rec.applied = want;
+                        mark_prio(tid, &attr);
                         true
                     }
                     Err(e) if e == libc::ESRCH => false,
@@ -627,6 +640,9 @@ impl State {
     pub(crate) fn apply_except(&mut self, changes: &Changes, defer: Option<TaskId>) -> bool {
         let mut deferred = false;
         let mut dead = Vec::new();
+        if crate::tracefs::tracing() {
+            self.mark_boosts(changes);
+        }
         for c in changes {
             if Some(c.task) == defer && c.new.urgency < c.old.urgency {
                 // Nothing to defer when heir-rt has nothing to change (the
@@ -646,6 +662,31 @@ impl State {
             self.purge(t);
         }
         deferred
+    }
+
+    /// Writes each change into the traced run's instance (`heir run
+    /// --trace`): the thread, the donor at the root of its boost, the new
+    /// effective urgency (`crate::tracefs::Marker::Boost`).
+    fn mark_boosts(&self, changes: &Changes) {
+        let now = sys::now_ns();
+        for c in changes {
+            let Some(tid) = self.tid_of(c.task) else {
+                continue;
+            };
+            let u = crate::tracefs::urgency_code(c.new.urgency);
+            match c.new.source {
+                Source::Task(d) if d == c.task => {
+                    crate::tracefs::mark(format_args!("boost {now} {tid} - {u}"));
+                }
+                Source::Task(d) => {
+                    let d = self.tid_of(d).unwrap_or(0);
+                    crate::tracefs::mark(format_args!("boost {now} {tid} {d} {u}"));
+                }
+                _ => {
+                    crate::tracefs::mark(format_args!("boost {now} {tid} = {u}"));
+                }
+            }
+        }
     }
 
     /// Re-applies the engine's current urgency of `t` (the deferred step).
@@ -709,7 +750,10 @@ impl State {
             if rec.applied != rec.base_urgency && !foreign_deadline(rec.shared.tid, &rec.base) {
                 self.stats.setattr_calls += 1;
                 match sys::sched_setattr(rec.shared.tid, &rec.base) {
-                    Ok(()) => rec.applied = rec.base_urgency,
+                    Ok(()) => {
+                        rec.applied = rec.base_urgency;
+                        mark_prio(rec.shared.tid, &rec.base);
+                    }
                     Err(e) => self.stats.setattr_failed(rec.shared.tid, e),
                 }
             }

@@ -60,7 +60,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use heir_core::{Node, ObjId};
+use heir_core::{Node, ObjId, Urgency};
 use heir_report::DeadlockKind;
 use heir_report::{DeadlockReport, Report, ResponseStats, TaskReport};
 use heir_scenario::{
@@ -69,6 +69,9 @@ use heir_scenario::{
 };
 
 mod donation;
+mod trace;
+
+pub use trace::{RealTrace, TraceStats};
 
 pub use donation::TIMEOUT_YIELD_NS;
 use donation::{DonEndpoint, Donation};
@@ -81,6 +84,7 @@ use crate::mutex::{PiMutex, RawPiMutex};
 use crate::queue::PrioQueue;
 use crate::rpc::{Caller, Endpoint};
 use crate::sys::{self, SchedAttr};
+use crate::tracefs::{self, TraceError};
 use crate::{thread, Error};
 
 /// Overrides of what the scenario file says.
@@ -97,6 +101,30 @@ pub struct RunConfig {
     /// Receives each note about where the run's CPUs are (a CPU moved off
     /// other real-time work, or shared with it), before the run starts.
     pub on_note: Option<fn(&str)>,
+    /// Records the kernel's view of the run in an ftrace instance
+    /// ([`RealRun::trace`], docs/TRACING.md).
+    pub trace: Option<TraceConfig>,
+}
+
+/// How [`run`] records the kernel's view of a run ([`crate::tracefs`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceConfig {
+    /// The instance's buffer per CPU (KiB); default
+    /// [`TraceConfig::buffer_kb`].
+    pub buffer_kb_per_cpu: Option<u32>,
+}
+
+impl TraceConfig {
+    /// The buffer per CPU for a run of `duration_us`: the configured one,
+    /// else 4 MiB per second of run, between 4 and 256 MiB (a busy CPU of
+    /// the seeds' scenarios records well under 1 MiB a second; a full
+    /// buffer drops the newest events and the trace says so).
+    pub fn buffer_kb(&self, duration_us: u64) -> u32 {
+        self.buffer_kb_per_cpu.unwrap_or_else(|| {
+            let secs = duration_us.div_ceil(1_000_000);
+            (secs.saturating_mul(4096)).clamp(4096, 262_144) as u32
+        })
+    }
 }
 
 /// Where the scenario's CPUs run on this machine.
@@ -189,6 +217,9 @@ pub enum RunError {
         /// The machine's CPUs it was to run on.
         cpus: Vec<u32>,
     },
+    /// The kernel's trace could not be recorded (`heir run --trace`).
+    #[error("{0}")]
+    Trace(#[from] TraceError),
     /// The free deadline bandwidth could not be measured.
     #[error("measuring the free SCHED_DEADLINE bandwidth: {0}")]
     DeadlineProbe(crate::deadline::ProbeError),
@@ -513,6 +544,8 @@ pub struct RealRun {
     /// and consumed, its throttles ([`crate::bwi`]: a user-space
     /// approximation of M-BWI). Empty without `bwi` mutexes.
     pub bwi: Vec<crate::bwi::BwiReport>,
+    /// The kernel's view of the run, with [`RunConfig::trace`].
+    pub trace: Option<RealTrace>,
 }
 
 impl RealRun {
@@ -559,6 +592,10 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     let _claims = survey.keep(&physical);
     let dl_free = deadline_admission(scenario, &cpu_map, &physical)?;
     let ns_per_loop = ns_per_loop(scenario, config, &cpu_map, &physical, &caps);
+    let mut instance = match &config.trace {
+        Some(tc) => Some(tracefs::Instance::create(tc.buffer_kb(duration_us))?),
+        None => None,
+    };
     let shared = Arc::new(Shared::new(
         scenario,
         pi_cv,
@@ -571,7 +608,11 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     let failed = threads.first_failure();
     let setup = setup_helpers(scenario, &shared, &threads, pi_cv);
     let watch = cpus::Watch::start();
-    if failed.is_some() || setup.is_err() {
+    let traced = match &mut instance {
+        Some(i) => i.start(&threads.tids),
+        None => Ok(()),
+    };
+    if failed.is_some() || setup.is_err() || traced.is_err() {
         // Tell every thread to stop at once.
         shared.t0_ns.store(ABORTED, Ordering::Release);
     }
@@ -582,6 +623,11 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         .zip(threads.tids.clone())
         .collect();
     let (names, outs) = threads.release_and_join();
+    traced?;
+    let recorded = instance.as_mut().map(tracefs::Instance::collect);
+    let instance_name = instance.as_ref().map(|i| i.dir().display().to_string());
+    drop(instance);
+    let recorded = recorded.transpose()?;
     let bwi = bwi_reports(&tids, &outs);
     let log = merged_log(&tids, &outs, shared.t0_ns.load(Ordering::Acquire));
     let apply = thread::apply_stats().since(&applied_before);
@@ -607,6 +653,24 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
         return Err(e);
     }
+    let trace = recorded.map(|rec| {
+        let facts = trace::RunFacts {
+            tids: &tids,
+            bases: thread_bases(scenario),
+            resources: &shared.res_names,
+            conds: cond_names(&shared),
+            cpu_map: &cpu_map,
+            t0,
+            duration: shared.duration_ns,
+        };
+        let parsed = tracefs::parse_text(&rec.text);
+        trace::convert(
+            &parsed,
+            rec.dropped,
+            instance_name.unwrap_or_default(),
+            &facts,
+        )
+    });
     Ok(RealRun {
         report: Report {
             mode: "real",
@@ -623,7 +687,43 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         tids,
         bwi,
         log,
+        trace,
     })
+}
+
+/// Each thread's base urgency, in start order (the simulator's: a passive
+/// server's is the lowest).
+fn thread_bases(scenario: &Scenario) -> Vec<Urgency> {
+    let mut v = Vec::new();
+    for (ti, t) in scenario.tasks.iter().enumerate() {
+        let base = if scenario.rpc.is_passive(heir_scenario::TaskIdx(ti)) {
+            Urgency::LOWEST
+        } else {
+            engine::urgency(&t.sched)
+        };
+        v.extend(std::iter::repeat_n(base, t.instance as usize));
+    }
+    v
+}
+
+/// The run's condition variables by engine id, named as the simulator
+/// names them (`c`, `q.more`, `q.less`, `b.cond`, `s.cond`).
+fn cond_names(sh: &Shared) -> Vec<(u32, String)> {
+    let mut v = Vec::new();
+    for (r, name) in sh.res.iter().zip(&sh.res_names) {
+        match r {
+            Res::Cond(c) => v.push((c.id().0, name.clone())),
+            Res::Queue(q) => {
+                v.push((q.more().id().0, format!("{name}.more")));
+                v.push((q.less().id().0, format!("{name}.less")));
+            }
+            Res::Barrier { cond, .. } | Res::Suspend { cond, .. } => {
+                v.push((cond.id().0, format!("{name}.cond")));
+            }
+            _ => {}
+        }
+    }
+    v
 }
 
 /// The threads' logs merged in time order ([`RealRun::log`]).
@@ -1296,6 +1396,8 @@ struct Ctx<'a> {
     log_suffix: Option<&'static str>,
     /// Its calls that timed out (donation model).
     aborted: u64,
+    /// Its first release is marked (traced runs).
+    first_marked: bool,
     /// When the earliest timeout of the request this thread serves passes
     /// (`u64::MAX`: none): it then yields for a while
     /// ([`TIMEOUT_YIELD_NS`]; donation model).
@@ -1462,11 +1564,47 @@ impl Ctx<'_> {
     }
 
     fn complete_job(&mut self, now: u64, deadline: Option<u64>) {
-        self.stats.record(now.saturating_sub(self.release));
+        let response = now.saturating_sub(self.release);
+        self.stats.record(response);
         self.jobs += 1;
-        if deadline.is_some_and(|d| now >= d) {
+        let missed = deadline.is_some_and(|d| now >= d);
+        if missed {
             self.misses += 1;
         }
+        if tracefs::tracing() {
+            tracefs::mark(format_args!("done {now} {response} {}", u8::from(missed)));
+        }
+    }
+
+    /// Marks a job's release at `at` with its deadline (traced runs).
+    fn mark_release(&self, at: u64, deadline: Option<u64>) {
+        if tracefs::tracing() {
+            match deadline {
+                Some(d) => tracefs::mark(format_args!("rel {at} {d}")),
+                None => tracefs::mark(format_args!("rel {at} -")),
+            }
+        }
+    }
+
+    /// Marks the end of scenario event `ev` (traced runs): the instants
+    /// the simulator reports for it (a condition variable's wait, signal
+    /// and broadcast are marked by the condition variable itself).
+    fn mark_event(&self, ev: &Event) {
+        if !tracefs::tracing() {
+            return;
+        }
+        let (kind, r) = match &ev.kind {
+            EventKind::Lock(r) => ("lock", r.0),
+            EventKind::Unlock(r) => ("unlock", r.0),
+            EventKind::Push(r) => ("push", r.0),
+            EventKind::Pop(r) => ("pop", r.0),
+            EventKind::Call { endpoint, .. } => ("call", endpoint.0),
+            EventKind::Serve(r) => ("reply", r.0),
+            EventKind::Barrier(r) => ("barrier", r.0),
+            EventKind::Resume(r) => ("resume", r.0),
+            _ => return,
+        };
+        tracefs::mark(format_args!("i {kind} {} r{r}", sys::now_ns()));
     }
 
     fn timer(&mut self, r: usize, period_us: u64) -> Result<(), Stop> {
@@ -1489,6 +1627,10 @@ impl Ctx<'_> {
             t_first + period
         };
         let now = sys::now_ns();
+        if !self.first_marked {
+            self.first_marked = true;
+            self.mark_release(self.release, Some(next));
+        }
         self.complete_job(now, Some(next));
         let release = if now < next {
             let end = self.end();
@@ -1508,6 +1650,7 @@ impl Ctx<'_> {
             next
         };
         self.release = release;
+        self.mark_release(release, Some(release + period));
         Ok(())
     }
 
@@ -1562,7 +1705,12 @@ impl Ctx<'_> {
     fn event(&mut self, ev: &Event) -> Result<(), Stop> {
         self.events += 1;
         self.count_time(&ev.kind)?;
+        if let (EventKind::Suspend(r), true) = (&ev.kind, tracefs::tracing()) {
+            // Marked when it starts: the suspension itself.
+            tracefs::mark(format_args!("i suspend {} r{}", sys::now_ns(), r.0));
+        }
         self.event_kind(ev)?;
+        self.mark_event(ev);
         let what = match self.log_suffix.take() {
             Some(s) => format!("{}{s}", ev.path),
             None => ev.path.clone(),
@@ -1894,6 +2042,7 @@ fn run_thread(
         log: Vec::new(),
         log_suffix: None,
         aborted: 0,
+        first_marked: false,
         yield_at: std::cell::Cell::new(u64::MAX),
     };
     let end = cx.end();
@@ -1959,6 +2108,9 @@ fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
                 // each later one when the previous one completes.
                 if !cx.has_timer && !first_job {
                     cx.release = sys::now_ns();
+                }
+                if !cx.has_timer {
+                    cx.mark_release(cx.release, None);
                 }
                 first_job = false;
                 for e in &p.events {

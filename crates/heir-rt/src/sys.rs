@@ -595,3 +595,32 @@ pub fn poll_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) -> Result
     }
     Ok(r > 0 && p.revents & libc::POLLIN != 0)
 }
+
+/// `write(fd, buf)` once, the result ignored (heir's trace markers: a lost
+/// marker is not an error of the run).
+pub fn write_fd(fd: i32, buf: &[u8]) {
+    // SAFETY: `buf` is a live slice of `buf.len()` bytes; a bad fd only
+    // makes write(2) fail with EBADF.
+    unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+}
+
+/// `mount -t tracefs nodev TARGET`.
+pub fn mount_tracefs(target: &str) -> Result<(), Errno> {
+    let target = std::ffi::CString::new(target).map_err(|_| libc::EINVAL)?;
+    // SAFETY: every pointer is a live NUL-terminated string; a null data
+    // argument is allowed.
+    let r = unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}

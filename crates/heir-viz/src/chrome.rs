@@ -114,6 +114,8 @@ pub struct ChromeTrace<W: Write> {
     last_cpu: Vec<Option<u32>>,
     /// Scratch buffer for one event line.
     line: String,
+    /// Extra `otherData` entries: key, JSON value.
+    other: Vec<(String, String)>,
 }
 
 impl<W: Write> ChromeTrace<W> {
@@ -131,7 +133,16 @@ impl<W: Write> ChromeTrace<W> {
             next_flow: 1,
             last_cpu: Vec::new(),
             line: String::with_capacity(256),
+            other: Vec::new(),
         }
+    }
+
+    /// Adds `key` with `json` (a JSON value, written as is) to the trace's
+    /// `otherData` (beside `generator` and `end_us`): what a viewer shows
+    /// as the trace's metadata (e.g. a real run's dropped events).
+    pub fn set_metadata(&mut self, key: &str, json: String) {
+        self.other.retain(|(k, _)| k != key);
+        self.other.push((key.to_string(), json));
     }
 
     /// The first I/O error met so far, if any.
@@ -444,8 +455,12 @@ impl<W: Write> Observer for ChromeTrace<W> {
             Phase::Idle => self.write_raw(r#"{"traceEvents":["#),
             Phase::Streaming => {}
         }
+        let mut other = String::new();
+        for (k, v) in &self.other {
+            let _ = write!(other, ",{}:{v}", json_str(k));
+        }
         let tail = format!(
-            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"heir\",\"end_us\":{}}}}}\n",
+            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"heir\",\"end_us\":{}{other}}}}}\n",
             us(end_ns)
         );
         self.write_raw(&tail);

@@ -17,6 +17,10 @@
 //!   hatched in the donor's colour, releases (↑), deadlines (↓) and misses
 //!   (red).
 //! - [`Tee`] fans one event stream out to several observers.
+//! - [`ResponseSamples`] and [`BoostSummary`] keep each thread's response
+//!   times and who lent to whom for how long; [`report::ReportPage`]
+//!   renders the report page (`heir report`): one self-contained HTML file
+//!   with the faces of a scenario side by side.
 //!
 //! # Ordering guarantees
 //! The writers keep the order in which events arrive; they neither sort nor
@@ -37,11 +41,14 @@
 #![forbid(unsafe_code)]
 
 mod chrome;
+mod collect;
+pub mod report;
 mod style;
 mod svg;
 mod tee;
 
 pub use chrome::{ChromeTrace, TraceWriteError};
+pub use collect::{BoostRow, BoostSummary, ResponseSamples};
 pub use svg::{SvgGantt, SvgOptions};
 pub use tee::Tee;
 

@@ -241,6 +241,20 @@ impl SvgGantt {
     pub fn render(&self) -> String {
         Renderer::new(self).render()
     }
+
+    /// The `<svg>` element alone (no XML declaration), to put inline in an
+    /// HTML page (the report: `heir report`), its pattern ids (and the
+    /// references to them) prefixed with `id_prefix`, so that several
+    /// charts in one page keep their own.
+    pub fn render_inline(&self, id_prefix: &str) -> String {
+        let doc = self.render();
+        let svg = match doc.find("<svg") {
+            Some(i) => &doc[i..],
+            None => &doc,
+        };
+        svg.replace("id=\"", &format!("id=\"{id_prefix}"))
+            .replace("url(#", &format!("url(#{id_prefix}"))
+    }
 }
 
 impl Observer for SvgGantt {

@@ -64,7 +64,8 @@ fn prints_table_ii_and_writes_both_charts() {
             "demo-picv-off.svg",
             "demo-picv-off.trace.json",
             "demo-picv-on.svg",
-            "demo-picv-on.trace.json"
+            "demo-picv-on.trace.json",
+            "report.html"
         ]
     );
     for f in &files {
@@ -78,6 +79,12 @@ fn prints_table_ii_and_writes_both_charts() {
     assert!(on.contains(r#"class="boosted""#));
     assert!(!off.contains(r#"class="boosted""#));
     assert_eq!(on.matches(r#"<g class="lane""#).count(), 4);
+    // The report page: both settings simulated and analysed, no real run.
+    let page = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(page.contains("<th colspan=\"5\">PI-CV off</th><th colspan=\"5\">PI-CV on</th>"));
+    assert!(page.contains("No real run"));
+    // Client2's bound with PI-CV: 29 ms, as Table II's.
+    assert!(page.contains("<td>29.000</td>"));
 }
 
 #[test]
@@ -150,6 +157,15 @@ fn adds_the_real_threads_run_when_it_can() {
         return;
     }
     assert_eq!(runs.len(), 4);
+    // The report page has the real runs beside the simulation: a row per
+    // client, and, where the kernel could be traced, their Gantt charts.
+    let page = std::fs::read_to_string(r["report"].as_str().unwrap()).unwrap();
+    assert!(page.contains("<td class=\"l\">real</td>"), "no real rows");
+    let traced = !page.contains("Real runs are not traced");
+    assert_eq!(
+        page.matches("<figure class=\"chart gantt\">").count(),
+        if traced { 4 } else { 2 }
+    );
     for (run, (label, pi_cv)) in runs[2..]
         .iter()
         .zip([("real, no PI-CV", false), ("real, PI-CV", true)])

@@ -47,6 +47,17 @@ fn object_form_with_ns_display_unit() {
 }
 
 #[test]
+fn metadata_goes_into_other_data_the_last_value_of_a_key_wins() {
+    let mut t = ChromeTrace::new(Vec::new());
+    t.set_metadata("trace", r#"{"dropped_events":1}"#.to_string());
+    t.set_metadata("trace", r#"{"dropped_events":3}"#.to_string());
+    play(&mut t, &info(), &classic_pi(), 8 * MS);
+    let json: Value = serde_json::from_slice(&t.into_inner().unwrap()).unwrap();
+    assert_eq!(json["otherData"]["generator"], "heir");
+    assert_eq!(json["otherData"]["trace"]["dropped_events"], 3);
+}
+
+#[test]
 fn one_process_for_cpus_one_for_tasks_most_urgent_first() {
     let (_, json) = trace_of(&classic_pi(), 8 * MS);
     let meta = with_ph(&json, "M");

@@ -1,0 +1,452 @@
+//! `heir report FILE [--real SECONDS] [-o report.html]`: one self-contained
+//! HTML page (heir-viz's [`ReportPage`]) with the three faces of a
+//! scenario side by side, for each setting compared — PI-CV off and on, as
+//! `heir demo` compares them (the file's mutex protocols, or `--protocol`'s,
+//! in both): simulated, analysed (heir-analysis' bound) and, with `--real
+//! SECONDS` and the privilege, real response times (mean, p90, p99, max,
+//! misses); the response-time CDFs; the Gantt charts of the simulation and
+//! of the real run (drawn from its kernel trace, `heir run --trace`) for
+//! the same window; who lent to whom, for how long.
+//!
+//! Without the privilege for real-time threads, or without tracefs, the
+//! page says what is missing and why (and the command still succeeds);
+//! the page is written under a temporary name and renamed when complete.
+//!
+//! Exit codes: 0 ok; 1 a run failed; 2 bad input (file, flags, output path).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context};
+use heir::run::{RealRun, RunConfig, RunError, TraceConfig};
+use heir_scenario::{ResourceKind, Scenario};
+use heir_sim::{Report, SimConfig};
+use heir_viz::report::{Face, FaceReport, ReportPage, SettingReport, TaskFigures};
+use heir_viz::{BoostSummary, ResponseSamples, SvgGantt, SvgOptions};
+use heir_viz::{Observer, TraceEvent, TraceInfo};
+
+use crate::output::{on_off, overrides_shown, parse_override, parse_seconds, PendingFile};
+use crate::{CliError, CliResult};
+
+/// `heir report` arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The scenario: an rt-app JSON file, with heir's extensions.
+    pub file: PathBuf,
+    /// Also run the scenario on real threads for this many seconds per
+    /// setting (needs root: real-time priorities and tracefs); 0: no real
+    /// run.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub real: f64,
+    /// The page to write.
+    #[arg(
+        short = 'o',
+        long = "out",
+        value_name = "report.html",
+        default_value = "report.html"
+    )]
+    pub out: PathBuf,
+    /// Simulated duration in seconds (replaces global.duration).
+    #[arg(long, value_name = "S", value_parser = parse_seconds)]
+    pub duration: Option<u64>,
+    /// A mutex protocol instead of the file's, in every setting: NAME=P or
+    /// all=P (see `heir sim --help`).
+    #[arg(long = "protocol", value_name = "NAME=P", value_parser = parse_override)]
+    pub protocol: Vec<heir_scenario::protocols::Override>,
+    /// Start of the Gantt charts' window, in ms from the start.
+    #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = crate::sim::parse_ms)]
+    pub window_from: f64,
+    /// Length of the Gantt charts' window, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 200.0, value_parser = crate::sim::parse_ms)]
+    pub window: f64,
+}
+
+/// What one face of a run keeps for the page: a Gantt chart of the
+/// window, every response time, the boosts.
+pub struct Collector {
+    gantt: SvgGantt,
+    samples: ResponseSamples,
+    boosts: BoostSummary,
+}
+
+impl Collector {
+    /// A collector drawing the window `(start, length)` (ns) under `title`.
+    pub fn new(window: (u64, u64), title: &str) -> Collector {
+        Collector {
+            gantt: SvgGantt::new(SvgOptions {
+                window_start_ns: window.0,
+                window_ns: window.1,
+                title: title.to_string(),
+                width_px: 1180,
+                lane_px: 30,
+                ..SvgOptions::default()
+            }),
+            samples: ResponseSamples::default(),
+            boosts: BoostSummary::default(),
+        }
+    }
+}
+
+impl Observer for Collector {
+    fn start(&mut self, info: &TraceInfo) {
+        self.gantt.start(info);
+        self.samples.start(info);
+        self.boosts.start(info);
+    }
+    fn event(&mut self, ev: &TraceEvent) {
+        self.gantt.event(ev);
+        self.samples.event(ev);
+        self.boosts.event(ev);
+    }
+    fn finish(&mut self, end_ns: u64) {
+        self.gantt.finish(end_ns);
+        self.samples.finish(end_ns);
+        self.boosts.finish(end_ns);
+    }
+}
+
+/// One setting's runs, as the page needs them.
+pub struct SettingRuns {
+    /// PI-CV on or off.
+    pub pi_cv: bool,
+    /// The simulation and what was collected of it.
+    pub sim: (Report, Collector),
+    /// The real run, and what was collected of its kernel trace (if it was
+    /// traced).
+    pub real: Option<(Report, Option<Collector>)>,
+}
+
+/// The page's settings: PI-CV off, then on.
+pub const SETTINGS: [bool; 2] = [false, true];
+
+/// Simulates `scenario` with PI-CV `pi_cv`, collecting into `extra` too
+/// (e.g. the demo's files).
+pub fn simulate(
+    file: &str,
+    scenario: &Scenario,
+    pi_cv: bool,
+    duration_us: Option<u64>,
+    window: (u64, u64),
+    extra: Option<&mut dyn Observer>,
+) -> Result<(Report, Collector), CliError> {
+    let mut c = Collector::new(
+        window,
+        &format!("{file}: simulated, PI-CV {}", on_off(pi_cv)),
+    );
+    let config = SimConfig {
+        pi_cv: Some(pi_cv),
+        duration_us,
+        ..SimConfig::default()
+    };
+    let mut tee = heir_viz::Tee::new();
+    tee.push(&mut c);
+    if let Some(e) = extra {
+        tee.push(e);
+    }
+    let r = heir_sim::simulate(scenario, &config, &mut tee)
+        .map_err(|e| CliError::bad_input(anyhow!("{file}: {e}")))?;
+    Ok((r, c))
+}
+
+/// Runs `scenario` on real threads for `seconds` with PI-CV `pi_cv`,
+/// traced when tracefs allows (else untraced, with a note in `notes`).
+/// `Ok(None)` when this process may not use real-time priorities (the
+/// reason is in `notes`).
+pub fn run_real(
+    file: &str,
+    scenario: &Scenario,
+    pi_cv: bool,
+    seconds: f64,
+    notes: &mut Vec<String>,
+) -> Result<Option<RealRun>, CliError> {
+    let mut config = RunConfig {
+        duration_us: Some((seconds * 1e6) as u64),
+        pi_cv: Some(pi_cv),
+        on_note: Some(crate::output::print_run_note),
+        trace: Some(TraceConfig::default()),
+        ..RunConfig::default()
+    };
+    loop {
+        match heir::run::run(scenario, &config) {
+            Ok(r) => return Ok(Some(r)),
+            Err(RunError::NoPrivilege(why)) => {
+                notes.push(format!("No real run: {why}."));
+                return Ok(None);
+            }
+            Err(RunError::Trace(e)) if config.trace.is_some() => {
+                notes.push(format!(
+                    "Real runs are not traced ({e}): no real Gantt chart, CDF or boosts."
+                ));
+                config.trace = None;
+            }
+            Err(e) => {
+                return Err(CliError::failure(anyhow!(e).context(format!(
+                    "{file}: real-threads run (PI-CV {})",
+                    on_off(pi_cv)
+                ))))
+            }
+        }
+    }
+}
+
+/// A real run's report and, from its trace, the collected face.
+pub fn collect_real(
+    real: &RealRun,
+    window: (u64, u64),
+    file: &str,
+    pi_cv: bool,
+) -> (Report, Option<Collector>) {
+    let c = real.trace.as_ref().map(|t| {
+        let mut c = Collector::new(
+            window,
+            &format!("{file}: real run (kernel trace), PI-CV {}", on_off(pi_cv)),
+        );
+        t.replay(&mut c);
+        c
+    });
+    (real.report.clone(), c)
+}
+
+fn figures(report: &Report, task: &str) -> TaskFigures {
+    match report.tasks.iter().find(|t| t.name == task) {
+        Some(t) => TaskFigures {
+            jobs: Some(t.jobs),
+            misses: Some(t.deadline_misses),
+            mean_us: t.response_us.mean,
+            p90_us: t.response_us.p90,
+            p99_us: t.response_us.p99,
+            max_us: t.response_us.max,
+        },
+        None => TaskFigures::default(),
+    }
+}
+
+/// heir-analysis' bound of each task with PI-CV `pi_cv` (the file's mutex
+/// protocols), or why there is none.
+fn analysis(
+    scenario: &Scenario,
+    pi_cv: bool,
+    tasks: &[String],
+) -> (Vec<TaskFigures>, Option<String>) {
+    let mut sc = scenario.clone();
+    sc.global.pi_cv = pi_cv;
+    match heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()) {
+        Ok(r) => {
+            let rows = tasks
+                .iter()
+                .map(|t| TaskFigures {
+                    max_us: r.task(t).and_then(|b| b.wcrt_us),
+                    ..TaskFigures::default()
+                })
+                .collect();
+            let why = tasks
+                .iter()
+                .filter_map(|t| {
+                    r.task(t)
+                        .and_then(|b| b.reason.clone())
+                        .map(|w| format!("{t}: {w}"))
+                })
+                .next();
+            (rows, why)
+        }
+        Err(e) => (
+            vec![TaskFigures::default(); tasks.len()],
+            Some(e.to_string()),
+        ),
+    }
+}
+
+fn face(
+    face: Face,
+    label: &str,
+    report: &Report,
+    tasks: &[String],
+    c: Option<&Collector>,
+) -> FaceReport {
+    FaceReport {
+        face,
+        label: label.to_string(),
+        rows: tasks.iter().map(|t| figures(report, t)).collect(),
+        samples: match c {
+            Some(c) => tasks.iter().map(|t| c.samples.sorted(t)).collect(),
+            None => Vec::new(),
+        },
+    }
+}
+
+/// The scenario's parameters every setting shares, and the one they vary.
+fn params(scenario: &Scenario, pi_cv: bool, overrides: &str) -> Vec<(String, String)> {
+    let mut p = vec![("PI-CV".to_string(), on_off(pi_cv).to_string())];
+    let mutexes: Vec<String> = scenario
+        .resources
+        .iter()
+        .filter_map(|r| match &r.kind {
+            ResourceKind::Mutex { protocol } => Some(format!("{} {}", r.name, protocol.name())),
+            _ => None,
+        })
+        .collect();
+    if !mutexes.is_empty() {
+        p.push(("mutex protocols".to_string(), mutexes.join(", ")));
+    }
+    if !overrides.is_empty() {
+        p.push((
+            "overrides".to_string(),
+            overrides.trim_start_matches(", ").to_string(),
+        ));
+    }
+    p.push(("IPC".to_string(), scenario.rpc.model.name().to_string()));
+    p.push(("seed".to_string(), scenario.global.seed.to_string()));
+    p
+}
+
+/// The page of `runs` (one per setting).
+pub fn page(
+    file: &str,
+    scenario: &Scenario,
+    runs: &[SettingRuns],
+    window: (u64, u64),
+    overrides: &str,
+    mut notes: Vec<String>,
+) -> ReportPage {
+    let tasks: Vec<String> = runs
+        .first()
+        .map(|r| r.sim.0.tasks.iter().map(|t| t.name.clone()).collect())
+        .unwrap_or_default();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let mut intro = vec![format!(
+        "Scenario {file}: simulated {:.3} s per setting, seed {}.",
+        runs.first().map_or(0.0, |r| r.sim.0.duration_us / 1e6),
+        scenario.global.seed
+    )];
+    match runs.iter().find_map(|r| r.real.as_ref()) {
+        Some((real, _)) => intro.push(format!(
+            "Real threads: {:.3} s per setting, on this machine.",
+            real.duration_us / 1e6
+        )),
+        None => intro.push("No real run (heir report --real SECONDS, as root).".to_string()),
+    }
+    let mut settings = Vec::new();
+    for r in runs {
+        let label = format!("PI-CV {}", on_off(r.pi_cv));
+        let (sim, sim_c) = &r.sim;
+        let mut faces = vec![face(Face::Simulated, "simulated", sim, &tasks, Some(sim_c))];
+        let (bound_rows, why) = analysis(scenario, r.pi_cv, &tasks);
+        if let Some(why) = why {
+            notes.push(format!("{label}: no analysis bound for some tasks: {why}"));
+        }
+        faces.push(FaceReport {
+            face: Face::Analysed,
+            label: "analysis bound".to_string(),
+            rows: bound_rows,
+            samples: Vec::new(),
+        });
+        let mut gantts = vec![(
+            format!(
+                "simulated, {:.3}–{:.3} ms",
+                ms(window.0),
+                ms(window.0 + window.1)
+            ),
+            sim_c
+                .gantt
+                .render_inline(&format!("s{}-", u8::from(r.pi_cv))),
+        )];
+        let mut boosts = vec![("simulated".to_string(), sim_c.boosts.rows())];
+        if let Some((real, real_c)) = &r.real {
+            faces.push(face(Face::Real, "real", real, &tasks, real_c.as_ref()));
+            if let Some(c) = real_c {
+                gantts.push((
+                    "real run (the kernel's trace), same window".to_string(),
+                    c.gantt.render_inline(&format!("r{}-", u8::from(r.pi_cv))),
+                ));
+                boosts.push(("real (kernel trace)".to_string(), c.boosts.rows()));
+            }
+        }
+        settings.push(SettingReport {
+            label,
+            params: params(scenario, r.pi_cv, overrides),
+            faces,
+            gantts,
+            boosts,
+        });
+    }
+    ReportPage {
+        title: format!("heir report: {file}"),
+        intro,
+        tasks,
+        settings,
+        notes,
+    }
+}
+
+/// Writes `page` to `path` (temporary name, then rename).
+pub fn write_page(path: &Path, page: &ReportPage) -> anyhow::Result<PathBuf> {
+    let (pending, mut file) = PendingFile::create(path)?;
+    file.write_all(page.render().as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    pending.commit(file)
+}
+
+/// Runs `heir report`.
+pub fn main(args: Args) -> CliResult {
+    let (file, scenario) = crate::output::read_scenario_with(&args.file, &args.protocol)?;
+    if !(args.real.is_finite() && args.real >= 0.0) {
+        return Err(CliError::bad_input(anyhow!(
+            "--real must be a non-negative number of seconds, got {}",
+            args.real
+        )));
+    }
+    if args.window <= 0.0 {
+        return Err(CliError::bad_input(anyhow!("--window must be positive")));
+    }
+    let window = (
+        (args.window_from * 1e6).round() as u64,
+        (args.window * 1e6).round() as u64,
+    );
+    // The output path is checked before anything runs.
+    drop(PendingFile::create(&args.out).map_err(CliError::bad_input)?);
+    let mut notes = Vec::new();
+    let mut runs = Vec::new();
+    let mut may_run = args.real > 0.0;
+    for pi_cv in SETTINGS {
+        let sim = simulate(&file, &scenario, pi_cv, args.duration, window, None)?;
+        let real = if may_run {
+            eprintln!(
+                "heir report: running on real threads for {} s (PI-CV {})...",
+                args.real,
+                on_off(pi_cv)
+            );
+            match run_real(&file, &scenario, pi_cv, args.real, &mut notes)? {
+                Some(r) => {
+                    if let Some(t) = &r.trace {
+                        let lost = t.stats.lost_total();
+                        if lost > 0 {
+                            notes.push(format!(
+                                "PI-CV {}: the kernel dropped {lost} trace events: the real Gantt chart and boosts miss part of the run.",
+                                on_off(pi_cv)
+                            ));
+                        }
+                    }
+                    Some(collect_real(&r, window, &file, pi_cv))
+                }
+                None => {
+                    may_run = false;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        runs.push(SettingRuns { pi_cv, sim, real });
+    }
+    let page = page(
+        &file,
+        &scenario,
+        &runs,
+        window,
+        &overrides_shown(&args.protocol),
+        notes,
+    );
+    let path = write_page(&args.out, &page).map_err(CliError::bad_input)?;
+    println!("wrote {}", path.display());
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! `heir report`: the page's sections and figures (the simulated ones are
+//! `heir sim --json`'s), a missing real run said, and bad input refused
+//! with nothing written.
+
+use crate::support::*;
+
+#[test]
+fn the_page_has_every_section_and_the_simulators_figures() {
+    let dir = TempDir::new("report");
+    let page = dir.join("fig6.html");
+    let file = example("fig6-producer-consumer.json");
+    let o = heir([
+        "report".as_ref(),
+        file.as_os_str(),
+        "--duration".as_ref(),
+        "1".as_ref(),
+        "-o".as_ref(),
+        page.as_os_str(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), format!("wrote {}", page.display()));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for h in [
+        "Settings compared",
+        "Response times (ms)",
+        "Response-time CDFs",
+        "Schedules",
+        "Boosts: who lent to whom",
+    ] {
+        assert!(html.contains(&format!("<h2>{h}</h2>")), "{h}");
+    }
+    assert!(
+        html.contains("No real run"),
+        "the missing real run is not said"
+    );
+    // The simulated mean of each task, PI-CV off then on, as heir sim says.
+    for pi_cv in ["off", "on"] {
+        let sim = heir([
+            "sim".as_ref(),
+            file.as_os_str(),
+            "--duration".as_ref(),
+            "1".as_ref(),
+            "--pi-cv".as_ref(),
+            pi_cv.as_ref(),
+            "--json".as_ref(),
+        ]);
+        let r = one_json(&sim);
+        for (name, t) in r["tasks"].as_object().unwrap() {
+            let mean = t["response_us"]["mean"].as_f64().unwrap();
+            let cell = format!("<td>{:.3}</td>", mean / 1000.0);
+            assert!(html.contains(&cell), "{name}: {cell}");
+        }
+    }
+    // PI-CV on: the producer is boosted by the consumer (the boosts table).
+    assert!(
+        html.contains("<tr><td class=\"l\">Consumer</td><td class=\"l\">Producer</td>"),
+        "no Consumer → Producer boost"
+    );
+    // Two CDFs, two simulated Gantt charts with their own pattern ids.
+    assert_eq!(html.matches("<svg class=\"chart cdf\"").count(), 2);
+    assert_eq!(html.matches("<figure class=\"chart gantt\">").count(), 2);
+    assert!(
+        html.contains("id=\"s1-boost-0\""),
+        "pattern ids not prefixed"
+    );
+}
+
+#[test]
+fn bad_input_writes_nothing() {
+    let dir = TempDir::new("report-bad");
+    let file = example("fig6-producer-consumer.json");
+    for (args, want) in [
+        (vec!["--real=-1"], "--real"),
+        (vec!["--window", "0"], "--window"),
+        (vec!["-o", "/nonexistent-dir/x.html"], "cannot create"),
+    ] {
+        let mut all = vec![
+            "report".to_string(),
+            file.display().to_string(),
+            "--duration".into(),
+            "0.2".into(),
+        ];
+        all.extend(args.iter().map(|s| s.to_string()));
+        if !args.contains(&"-o") {
+            all.push("-o".into());
+            all.push(dir.join("r.html").display().to_string());
+        }
+        let o = heir(&all);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty());
+    }
+    assert!(dir.files().is_empty(), "{:?}", dir.files());
+}
