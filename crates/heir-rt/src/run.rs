@@ -234,6 +234,9 @@ enum Res {
     Endpoint(Endpoint<u64, ()>),
     /// An endpoint under the donation model (`global.ipc: "donation"`).
     Donate(DonEndpoint),
+    /// A gang (seed 003): refused by [`refuse_gangs`] before the run
+    /// starts (not supported by `heir run` yet).
+    Gang,
 }
 
 /// Zero-time events (lock, unlock, signal, … — anything but a `run`,
@@ -544,6 +547,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             what: "\"donation\" with PI-CV off (calls that lend nothing)".into(),
         });
     }
+    refuse_gangs(scenario)?;
     let caps = Capabilities::detect();
     check_privilege(scenario, &caps)?;
     // Check what the runner cannot do before starting anything.
@@ -613,6 +617,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             duration_us: actual_end.saturating_sub(t0) as f64 / 1000.0,
             tasks,
             deadlock,
+            gangs: Vec::new(),
             events,
         },
         cpus: cpu_map,
@@ -958,6 +963,22 @@ fn ns_per_loop(
     }
 }
 
+/// Gangs (seed 003) are not supported by `heir run` yet: refused, with the
+/// path of the first gang, before anything starts.
+fn refuse_gangs(scenario: &Scenario) -> Result<(), RunError> {
+    match scenario
+        .resources
+        .iter()
+        .find(|r| matches!(r.kind, ResourceKind::Gang { .. }))
+    {
+        Some(r) => Err(RunError::Unsupported {
+            path: r.path.clone(),
+            what: format!("gang {:?} (seed 003, not yet)", r.name),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The scenario's resources, instantiated, in resource order.
 fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
     scenario
@@ -991,6 +1012,7 @@ fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
                 Res::Donate(DonEndpoint::new())
             }
             ResourceKind::Endpoint { .. } => Res::Endpoint(Endpoint::new(pi_cv)),
+            ResourceKind::Gang { .. } => Res::Gang,
         })
         .collect()
 }
@@ -1633,6 +1655,13 @@ impl Ctx<'_> {
             EventKind::Call { endpoint, run } => self.call(endpoint.0, *run, end)?,
             EventKind::Serve(e) if self.donates(e.0) => self.serve_don(ev, e.0)?,
             EventKind::Serve(e) => self.serve(e.0, end)?,
+            // Refused before the run starts (`refuse_gangs`).
+            EventKind::Gang { .. } => {
+                return Err(Stop::Failed(RunError::Unsupported {
+                    path: ev.path.clone(),
+                    what: format!("\"{}\" (seed 003, not yet)", ev.key),
+                }))
+            }
         }
         Ok(())
     }

@@ -267,6 +267,7 @@ impl B {
                     pi_cv: true,
                     bwi_affinity: true,
                     seed: 0,
+                    gpm: true,
                     calibration_ns_per_loop: None,
                 },
                 resources: Vec::new(),
