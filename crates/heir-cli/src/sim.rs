@@ -21,9 +21,9 @@ use heir_sim::{Report, SimConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    aborted_line, deadlock_line, migration_line, on_off, overrides_shown, parse_override,
-    parse_seconds, print_json, read_scenario_with, report_table, server_line, sim_error, sim_json,
-    thread_scheds, RunOutputs,
+    aborted_line, apply_gpm, deadlock_line, gang_table, gpm_shown, migration_line, on_off,
+    overrides_shown, parse_override, parse_seconds, print_json, read_scenario_with, report_table,
+    server_line, sim_error, sim_json, thread_scheds, RunOutputs,
 };
 use crate::{CliError, CliResult};
 
@@ -64,6 +64,10 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
+    /// Gang priority management (seed 003; replaces global.gpm): off
+    /// keeps the gangs' waiting and counting but boosts nobody.
+    #[arg(long, value_name = "on|off")]
+    pub gpm: Option<OnOff>,
     /// A mutex protocol instead of the file's: NAME=P for one mutex, all=P
     /// for every mutex (later ones win); P is none, inherit, bwi, ceiling
     /// (the file's ceiling, or the highest locker's priority) or ceiling:N.
@@ -94,7 +98,8 @@ fn parse_ms(s: &str) -> Result<f64, String> {
 
 /// Runs `heir sim`.
 pub fn main(args: Args) -> CliResult {
-    let (file, scenario) = read_scenario_with(&args.file, &args.protocol)?;
+    let (file, mut scenario) = read_scenario_with(&args.file, &args.protocol)?;
+    apply_gpm(&mut scenario, args.gpm);
     let config = SimConfig {
         seed: args.seed,
         duration_us: args.duration,
@@ -135,7 +140,14 @@ pub fn main(args: Args) -> CliResult {
             text_report(
                 &file,
                 seed,
-                (pi_cv, &overrides_shown(&args.protocol)),
+                (
+                    pi_cv,
+                    &format!(
+                        "{}{}",
+                        gpm_shown(&scenario),
+                        overrides_shown(&args.protocol)
+                    ),
+                ),
                 cpus,
                 &report,
                 &thread_scheds(&scenario, true),
@@ -166,6 +178,10 @@ fn text_report(
         on_off(pi_cv)
     );
     out.push_str(&report_table(report, scheds).render());
+    if let Some(t) = gang_table(report) {
+        out.push_str("\ngangs: latency from gang_run to the last gang_notify, in ms\n\n");
+        out.push_str(&t.render());
+    }
     if let Some(line) = server_line(report) {
         out.push('\n');
         out.push_str(&line);

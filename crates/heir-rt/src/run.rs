@@ -537,6 +537,7 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
 /// Runs `scenario` on real threads: the report, the CPUs it ran on, and
 /// what else ran there.
 pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError> {
+    refuse_gangs(scenario)?;
     let duration_us = run_duration_us(scenario, config)?;
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
     if !pi_cv && scenario.rpc.model == IpcModel::Donation {
@@ -547,7 +548,6 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             what: "\"donation\" with PI-CV off (calls that lend nothing)".into(),
         });
     }
-    refuse_gangs(scenario)?;
     let caps = Capabilities::detect();
     check_privilege(scenario, &caps)?;
     // Check what the runner cannot do before starting anything.
