@@ -330,6 +330,15 @@ impl B {
             },
         )
     }
+    /// A gang (seed 003) with the threads of `members` (task indices).
+    pub fn gang(&mut self, name: &str, members: &[usize]) -> ResIdx {
+        self.res(
+            name,
+            ResourceKind::Gang {
+                members: members.iter().map(|&t| TaskIdx(t)).collect(),
+            },
+        )
+    }
     pub fn timer(&mut self, name: &str, mode: TimerMode) -> ResIdx {
         self.res(name, ResourceKind::Timer { mode, unique: true })
     }

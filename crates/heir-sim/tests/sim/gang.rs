@@ -343,3 +343,203 @@ fn a_run_in_progress_makes_a_second_run_fail_and_change_nothing() {
         .collect();
     assert_eq!(failed, vec![(2.0, s("I"), InstantKind::GangRunFailed)]);
 }
+
+#[test]
+fn a_wait_that_times_out_counts_a_timeout_and_no_latency() {
+    // L (10, member) needs 3 ms to its notify; S runs the gang at 1 and
+    // waits at most 1 ms: the wait returns at 2 (timeout, no latency). L
+    // keeps its boost until its notify at 3. S waits again at 4: the run
+    // completed at 3 (2 ms after gang_run) and S has not recorded it yet.
+    let sc = scenario(
+        r#"{
+        "global": {"default_policy": "SCHED_FIFO"},
+        "resources": {"G": {"type": "gang", "members": ["L", "H"]}},
+        "tasks": {
+            "L": {"priority": 10, "loop": 1, "run": 3000, "gang_notify": "G"},
+            "H": {"priority": 60, "loop": 1, "gang_passive": "G", "sleep": 9000},
+            "S": {"priority": 99, "loop": 1, "delay": 1000, "gang_run": "G",
+                  "gang_wait": {"gang": "G", "timeout": 1000},
+                  "sleep": 2000, "gang_wait1": "G"}
+        }}"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        gang(&r, "G"),
+        (
+            1,
+            0,
+            vec![(
+                s("S"),
+                1,
+                1,
+                Some(2000.0),
+                Some(2000.0),
+                Some(2000.0),
+                Some(2000.0)
+            )]
+        )
+    );
+    assert_eq!(
+        gang_instants(&rec),
+        vec![
+            (1.0, s("S"), InstantKind::GangRun),
+            (1.0, s("S"), InstantKind::GangWait),
+            (2.0, s("S"), InstantKind::GangTimeout),
+            (3.0, s("L"), InstantKind::GangNotify),
+            (4.0, s("S"), InstantKind::GangDone),
+        ]
+    );
+    assert_eq!(
+        rec.slices_of("L"),
+        vec![
+            (0.0, 1.0, Urgency::fixed(10), None),
+            (1.0, 2.0, Urgency::fixed(60), Some(s("H"))),
+            (2.0, 3.0, Urgency::fixed(60), Some(s("H"))),
+        ]
+    );
+}
+
+#[test]
+fn leaving_or_exiting_counts_as_notify_and_an_empty_run_completes_at_once() {
+    // A and B are members lifted to 70 (C's priority) at 1 ms. A leaves
+    // the gang at 2 (gang_remove: its notify), B ends its program at 3
+    // without notifying (its exit: its notify): the run completes at 3,
+    // 2 ms after gang_run. S's second gang_run at 4 finds no member left
+    // but C, which is passive: no active member, complete at once (0).
+    let sc = scenario(
+        r#"{
+        "global": {"default_policy": "SCHED_FIFO"},
+        "resources": {"G": {"type": "gang", "members": ["A", "B", "C"]}},
+        "tasks": {
+            "A": {"priority": 20, "loop": 1, "run": 2000, "gang_remove": "G", "run1": 1000},
+            "B": {"priority": 10, "loop": 1, "run": 1000},
+            "C": {"priority": 70, "loop": 1, "gang_passive": "G", "sleep": 9000},
+            "S": {"priority": 99, "loop": 1, "delay": 1000, "gang_run": "G",
+                  "gang_wait": "G", "sleep": 1000, "gang_run1": "G", "gang_wait1": "G"}
+        }}"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    // A runs 0-2 (boosted to 70 from 1) and leaves at 2, back to 20; B,
+    // still at 70, runs its 1 ms 2-3 and exits; A's last 1 ms 3-4.
+    assert_eq!(
+        rec.merged(0),
+        rows(&[("A", 0.0, 2.0), ("B", 2.0, 3.0), ("A", 3.0, 4.0)])
+    );
+    assert_eq!(
+        rec.slices_of("B"),
+        vec![(2.0, 3.0, Urgency::fixed(70), Some(s("C")))]
+    );
+    assert_eq!(
+        gang(&r, "G"),
+        // Latencies 2 ms and 0; the p99 is the histogram's bucket bound
+        // (within 2^-10 of 2 ms).
+        (
+            2,
+            0,
+            vec![(
+                s("S"),
+                2,
+                0,
+                Some(0.0),
+                Some(1000.0),
+                Some(1999.872),
+                Some(2000.0)
+            )]
+        )
+    );
+}
+
+/// docs/GANG.md §3: the gang priority is the most urgent member base short
+/// of a deadline; deadline members are never boosted.
+fn deadline_gang(gpm: bool) -> heir_scenario::Scenario {
+    let mut sc = scenario(
+        r#"{
+        "global": {"default_policy": "SCHED_FIFO"},
+        "resources": {"G": {"type": "gang", "members": ["D", "H", "L"]}},
+        "tasks": {
+            "D": {"policy": "SCHED_DEADLINE", "dl-runtime": 2000, "dl-period": 10000,
+                  "loop": 1, "sleep": 1500, "run": 500, "gang_notify": "G"},
+            "H": {"priority": 50, "loop": 1, "gang_passive": "G", "sleep": 20000},
+            "L": {"priority": 10, "loop": 1, "run": 3000, "gang_notify": "G"},
+            "M": {"priority": 30, "loop": 1, "delay": 2000, "run": 5000},
+            "S": {"priority": 99, "loop": 1, "delay": 1000, "gang_run": "G", "gang_wait": "G"}
+        }}"#,
+    );
+    sc.global.gpm = gpm;
+    sc
+}
+
+#[test]
+fn under_deadline_members_the_gang_priority_is_the_highest_fixed_one() {
+    // At 1 gang_run: D and L are active (H passive). The gang priority is
+    // H's 50, not D's deadline: L runs at 50 (M, 30, released at 2, cannot
+    // preempt it); D is not boosted: it wakes at 1.5 on its own server
+    // (CBS: a new deadline 1.5 + 10 = 11.5 ms), runs 1.5-2 above every
+    // fixed priority and notifies. L's 3 ms end at 3.5: latency 2.5 ms.
+    let (r, rec) = run(&deadline_gang(true), &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[
+            ("L", 0.0, 1.5),
+            ("D", 1.5, 2.0),
+            ("L", 2.0, 3.5),
+            ("M", 3.5, 8.5),
+        ])
+    );
+    assert_eq!(
+        rec.slices_of("D"),
+        vec![(1.5, 2.0, Urgency::deadline(11_500_000), None)]
+    );
+    assert_eq!(
+        rec.slices_of("L"),
+        vec![
+            (0.0, 1.0, Urgency::fixed(10), None),
+            (1.0, 1.5, Urgency::fixed(50), Some(s("H"))),
+            (2.0, 3.5, Urgency::fixed(50), Some(s("H"))),
+        ]
+    );
+    // The gang boosts nobody but L; D's one change is its own server's
+    // new deadline at its wake-up (its base, no donor).
+    assert_eq!(
+        rec.boosts(),
+        vec![
+            (1.0, s("L"), Some(s("H")), Urgency::fixed(50)),
+            (1.5, s("D"), None, Urgency::deadline(11_500_000)),
+            (3.5, s("L"), None, Urgency::fixed(10)),
+        ]
+    );
+    assert_eq!(gang(&r, "G"), (1, 0, vec![row("S", 1, 0, Some(2500.0))]));
+}
+
+#[test]
+fn under_deadline_members_gpm_off_lets_m_preempt() {
+    // L at its own 10: M preempts it 2-7; L's last 1.5 ms end at 8.5:
+    // latency 7.5 ms.
+    let (r, rec) = run(&deadline_gang(false), &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[
+            ("L", 0.0, 1.5),
+            ("D", 1.5, 2.0),
+            ("M", 2.0, 7.0),
+            ("L", 7.0, 8.5),
+        ])
+    );
+    assert_eq!(gang(&r, "G"), (1, 0, vec![row("S", 1, 0, Some(7500.0))]));
+}
+
+#[test]
+fn a_pending_member_that_waits_for_its_own_gang_is_a_deadlock() {
+    // S is an active member: its gang_wait would wait for itself.
+    let sc = scenario(
+        r#"{
+        "global": {"default_policy": "SCHED_FIFO"},
+        "resources": {"G": {"type": "gang", "members": ["S"]}},
+        "tasks": {"S": {"priority": 10, "loop": 1, "run": 1000, "gang_run": "G", "gang_wait": "G"}}
+        }"#,
+    );
+    let (r, _) = run(&sc, &SimConfig::default());
+    let d = r.deadlock.expect("deadlock");
+    assert_eq!(d.cycle, ["S", "G", "S"]);
+    assert_eq!(d.at_us, 1000.0);
+}
