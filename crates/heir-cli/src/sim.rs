@@ -1,7 +1,9 @@
 //! `heir sim FILE`: simulate a scenario file, deterministically from its seed.
 //!
-//! Prints a header (file, simulated time, CPUs, seed, PI-CV), a
-//! per-thread table, the deadline servers' line and, on several CPUs, the
+//! Prints a header (file, simulated time, CPUs, seed, PI-CV, and GPM for a
+//! file with gangs), a per-thread table, the gangs' table (seed 003: per
+//! gang and waiting thread, the latency from `gang_run` to the last
+//! notify), the deadline servers' line and, on several CPUs, the
 //! threads' migrations (or, with `--json`, exactly one JSON object: the
 //! [`heir_sim::Report`] with `"cpus"`, the number of simulated CPUs, after
 //! `"mode"`), and optionally writes a Chrome trace
