@@ -111,8 +111,9 @@ pub fn main(args: Args) -> CliResult {
     let seed = config.seed.unwrap_or(scenario.global.seed);
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
     let title = format!(
-        "{file}: simulated, PI-CV {}, seed {seed}{}",
+        "{file}: simulated, PI-CV {}, seed {seed}{}{}",
         on_off(pi_cv),
+        gpm_shown(&scenario),
         overrides_shown(&args.protocol)
     );
     if args.svg_span <= 0.0 {
