@@ -807,6 +807,15 @@ impl<'e> JobWalk<'_, 'e> {
             | EventKind::Signal(_)
             | EventKind::Broadcast(_)
             | EventKind::Resume(_) => {}
+            EventKind::Gang { .. } => {
+                return Err(unsupported(
+                    at_event(e),
+                    format!(
+                        "\"{}\" in task {}: gangs (seed 003) are not analysed yet",
+                        e.key, self.t.name
+                    ),
+                ));
+            }
             EventKind::Sleep(_)
             | EventKind::Wait { .. }
             | EventKind::Barrier(_)

@@ -497,6 +497,7 @@ pub fn to_scenario(set: &TaskSet, opts: &ScenarioOptions, rng: &mut Rng) -> Scen
             pi_cv: set.pi_cv,
             bwi_affinity: true,
             seed: opts.seed,
+            gpm: true,
             calibration_ns_per_loop: None,
         },
         resources: resources(set, opts),

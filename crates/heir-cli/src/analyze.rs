@@ -52,6 +52,10 @@ pub struct Args {
     /// ceiling:N (applied to the file, so --compare simulates the same).
     #[arg(long = "protocol", value_name = "P|NAME=P", value_parser = parse_protocol_arg)]
     pub protocols: Vec<ProtocolArg>,
+    /// Gang priority management (seed 003; replaces global.gpm): off
+    /// keeps the gangs' waiting and counting but boosts nobody.
+    #[arg(long, value_name = "on|off")]
+    pub gpm: Option<crate::sim::OnOff>,
     /// Also simulate the file and print the simulated maxima beside the
     /// bounds.
     #[arg(long)]
@@ -113,7 +117,8 @@ pub fn main(args: Args) -> CliResult {
             ProtocolArg::Mutex(o) => overrides.push(o.clone()),
         }
     }
-    let (file, scenario) = read_scenario_with(&args.file, &overrides)?;
+    let (file, mut scenario) = read_scenario_with(&args.file, &overrides)?;
+    crate::output::apply_gpm(&mut scenario, args.gpm);
     let options = Options { protocol: family };
     // `file:line:col: at path: …`, or `file: at path: …` without a position.
     let report = analyze_scenario_on(&scenario, &options, args.cpus).map_err(|e| {

@@ -108,6 +108,28 @@ pub fn read_scenario_with(
     Ok((file, scenario))
 }
 
+/// `--gpm on|off` (seed 003): replaces `global.gpm` in the scenario, for
+/// every face that reads it.
+pub fn apply_gpm(scenario: &mut Scenario, gpm: Option<crate::sim::OnOff>) {
+    if let Some(g) = gpm {
+        scenario.global.gpm = g.enabled();
+    }
+}
+
+/// `, gpm on` for a header line when the scenario has gangs (seed 003);
+/// empty otherwise.
+pub fn gpm_shown(scenario: &Scenario) -> String {
+    let gangs = scenario
+        .resources
+        .iter()
+        .any(|r| matches!(r.kind, heir_scenario::ResourceKind::Gang { .. }));
+    if gangs {
+        format!(", gpm {}", on_off(scenario.global.gpm))
+    } else {
+        String::new()
+    }
+}
+
 /// Parses one `--protocol NAME=P`.
 pub fn parse_override(s: &str) -> Result<heir_scenario::protocols::Override, String> {
     heir_scenario::protocols::Override::parse(s)
@@ -497,6 +519,52 @@ pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {
         ]);
     }
     t
+}
+
+/// Seed 003: one row per gang and waiting thread — runs and failed runs
+/// of the gang, the thread's completed waits and timeouts, and the
+/// latency from `gang_run` to the last `gang_notify` (ms); `None` without
+/// gangs.
+pub fn gang_table(report: &Report) -> Option<Table> {
+    if report.gangs.is_empty() {
+        return None;
+    }
+    let mut t = Table::new([
+        "gang", "waiter", "runs", "failed", "waits", "timeouts", "min", "mean", "p99", "max",
+    ])
+    .align(1, Align::Left);
+    for g in &report.gangs {
+        if g.waiters.is_empty() {
+            t.row([
+                g.name.clone(),
+                "-".to_string(),
+                g.runs.to_string(),
+                g.failed_runs.to_string(),
+                "0".to_string(),
+                "0".to_string(),
+                ms(None),
+                ms(None),
+                ms(None),
+                ms(None),
+            ]);
+        }
+        for w in &g.waiters {
+            let l = &w.latency_us;
+            t.row([
+                g.name.clone(),
+                w.thread.clone(),
+                g.runs.to_string(),
+                g.failed_runs.to_string(),
+                w.completed.to_string(),
+                w.timeouts.to_string(),
+                ms(l.min),
+                ms(l.mean),
+                ms(l.p99),
+                ms(l.max),
+            ]);
+        }
+    }
+    Some(t)
 }
 
 /// `deadline servers: tau1 throttled 2, replenished 2; …` — one line for

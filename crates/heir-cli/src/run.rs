@@ -56,6 +56,10 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
+    /// Gang priority management (seed 003; replaces global.gpm): off
+    /// keeps the gangs' waiting and counting but boosts nobody.
+    #[arg(long, value_name = "on|off")]
+    pub gpm: Option<OnOff>,
     /// A mutex protocol instead of the file's: NAME=P for one mutex, all=P
     /// for every mutex (later ones win); P is none, inherit, bwi, ceiling
     /// (the file's ceiling, or the highest locker's priority) or ceiling:N.
@@ -108,7 +112,8 @@ pub enum PlacementArg {
 
 /// Runs `heir run`.
 pub fn main(args: Args) -> CliResult {
-    let (file, scenario) = read_scenario_with(&args.file, &args.protocol)?;
+    let (file, mut scenario) = read_scenario_with(&args.file, &args.protocol)?;
+    crate::output::apply_gpm(&mut scenario, args.gpm);
     let config = RunConfig {
         duration_us: args.duration,
         pi_cv: args.pi_cv.map(OnOff::enabled),

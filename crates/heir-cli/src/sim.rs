@@ -1,7 +1,9 @@
 //! `heir sim FILE`: simulate a scenario file, deterministically from its seed.
 //!
-//! Prints a header (file, simulated time, CPUs, seed, PI-CV), a
-//! per-thread table, the deadline servers' line and, on several CPUs, the
+//! Prints a header (file, simulated time, CPUs, seed, PI-CV, and GPM for a
+//! file with gangs), a per-thread table, the gangs' table (seed 003: per
+//! gang and waiting thread, the latency from `gang_run` to the last
+//! notify), the deadline servers' line and, on several CPUs, the
 //! threads' migrations (or, with `--json`, exactly one JSON object: the
 //! [`heir_sim::Report`] with `"cpus"`, the number of simulated CPUs, after
 //! `"mode"`), and optionally writes a Chrome trace
@@ -21,9 +23,9 @@ use heir_sim::{Report, SimConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    aborted_line, deadlock_line, migration_line, on_off, overrides_shown, parse_override,
-    parse_seconds, print_json, read_scenario_with, report_table, server_line, sim_error, sim_json,
-    thread_scheds, RunOutputs,
+    aborted_line, apply_gpm, deadlock_line, gang_table, gpm_shown, migration_line, on_off,
+    overrides_shown, parse_override, parse_seconds, print_json, read_scenario_with, report_table,
+    server_line, sim_error, sim_json, thread_scheds, RunOutputs,
 };
 use crate::{CliError, CliResult};
 
@@ -64,6 +66,10 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
+    /// Gang priority management (seed 003; replaces global.gpm): off
+    /// keeps the gangs' waiting and counting but boosts nobody.
+    #[arg(long, value_name = "on|off")]
+    pub gpm: Option<OnOff>,
     /// A mutex protocol instead of the file's: NAME=P for one mutex, all=P
     /// for every mutex (later ones win); P is none, inherit, bwi, ceiling
     /// (the file's ceiling, or the highest locker's priority) or ceiling:N.
@@ -94,7 +100,8 @@ pub fn parse_ms(s: &str) -> Result<f64, String> {
 
 /// Runs `heir sim`.
 pub fn main(args: Args) -> CliResult {
-    let (file, scenario) = read_scenario_with(&args.file, &args.protocol)?;
+    let (file, mut scenario) = read_scenario_with(&args.file, &args.protocol)?;
+    apply_gpm(&mut scenario, args.gpm);
     let config = SimConfig {
         seed: args.seed,
         duration_us: args.duration,
@@ -104,8 +111,9 @@ pub fn main(args: Args) -> CliResult {
     let seed = config.seed.unwrap_or(scenario.global.seed);
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
     let title = format!(
-        "{file}: simulated, PI-CV {}, seed {seed}{}",
+        "{file}: simulated, PI-CV {}, seed {seed}{}{}",
         on_off(pi_cv),
+        gpm_shown(&scenario),
         overrides_shown(&args.protocol)
     );
     if args.svg_span <= 0.0 {
@@ -135,7 +143,14 @@ pub fn main(args: Args) -> CliResult {
             text_report(
                 &file,
                 seed,
-                (pi_cv, &overrides_shown(&args.protocol)),
+                (
+                    pi_cv,
+                    &format!(
+                        "{}{}",
+                        gpm_shown(&scenario),
+                        overrides_shown(&args.protocol)
+                    ),
+                ),
                 cpus,
                 &report,
                 &thread_scheds(&scenario, true),
@@ -166,6 +181,10 @@ fn text_report(
         on_off(pi_cv)
     );
     out.push_str(&report_table(report, scheds).render());
+    if let Some(t) = gang_table(report) {
+        out.push_str("\ngangs: latency from gang_run to the last gang_notify, in ms\n\n");
+        out.push_str(&t.render());
+    }
     if let Some(line) = server_line(report) {
         out.push('\n');
         out.push_str(&line);

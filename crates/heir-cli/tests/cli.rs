@@ -14,6 +14,9 @@ mod demo;
 mod donation;
 #[path = "cli/donation_sim.rs"]
 mod donation_sim;
+#[path = "cli/gang.rs"]
+mod gang;
+
 #[path = "cli/protocols.rs"]
 mod protocols;
 #[path = "cli/reliability.rs"]

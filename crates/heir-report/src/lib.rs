@@ -19,6 +19,8 @@ pub mod report;
 pub mod stats;
 pub mod trace;
 
-pub use report::{DeadlockKind, DeadlockReport, Report, ServerStats, TaskReport};
+pub use report::{
+    DeadlockKind, DeadlockReport, GangReport, GangWaitReport, Report, ServerStats, TaskReport,
+};
 pub use stats::{ResponseStats, ResponseSummary};
 pub use trace::{InstantKind, NullObserver, Observer, ThreadInfo, TraceEvent, TraceInfo};

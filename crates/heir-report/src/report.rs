@@ -18,6 +18,10 @@ pub struct Report {
     pub tasks: Vec<TaskReport>,
     /// The dependency cycle that stopped the run, if any.
     pub deadlock: Option<DeadlockReport>,
+    /// heir (seed 003): per gang, its runs and the latency its waiters saw
+    /// (serialized as an object keyed by gang name; absent without gangs).
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "gangs_as_map")]
+    pub gangs: Vec<GangReport>,
     /// Not serialized: scheduling events processed (for benchmarks); for the
     /// simulator, future events popped plus context switches.
     #[serde(skip)]
@@ -50,6 +54,41 @@ pub struct TaskReport {
     /// present for the threads of tasks whose calls have a `timeout`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aborted_calls: Option<u64>,
+}
+
+/// A gang's results (seed 003):
+/// `{"runs":…,"failed_runs":…,"waiters":{THREAD:{…}}}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GangReport {
+    /// The gang's name (the key of the `gangs` object).
+    #[serde(skip)]
+    pub name: String,
+    /// `gang_run`s that started a run.
+    pub runs: u64,
+    /// `gang_run`s that failed (changing nothing) because a run was in
+    /// progress.
+    pub failed_runs: u64,
+    /// Per thread that called `gang_wait` on the gang, in thread order
+    /// (serialized as an object keyed by thread name).
+    #[serde(serialize_with = "waits_as_map")]
+    pub waiters: Vec<GangWaitReport>,
+}
+
+/// What one thread's `gang_wait`s on a gang saw:
+/// `{"completed":…,"timeouts":…,"latency_us":{…}}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GangWaitReport {
+    /// The waiting thread (the key of the `waiters` object).
+    #[serde(skip)]
+    pub thread: String,
+    /// `gang_wait`s that returned because the run they waited for
+    /// completed (every active member notified): one latency each.
+    pub completed: u64,
+    /// `gang_wait`s that returned at their timeout.
+    pub timeouts: u64,
+    /// Per completed wait, the run's latency: from its `gang_run` to the
+    /// last active member's `gang_notify` (µs) — seed 003's figure.
+    pub latency_us: ResponseSummary,
 }
 
 /// What happened to a deadline thread's server:
@@ -103,6 +142,24 @@ fn tasks_as_map<S: serde::Serializer>(tasks: &[TaskReport], s: S) -> Result<S::O
     let mut m = s.serialize_map(Some(tasks.len()))?;
     for t in tasks {
         m.serialize_entry(&t.name, t)?;
+    }
+    m.end()
+}
+
+fn gangs_as_map<S: serde::Serializer>(gangs: &[GangReport], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(gangs.len()))?;
+    for g in gangs {
+        m.serialize_entry(&g.name, g)?;
+    }
+    m.end()
+}
+
+fn waits_as_map<S: serde::Serializer>(waits: &[GangWaitReport], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(waits.len()))?;
+    for w in waits {
+        m.serialize_entry(&w.thread, w)?;
     }
     m.end()
 }

@@ -65,6 +65,24 @@ pub enum InstantKind {
     /// The thread's call timed out and was aborted (seed 002; the
     /// resource is the endpoint).
     Abort,
+    /// The thread ran the gang (seed 003 `gang_run`): its active members
+    /// are boosted from now on.
+    GangRun,
+    /// The thread's `gang_run` failed: a run of the gang was in progress.
+    GangRunFailed,
+    /// The thread notified the gang (`gang_notify`, or `gang_remove` /
+    /// exit of an active member): its boost is revoked.
+    GangNotify,
+    /// The thread started waiting for the gang's run to complete.
+    GangWait,
+    /// The thread's `gang_wait` returned: every active member notified.
+    GangDone,
+    /// The thread's `gang_wait` returned at its timeout.
+    GangTimeout,
+    /// The thread joined the gang (`gang_insert`).
+    GangInsert,
+    /// The thread left the gang (`gang_remove`, or its exit).
+    GangRemove,
 }
 
 /// One event. Times are ns since the start.

@@ -265,6 +265,9 @@ enum Res {
     Endpoint(Endpoint<u64, ()>),
     /// An endpoint under the donation model (`global.ipc: "donation"`).
     Donate(DonEndpoint),
+    /// A gang (seed 003): refused by [`refuse_gangs`] before the run
+    /// starts (not supported by `heir run` yet).
+    Gang,
 }
 
 /// Zero-time events (lock, unlock, signal, … — anything but a `run`,
@@ -567,6 +570,7 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
 /// Runs `scenario` on real threads: the report, the CPUs it ran on, and
 /// what else ran there.
 pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError> {
+    refuse_gangs(scenario)?;
     let duration_us = run_duration_us(scenario, config)?;
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
     if !pi_cv && scenario.rpc.model == IpcModel::Donation {
@@ -677,6 +681,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             duration_us: actual_end.saturating_sub(t0) as f64 / 1000.0,
             tasks,
             deadlock,
+            gangs: Vec::new(),
             events,
         },
         cpus: cpu_map,
@@ -1058,6 +1063,22 @@ fn ns_per_loop(
     }
 }
 
+/// Gangs (seed 003) are not supported by `heir run` yet: refused, with the
+/// path of the first gang, before anything starts.
+fn refuse_gangs(scenario: &Scenario) -> Result<(), RunError> {
+    match scenario
+        .resources
+        .iter()
+        .find(|r| matches!(r.kind, ResourceKind::Gang { .. }))
+    {
+        Some(r) => Err(RunError::Unsupported {
+            path: r.path.clone(),
+            what: format!("gang {:?} (seed 003, not yet)", r.name),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The scenario's resources, instantiated, in resource order.
 fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
     scenario
@@ -1091,6 +1112,7 @@ fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
                 Res::Donate(DonEndpoint::new())
             }
             ResourceKind::Endpoint { .. } => Res::Endpoint(Endpoint::new(pi_cv)),
+            ResourceKind::Gang { .. } => Res::Gang,
         })
         .collect()
 }
@@ -1781,6 +1803,13 @@ impl Ctx<'_> {
             EventKind::Call { endpoint, run } => self.call(endpoint.0, *run, end)?,
             EventKind::Serve(e) if self.donates(e.0) => self.serve_don(ev, e.0)?,
             EventKind::Serve(e) => self.serve(e.0, end)?,
+            // Refused before the run starts (`refuse_gangs`).
+            EventKind::Gang { .. } => {
+                return Err(Stop::Failed(RunError::Unsupported {
+                    path: ev.path.clone(),
+                    what: format!("\"{}\" (seed 003, not yet)", ev.key),
+                }))
+            }
         }
         Ok(())
     }

@@ -7,6 +7,9 @@
 //!   ceiling clamped to a real-time priority);
 //! - [`side_protocol`]: the protocol of the mutexes heir adds inside
 //!   barriers and suspend points (inheritance when `pi_enabled`);
+//! - [`gang_floor`]: the urgency a running gang puts under its active
+//!   members (seed 003's gang priority, and what it means under
+//!   `SCHED_DEADLINE`);
 //! - [`Roles`]: who pushes to and pops from each queue, who serves and
 //!   calls each endpoint — declared in the resource, or used by a task's
 //!   events (PI-CV's helpers are derived from these).
@@ -56,6 +59,39 @@ pub fn side_protocol(g: &Global) -> Protocol {
     } else {
         Protocol::None
     }
+}
+
+/// Seed 003: the floor a running gang puts under each active member that
+/// has not notified — the gang priority, from the base (user) urgencies of
+/// *all* its members, passive and active — or `None` when the gang boosts
+/// nobody (`global.gpm: false`, seed 003's no-GPM baseline, or every member
+/// a `SCHED_DEADLINE` thread).
+///
+/// The gang priority is the most urgent base that is **not** a deadline:
+/// a floor lends urgency, never time (a budget), so it never lifts a
+/// fixed-priority or `SCHED_OTHER` member into the deadline class, where
+/// it would have no server to run on; and a `SCHED_DEADLINE` member is
+/// never boosted — it already runs above every fixed priority, and
+/// changing its parameters would reset its CBS server (on real threads:
+/// `sched_setattr` of a deadline thread, which may be blocked, leaks
+/// admitted bandwidth). Under a gang with deadline members, the
+/// fixed-priority members thus run at the highest fixed priority among the
+/// members, and Property 1's interference is every deadline thread plus
+/// the fixed-priority threads at or above that priority (docs/GANG.md).
+pub fn gang_floor(g: &Global, member_bases: impl IntoIterator<Item = Urgency>) -> Option<Urgency> {
+    if !g.gpm {
+        return None;
+    }
+    member_bases
+        .into_iter()
+        .filter(|u| !matches!(u, Urgency::Deadline { .. }))
+        .max()
+}
+
+/// Seed 003: whether a member with membership bits `bits` is an active
+/// member of a `gang_run` with `mask` (they share a bit).
+pub fn gang_active(bits: u32, mask: u32) -> bool {
+    bits & mask & crate::GANG_ALL_BITS != 0
 }
 
 /// Who plays which part at each queue and endpoint, by resource index:
@@ -143,5 +179,37 @@ mod tests {
             protocol(&MutexProtocol::Ceiling { ceiling: 300 }),
             Protocol::Ceiling(Urgency::fixed(99))
         );
+    }
+
+    #[test]
+    fn gang_floor_is_the_most_urgent_base_short_of_a_deadline() {
+        let mut g = crate::parse_str(r#"{"tasks": {"A": {"run": 1}}}"#, "g.json")
+            .unwrap()
+            .global;
+        let dl = Urgency::deadline(1_000);
+        let cases: [(&[Urgency], Option<Urgency>); 5] = [
+            (&[], None),
+            (
+                &[Urgency::fixed(10), Urgency::fixed(50)],
+                Some(Urgency::fixed(50)),
+            ),
+            (
+                &[Urgency::other(0), Urgency::fixed(3)],
+                Some(Urgency::fixed(3)),
+            ),
+            (
+                &[dl, Urgency::fixed(20), Urgency::other(-5)],
+                Some(Urgency::fixed(20)),
+            ),
+            (&[dl, dl], None),
+        ];
+        for (bases, want) in cases {
+            assert_eq!(gang_floor(&g, bases.iter().copied()), want, "{bases:?}");
+        }
+        g.gpm = false;
+        assert_eq!(gang_floor(&g, [Urgency::fixed(50)]), None);
+        assert!(gang_active(1, crate::GANG_ALL_BITS));
+        assert!(!gang_active(2, 1));
+        assert!(!gang_active(0, crate::GANG_ALL_BITS));
     }
 }

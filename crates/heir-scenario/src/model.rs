@@ -174,6 +174,10 @@ pub struct Global {
     pub bwi_affinity: bool,
     /// heir extension: the seed of every random draw (default 0).
     pub seed: u64,
+    /// heir extension (seed 003): gang priority management (default
+    /// true). False keeps every gang's waiting and counting but boosts
+    /// nobody: seed 003's no-GPM baseline.
+    pub gpm: bool,
     /// rt-app's `calibration` when it is an integer: ns per loop.
     pub calibration_ns_per_loop: Option<u64>,
 }
@@ -411,6 +415,81 @@ pub enum EventKind {
     },
     /// heir: `serve ENDPOINT`: take the most urgent request, run it, reply.
     Serve(ResIdx),
+    /// heir (seed 003): an operation on a gang (`gang_run`, `gang_wait`,
+    /// `gang_notify`, `gang_insert`, `gang_remove`, `gang_active`,
+    /// `gang_passive`) by the running thread.
+    Gang {
+        /// A [`ResourceKind::Gang`].
+        gang: ResIdx,
+        /// What the thread does to it.
+        op: GangOp,
+    },
+}
+
+/// Every membership bit of a gang member's control word: the lower 28
+/// bits (seed 003 §2; the upper four are the inheritance status).
+pub const GANG_ALL_BITS: u32 = 0x0FFF_FFFF;
+
+/// The membership bits a member starts with (listed in the gang's
+/// `members`, or joined by `gang_insert`), and the bits `gang_active` sets
+/// when it names none: bit 0, which the default mask of `gang_run`
+/// covers — so a plain barrier needs no `gang_active`.
+pub const GANG_DEFAULT_BITS: u32 = 1;
+
+/// heir (seed 003): what a gang event does (the seed's Listing 1, by the
+/// running thread).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GangOp {
+    /// `gang_run`: boost the active members — those whose membership bits
+    /// and `mask` share a bit — to the gang priority until each notifies.
+    /// Fails, changing nothing, while a run is in progress.
+    Run {
+        /// The mask (1..=[`GANG_ALL_BITS`]; default every bit).
+        mask: u32,
+    },
+    /// `gang_wait`: wait until every active member of the run in progress
+    /// has notified (at once when none is in progress), or until the
+    /// timeout.
+    Wait {
+        /// µs after which the wait gives up (`None`: no timeout).
+        timeout_us: Option<u64>,
+    },
+    /// `gang_notify`: the caller's boost is revoked and it is counted
+    /// (harmless when it is not an active member of a run in progress).
+    Notify,
+    /// `gang_insert`: the caller joins the gang (with
+    /// [`GANG_DEFAULT_BITS`]); a thread is a member of at most one gang.
+    Insert,
+    /// `gang_remove`: the caller leaves the gang (as `gang_notify` first
+    /// when it is an active member that has not notified).
+    Remove,
+    /// `gang_active`: the caller sets these membership bits (no system
+    /// call: its control word).
+    Active {
+        /// The bits set (1..=[`GANG_ALL_BITS`]; default
+        /// [`GANG_DEFAULT_BITS`]).
+        bits: u32,
+    },
+    /// `gang_passive`: the caller clears these membership bits.
+    Passive {
+        /// The bits cleared (1..=[`GANG_ALL_BITS`]; default every bit).
+        bits: u32,
+    },
+}
+
+impl GangOp {
+    /// The event's name in the file (`"gang_run"`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            GangOp::Run { .. } => "gang_run",
+            GangOp::Wait { .. } => "gang_wait",
+            GangOp::Notify => "gang_notify",
+            GangOp::Insert => "gang_insert",
+            GangOp::Remove => "gang_remove",
+            GangOp::Active { .. } => "gang_active",
+            GangOp::Passive { .. } => "gang_passive",
+        }
+    }
 }
 
 /// A mutex protocol, as the scenario names it.
@@ -508,6 +587,12 @@ pub enum ResourceKind {
         /// Tasks with a `call` to it, in order of first use.
         callers: Vec<TaskIdx>,
     },
+    /// heir (seed 003): a gang. Its `members` are members from the start,
+    /// with [`GANG_DEFAULT_BITS`]; others join with `gang_insert`.
+    Gang {
+        /// Declared `members`, in file order (every thread of each task).
+        members: Vec<TaskIdx>,
+    },
 }
 
 impl ResourceKind {
@@ -521,6 +606,7 @@ impl ResourceKind {
             ResourceKind::Timer { .. } => "timer",
             ResourceKind::Suspend { .. } => "suspend point",
             ResourceKind::Endpoint { .. } => "endpoint",
+            ResourceKind::Gang { .. } => "gang",
         }
     }
 }

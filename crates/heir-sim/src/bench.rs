@@ -90,6 +90,7 @@ pub fn large_scenario(seed: u64, tasks: usize, cpus: u32) -> Scenario {
             pi_cv: true,
             bwi_affinity: true,
             seed,
+            gpm: true,
             calibration_ns_per_loop: None,
         },
         resources: Vec::new(),

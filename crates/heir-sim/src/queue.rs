@@ -28,6 +28,9 @@ pub(crate) enum EvKind {
     /// A call's timeout (stale unless `gen` is the thread's call
     /// generation).
     Timeout,
+    /// A `gang_wait`'s timeout (stale unless `gen` is the thread's gang
+    /// wait generation).
+    GangTimeout,
 }
 
 /// A future event. Ordered by `(time, seq)`: `seq` is the insertion counter,

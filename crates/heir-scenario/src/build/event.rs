@@ -1,6 +1,6 @@
 //! Step 4, continued: events and the resources they name.
 
-use super::task::Ev;
+use super::task::{Ev, GangEv};
 use super::*;
 
 impl Builder<'_> {
@@ -70,6 +70,7 @@ impl Builder<'_> {
             Ev::Push | Ev::Pop => emit(self.queue_event(task, m, ev, &path)?),
             Ev::Serve => emit(self.serve(task, m, &path)?),
             Ev::Call => emit(self.call(task, m, &path)?),
+            Ev::Gang(g) => emit(self.gang_event(m, g, &path)?),
         }
         Ok(())
     }
@@ -216,6 +217,79 @@ impl Builder<'_> {
             push_unique(&mut u.poppers, task);
             Ok(EventKind::Pop(r))
         }
+    }
+
+    /// A gang event (seed 003): the gang's name, or an object with
+    /// `"gang"` and the event's one option (`mask`, `timeout`, `bits`).
+    fn gang_event(&mut self, m: &Member, g: GangEv, path: &str) -> R<EventKind> {
+        let (what, option) = match g {
+            GangEv::Run => ("gang_run", Some("mask")),
+            GangEv::Wait => ("gang_wait", Some("timeout")),
+            GangEv::Active => ("gang_active", Some("bits")),
+            GangEv::Passive => ("gang_passive", Some("bits")),
+            GangEv::Notify => ("gang_notify", None),
+            GangEv::Insert => ("gang_insert", None),
+            GangEv::Remove => ("gang_remove", None),
+        };
+        let (gang, opt) = match (option, m.value.as_ref().map(|v| &v.kind)) {
+            (Some(key), Some(Kind::Object(_))) => {
+                let shape = format!("{{\"gang\": gang, \"{key}\": …}}");
+                let fields = object_fields(m, path, &["gang", key], what, &shape)?;
+                let (name, at) = required_str(fields, m, "gang", "gang", path, what)?;
+                let r = self.res(name, Ns::Gang, &key_path(path, "gang"), at);
+                (r, fields.iter().find(|f| f.key == key))
+            }
+            (Some(key), _) if m.value.as_ref().and_then(Value::as_str).is_none() => {
+                return Err(expected(
+                    m,
+                    path.to_string(),
+                    &format!("a gang name (a string) or {{\"gang\": gang, \"{key}\": …}}"),
+                ))
+            }
+            _ => (self.operand(m, Ns::Gang, path)?, None),
+        };
+        let bits = |f: &Member, what: &str| -> R<u32> {
+            match count_of(f.value.as_ref()) {
+                Some(n @ 1..) if n <= u64::from(GANG_ALL_BITS) => Ok(n as u32),
+                _ => Err(expected(
+                    f,
+                    key_path(path, &f.key),
+                    &format!("{what} (an integer 1..={GANG_ALL_BITS}: 28 membership bits)"),
+                )),
+            }
+        };
+        let op = match g {
+            GangEv::Run => GangOp::Run {
+                mask: opt.map_or(Ok(GANG_ALL_BITS), |f| bits(f, "a mask"))?,
+            },
+            GangEv::Wait => GangOp::Wait {
+                timeout_us: match opt {
+                    Some(f) => {
+                        let t_path = key_path(path, "timeout");
+                        let us = micros_of(f, t_path.clone())?;
+                        if us == 0 {
+                            return fail(
+                                value_at(f),
+                                &t_path,
+                                "timeout must be positive (µs > 0), found 0",
+                            );
+                        }
+                        Some(us)
+                    }
+                    None => None,
+                },
+            },
+            GangEv::Active => GangOp::Active {
+                bits: opt.map_or(Ok(GANG_DEFAULT_BITS), |f| bits(f, "bits"))?,
+            },
+            GangEv::Passive => GangOp::Passive {
+                bits: opt.map_or(Ok(GANG_ALL_BITS), |f| bits(f, "bits"))?,
+            },
+            GangEv::Notify => GangOp::Notify,
+            GangEv::Insert => GangOp::Insert,
+            GangEv::Remove => GangOp::Remove,
+        };
+        Ok(EventKind::Gang { gang, op })
     }
 
     /// A `serve` by task `task` of the endpoint `m` names.

@@ -203,6 +203,7 @@ enum Ns {
     Barrier,
     Timer,
     Endpoint,
+    Gang,
 }
 
 impl Ns {
@@ -215,6 +216,7 @@ impl Ns {
             Ns::Barrier => "barrier",
             Ns::Timer => "timer",
             Ns::Endpoint => "endpoint",
+            Ns::Gang => "gang",
         }
     }
 
@@ -227,6 +229,7 @@ impl Ns {
             Ns::Barrier => "a barrier",
             Ns::Timer => "a timer",
             Ns::Endpoint => "an endpoint",
+            Ns::Gang => "a gang",
         }
     }
 }
@@ -279,6 +282,7 @@ pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
             pi_cv: true,
             bwi_affinity: true,
             seed: 0,
+            gpm: true,
             calibration_ns_per_loop: None,
         },
         warnings: Vec::new(),
@@ -293,6 +297,7 @@ pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
         paired: HashSet::new(),
         threads: 0,
         rpc: Rpc::default(),
+        gang_of: HashMap::new(),
     };
     b.scenario(root)
 }
@@ -318,6 +323,9 @@ struct Builder<'a> {
     threads: u32,
     /// `global.ipc`, passive tasks, calls with a timeout or a nested call.
     rpc: Rpc,
+    /// Seed 003: the gang each task is listed in (a thread is a member of
+    /// at most one gang), with the JSON path of the listing.
+    gang_of: HashMap<TaskIdx, (String, String)>,
 }
 
 impl Builder<'_> {
@@ -488,6 +496,7 @@ impl Builder<'_> {
                 "pi_enabled" => self.global.pi_enabled = boolean(m, &path)?,
                 "pi_cv" => self.global.pi_cv = boolean(m, &path)?,
                 "bwi_affinity" => self.global.bwi_affinity = boolean(m, &path)?,
+                "gpm" => self.global.gpm = boolean(m, &path)?,
                 "ipc" => {
                     self.rpc.model = match m.value.as_ref().and_then(Value::as_str) {
                         Some("pi-cv") => IpcModel::PiCv,
@@ -563,6 +572,9 @@ impl Builder<'_> {
             Ns::Endpoint => ResourceKind::Endpoint {
                 servers: Vec::new(),
                 callers: Vec::new(),
+            },
+            Ns::Gang => ResourceKind::Gang {
+                members: Vec::new(),
             },
         };
         let r = self.new_resource(name, path, kind);
@@ -734,6 +746,7 @@ impl Builder<'_> {
                     .fold(0u32, u32::saturating_add);
             }
             ResourceKind::Suspend { .. }
+            | ResourceKind::Gang { .. }
             | ResourceKind::Mutex { .. }
             | ResourceKind::Cond { .. }
             | ResourceKind::Timer { .. } => {}

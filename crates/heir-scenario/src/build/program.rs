@@ -199,7 +199,12 @@ impl Builder<'_> {
             | EventKind::Push(_)
             | EventKind::Pop(_)
             | EventKind::Call { .. }
-            | EventKind::Serve(_) => true,
+            | EventKind::Serve(_)
+            | EventKind::Gang {
+                op: GangOp::Wait { .. },
+                ..
+            } => true,
+            EventKind::Gang { .. } => false,
             EventKind::Unlock(_)
             | EventKind::Signal(_)
             | EventKind::Broadcast(_)

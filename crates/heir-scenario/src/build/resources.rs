@@ -78,6 +78,12 @@ impl Builder<'_> {
                 poppers: Vec::new(),
             },
             Decl::Barrier => ResourceKind::Barrier { users: 0 },
+            Decl::Gang => ResourceKind::Gang {
+                members: match field("members") {
+                    Some(ms) => self.gang_members(ms, &m.key, &path)?,
+                    None => Vec::new(),
+                },
+            },
         };
         let idx = ResIdx(self.resources.len());
         self.resources.push(Resource {
@@ -199,6 +205,58 @@ impl Builder<'_> {
         Ok(out)
     }
 
+    /// A gang's `members` (task names); a task listed in a second gang is
+    /// refused (a thread is a member of at most one gang, seed 003 §2).
+    fn gang_members(&mut self, h: &Member, gang: &str, path: &str) -> R<Vec<TaskIdx>> {
+        let h_path = key_path(path, "members");
+        let Some(Kind::Array(items)) = h.value.as_ref().map(|v| &v.kind) else {
+            return Err(expected(h, h_path, "an array of task names"));
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let i_path = push_path(&h_path, &PathSeg::Index(i));
+            let Some(name) = item.as_str() else {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!("expected a task name (a string), found {}", item.describe()),
+                );
+            };
+            let Some(&t) = self.task_by_name.get(name) else {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!(
+                        "member {} is not a task; the tasks are: {}",
+                        quote_short(name),
+                        self.task_list()
+                    ),
+                );
+            };
+            if out.contains(&t) {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!("member {} is listed twice", quote_short(name)),
+                );
+            }
+            if let Some((other, at)) = self.gang_of.get(&t) {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!(
+                        "task {} is already a member of gang {} (at {at}): a thread is a member of at most one gang",
+                        quote_short(name),
+                        quote_short(other)
+                    ),
+                );
+            }
+            self.gang_of.insert(t, (gang.to_string(), i_path));
+            out.push(t);
+        }
+        Ok(out)
+    }
+
     fn task_list(&self) -> String {
         const MAX: usize = 20;
         let mut s = self
@@ -222,6 +280,7 @@ enum Decl {
     Cond,
     Queue,
     Barrier,
+    Gang,
 }
 
 impl Decl {
@@ -232,6 +291,7 @@ impl Decl {
             Decl::Cond => &["type", "helpers"],
             Decl::Queue => &["type", "capacity"],
             Decl::Barrier => &["type"],
+            Decl::Gang => &["type", "members"],
         }
     }
 }
@@ -243,7 +303,7 @@ fn declared_type(m: &Member, fields: &[Member], path: &str) -> R<(Decl, Ns)> {
         return fail(
             value_at(m),
             path,
-            "missing \"type\": expected \"mutex\", \"cond\", \"queue\" or \"barrier\"",
+            "missing \"type\": expected \"mutex\", \"cond\", \"queue\", \"barrier\" or \"gang\"",
         );
     };
     let ty_path = key_path(path, "type");
@@ -252,6 +312,7 @@ fn declared_type(m: &Member, fields: &[Member], path: &str) -> R<(Decl, Ns)> {
         Some("cond" | "wait") => Ok((Decl::Cond, Ns::Cond)),
         Some("queue") => Ok((Decl::Queue, Ns::Queue)),
         Some("barrier") => Ok((Decl::Barrier, Ns::Barrier)),
+        Some("gang") => Ok((Decl::Gang, Ns::Gang)),
         Some("endpoint") => fail(
             value_at(ty),
             &ty_path,
@@ -266,7 +327,7 @@ fn declared_type(m: &Member, fields: &[Member], path: &str) -> R<(Decl, Ns)> {
             value_at(ty),
             &ty_path,
             format!(
-                "unknown resource type {}: expected \"mutex\", \"cond\" (or rt-app's \"wait\"), \"queue\" or \"barrier\"",
+                "unknown resource type {}: expected \"mutex\", \"cond\" (or rt-app's \"wait\"), \"queue\", \"barrier\" or \"gang\"",
                 found(ty.value.as_ref())
             ),
         ),

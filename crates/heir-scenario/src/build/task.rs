@@ -23,6 +23,13 @@ const EVENTS: &[(&str, Ev)] = &[
     ("pop", Ev::Pop),
     ("call", Ev::Call),
     ("serve", Ev::Serve),
+    ("gang_run", Ev::Gang(GangEv::Run)),
+    ("gang_wait", Ev::Gang(GangEv::Wait)),
+    ("gang_notify", Ev::Gang(GangEv::Notify)),
+    ("gang_insert", Ev::Gang(GangEv::Insert)),
+    ("gang_remove", Ev::Gang(GangEv::Remove)),
+    ("gang_active", Ev::Gang(GangEv::Active)),
+    ("gang_passive", Ev::Gang(GangEv::Passive)),
 ];
 
 /// rt-app keys heir refuses, with the reason.
@@ -92,6 +99,19 @@ pub(super) enum Ev {
     Pop,
     Call,
     Serve,
+    Gang(GangEv),
+}
+
+/// The gang events (seed 003).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum GangEv {
+    Run,
+    Wait,
+    Notify,
+    Insert,
+    Remove,
+    Active,
+    Passive,
 }
 
 /// What a key of a task or phase object is.

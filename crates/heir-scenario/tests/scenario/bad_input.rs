@@ -51,7 +51,7 @@ fn unknown_task_key() {
         "t.json:4:12: at tasks.A.prio: unknown key \"prio\" in task \"A\": expected a property \
          (instance, loop, delay, policy, priority, cpus, dl-runtime, dl-period, dl-deadline, \
          util_min, util_max, nodes_membind, phases, passive) or an event (lock, unlock, wait, signal, broad, \
-         sync, sleep, runtime, run, timer, suspend, resume, yield, barrier, push, pop, call, serve; \
+         sync, sleep, runtime, run, timer, suspend, resume, yield, barrier, push, pop, call, serve, gang_run, gang_wait, gang_notify, gang_insert, gang_remove, gang_active, gang_passive; \
          a suffix is allowed, as in run1)"
     );
 }

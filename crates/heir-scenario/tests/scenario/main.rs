@@ -5,6 +5,7 @@ mod common;
 mod bad_input;
 mod donation;
 mod events;
+mod gang;
 mod global;
 mod limits;
 mod messages;

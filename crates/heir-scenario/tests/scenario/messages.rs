@@ -22,7 +22,7 @@ fn a_one_megabyte_key_is_cut_in_the_message_and_the_path() {
             "t.json:1:28: at tasks.A[{shown}]: unknown key {shown} in task \"A\": expected a property \
              (instance, loop, delay, policy, priority, cpus, dl-runtime, dl-period, dl-deadline, \
              util_min, util_max, nodes_membind, phases, passive) or an event (lock, unlock, wait, signal, broad, \
-             sync, sleep, runtime, run, timer, suspend, resume, yield, barrier, push, pop, call, serve; \
+             sync, sleep, runtime, run, timer, suspend, resume, yield, barrier, push, pop, call, serve, gang_run, gang_wait, gang_notify, gang_insert, gang_remove, gang_active, gang_passive; \
              a suffix is allowed, as in run1)"
         )
     );

@@ -324,7 +324,7 @@ fn phase_errors() {
         (
             r#""phases": {"p": {"instance": 2, "run": 1}}"#,
             "tasks.A.phases.p.instance",
-            "unknown key \"instance\" in phase \"p\": expected a property (loop, cpus, policy, priority, dl-runtime, dl-period, dl-deadline, util_min, util_max, nodes_membind) or an event (lock, unlock, wait, signal, broad, sync, sleep, runtime, run, timer, suspend, resume, yield, barrier, push, pop, call, serve; a suffix is allowed, as in run1)",
+            "unknown key \"instance\" in phase \"p\": expected a property (loop, cpus, policy, priority, dl-runtime, dl-period, dl-deadline, util_min, util_max, nodes_membind) or an event (lock, unlock, wait, signal, broad, sync, sleep, runtime, run, timer, suspend, resume, yield, barrier, push, pop, call, serve, gang_run, gang_wait, gang_notify, gang_insert, gang_remove, gang_active, gang_passive; a suffix is allowed, as in run1)",
         ),
     ];
     for (body, path, message) in cases {

@@ -30,6 +30,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             lends: Vec::new(),
         };
         let mut helpers: Vec<(CondId, u32)> = Vec::new();
+        let mut gangs: Vec<super::gang::Gang> = Vec::new();
         let res_state = scenario
             .resources
             .iter()
@@ -44,12 +45,22 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     donation: (scenario.rpc.model == heir_scenario::IpcModel::Donation)
                         .then_some(pi_cv),
                     reqs: &mut reqs,
+                    gangs: &mut gangs,
                 };
                 b.build(&res.kind, &roles, g)
             })
             .collect();
         for (th, r, o) in reqs {
             threads.threads[th as usize].reqs.push((r, o));
+        }
+        // Listed members start with the default bits (seed 003 §2: the
+        // control word's membership status).
+        for (g, gang) in gangs.iter().enumerate() {
+            for &m in &gang.members {
+                let th = &mut threads.threads[m as usize];
+                th.gang = Some(g as u32);
+                th.gang_bits = heir_scenario::GANG_DEFAULT_BITS;
+            }
         }
         let count_aborts = scenario.rpc.calls.iter().any(|c| c.spec.has_timeout());
         let (handlers, handler_at) = rpc::handler_arena(scenario);
@@ -116,6 +127,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             count_aborts,
             handlers,
             handler_at,
+            gangs,
         })
     }
 }
@@ -342,6 +354,10 @@ impl Thread {
             job_release: None,
             pass_closed: false,
             release_on_wake: None,
+            gang: None,
+            gang_bits: 0,
+            gang_waiting: None,
+            gang_gen: 0,
         }
     }
 }
@@ -358,6 +374,8 @@ struct ResBuilder<'a> {
     donation: Option<bool>,
     /// Request objects made: (calling thread, endpoint, object).
     reqs: &'a mut Vec<(u32, usize, heir_core::ObjId)>,
+    /// The gangs made (seed 003).
+    gangs: &'a mut Vec<super::gang::Gang>,
 }
 
 impl ResBuilder<'_> {
@@ -412,6 +430,16 @@ impl ResBuilder<'_> {
                 Some(donates) => self.endpoint_don(servers, callers, donates),
                 None => self.endpoint(roles),
             },
+            ResourceKind::Gang { members } => {
+                // Seed 003: targets and floor only while it runs; its
+                // waiters do not donate, and lend no deadline time.
+                let obj = self.engine.add_object(heir_core::Spec::GANG);
+                self.names.object(obj.0, r, false);
+                let tasks: Vec<usize> = members.iter().map(|t| t.0).collect();
+                let members = self.threads.of(&tasks);
+                self.gangs.push(super::gang::Gang::new(obj, r, members));
+                ResState::Gang(self.gangs.len() as u32 - 1)
+            }
         }
     }
 
@@ -645,5 +673,8 @@ pub(super) fn check_event(sc: &Scenario, ev: &Event) -> Result<(), SimError> {
             |k| matches!(k, ResourceKind::Endpoint { .. }),
             "endpoint",
         ),
+        EventKind::Gang { gang: r, .. } => {
+            want(r.0, |k| matches!(k, ResourceKind::Gang { .. }), "gang")
+        }
     }
 }

@@ -69,6 +69,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             EventKind::Serve(r) if self.don_of(r.0).is_some() => self.ev_serve_don(t, r.0, ev),
             EventKind::Call { endpoint, run } => self.ev_call(t, endpoint.0, *run, ev),
             EventKind::Serve(r) => self.ev_serve(t, r.0, ev),
+            EventKind::Gang { gang, op } => self.ev_gang(t, gang.0, *op, ev),
         }
     }
 

@@ -55,7 +55,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
         th.status = Status::Exited;
         th.job_release = None;
         self.alive -= 1;
-        let eng = th.eng;
+        // Seed 003: a thread that terminates leaves its gang (as
+        // `gang_notify` first if it is an active member of a run).
+        self.gang_leave(t)?;
+        let eng = self.threads[t as usize].eng;
         match self.engine.remove_task(eng) {
             Ok(ch) => self.apply_changes(&ch),
             // Exits owning a mutex: it stays in the engine as the owner.

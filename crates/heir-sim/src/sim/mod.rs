@@ -198,6 +198,15 @@ struct Thread {
     pass_closed: bool,
     /// A timer sleep: emit the job's `Release` (with this deadline) on wake.
     release_on_wake: Option<Option<u64>>,
+    // Gangs (seed 003).
+    /// The gang (index into `gangs`) the thread is a member of.
+    gang: Option<u32>,
+    /// Its membership bits (the control word's lower 28 bits).
+    gang_bits: u32,
+    /// The gang it waits for in `gang_wait`.
+    gang_waiting: Option<u32>,
+    /// Generation of its `gang_wait` (stale timeouts).
+    gang_gen: u32,
 }
 
 /// The cold per-thread state.
@@ -306,6 +315,8 @@ enum ResState {
         mutex: SimMutex,
         cond: SimCond,
     },
+    /// A gang (seed 003): its index in `Simulator::gangs`.
+    Gang(u32),
     Endpoint {
         mutex: SimMutex,
         /// Signalled when a request is queued (servers wait on it).
@@ -412,6 +423,8 @@ pub struct Simulator<'s, 'o> {
     handlers: Vec<rpc::Handler<'s>>,
     /// The top-level calls' handlers, by their event's JSON path.
     handler_at: std::collections::HashMap<&'s str, u32>,
+    /// The gangs (seed 003), in resource order.
+    gangs: Vec<gang::Gang>,
 }
 
 /// Stops the run with an error.
@@ -461,6 +474,7 @@ mod aff;
 mod build;
 mod dl;
 mod events;
+mod gang;
 mod life;
 mod ops;
 mod rpc;
@@ -539,6 +553,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 })
                 .collect(),
             deadlock,
+            gangs: self.gang_reports(),
             events: self.events,
         })
     }
@@ -617,6 +632,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             }
         }
         self.check_donation()?;
+        self.check_gangs()?;
         let in_queues = self.global.len()
             + self.spread.len()
             + self.local.iter().map(RunQueue::len).sum::<usize>();
@@ -705,6 +721,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 EvKind::Budget => self.budget_event(t, ev.gen)?,
                 EvKind::Replenish => self.replenish_event(t, ev.gen)?,
                 EvKind::Timeout => self.timeout_event(t, ev.gen)?,
+                EvKind::GangTimeout => self.gang_timeout(t, ev.gen)?,
             }
             self.dl_refresh();
             self.schedule()?;
@@ -749,10 +766,23 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     fn donor_of(&self, t: u32) -> Option<usize> {
         let th = &self.threads[t as usize];
-        if th.eff.donor() == th.eng {
+        self.donor_thread(th.eng, &th.eff)
+    }
+
+    /// The thread shown as the donor of engine task `task` at `eff`: the
+    /// root of its boosting chain, or — lifted by a running gang's floor —
+    /// the member whose base is the gang priority; `None` when it runs at
+    /// its own base or ceiling.
+    fn donor_thread(&self, task: TaskId, eff: &Effective) -> Option<usize> {
+        if let heir_core::Source::Floor { object, .. } = eff.source {
+            if let Some(d) = self.gang_donor(object) {
+                return (self.thread_of(task) != Some(d)).then_some(d as usize);
+            }
+        }
+        if eff.donor() == task {
             None
         } else {
-            self.thread_of(th.eff.donor()).map(|d| d as usize)
+            self.thread_of(eff.donor()).map(|d| d as usize)
         }
     }
 

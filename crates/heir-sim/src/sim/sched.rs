@@ -470,11 +470,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let Some(t) = self.thread_of(ch.task) else {
             return;
         };
-        let donor = if ch.new.donor() == ch.task {
-            None
-        } else {
-            self.thread_of(ch.new.donor()).map(|d| d as usize)
-        };
+        let donor = self.donor_thread(ch.task, &ch.new);
         let at_ns = self.now;
         self.emit(TraceEvent::Boost {
             at_ns,

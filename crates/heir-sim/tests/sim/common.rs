@@ -267,6 +267,7 @@ impl B {
                     pi_cv: true,
                     bwi_affinity: true,
                     seed: 0,
+                    gpm: true,
                     calibration_ns_per_loop: None,
                 },
                 resources: Vec::new(),
@@ -326,6 +327,15 @@ impl B {
             name,
             ResourceKind::Suspend {
                 task: TaskIdx(task),
+            },
+        )
+    }
+    /// A gang (seed 003) with the threads of `members` (task indices).
+    pub fn gang(&mut self, name: &str, members: &[usize]) -> ResIdx {
+        self.res(
+            name,
+            ResourceKind::Gang {
+                members: members.iter().map(|&t| TaskIdx(t)).collect(),
             },
         )
     }

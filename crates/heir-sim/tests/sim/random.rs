@@ -146,6 +146,134 @@ proptest! {
     }
 }
 
+/// A random small scenario with gangs (seed 003): 2-6 threads on 1-2
+/// CPUs, members of one of two gangs (or none, some as several
+/// instances), each thread a mix of work, sleeps, an inherit mutex, and
+/// every gang event — runs with random masks (so some fail), waits with
+/// and without timeouts, notifies, joins and leaves (a join of a second
+/// gang is an error at the task), membership bits set and cleared.
+pub fn gen_gang(seed: u64) -> Scenario {
+    use heir_scenario::GangOp;
+    let mut r = SplitMix64::new(seed);
+    let mut b = B::new();
+    b.sc.global.gpm = r.uniform(0, 3) != 0;
+    let nthreads = r.uniform(2, 6) as usize;
+    let m = b.mutex("m", MutexProtocol::Inherit);
+    let mut members: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+    for t in 0..nthreads {
+        match r.uniform(0, 2) {
+            0 => members[0].push(t),
+            1 => members[1].push(t),
+            _ => {}
+        }
+    }
+    let gangs = [b.gang("G0", &members[0]), b.gang("G1", &members[1])];
+    let cpus = r.uniform(1, 2) as u32;
+    for t in 0..nthreads {
+        let mut evs = vec![EventKind::Run(Micros::Uniform {
+            min: 1,
+            max: r.uniform(1, 300),
+        })];
+        for _ in 0..r.uniform(1, 6) {
+            let gang = gangs[r.uniform(0, 1) as usize];
+            let bits = r.uniform(1, 7) as u32;
+            let op = match r.uniform(0, 11) {
+                0 | 1 => Some(GangOp::Run { mask: bits }),
+                2 => Some(GangOp::Wait { timeout_us: None }),
+                3 => Some(GangOp::Wait {
+                    timeout_us: Some(r.uniform(1, 500)),
+                }),
+                4 | 5 => Some(GangOp::Notify),
+                6 => Some(GangOp::Insert),
+                7 => Some(GangOp::Remove),
+                8 => Some(GangOp::Active { bits }),
+                9 => Some(GangOp::Passive { bits }),
+                10 => {
+                    evs.push(EventKind::Lock(m));
+                    evs.push(EventKind::Run(Micros::Fixed(r.uniform(1, 200))));
+                    evs.push(EventKind::Unlock(m));
+                    None
+                }
+                _ => {
+                    evs.push(EventKind::Sleep(Micros::Fixed(r.uniform(1, 300))));
+                    None
+                }
+            };
+            if let Some(op) = op {
+                evs.push(EventKind::Gang { gang, op });
+            }
+            evs.push(EventKind::Run(Micros::Fixed(r.uniform(1, 200))));
+        }
+        let policy = if r.uniform(0, 5) == 0 {
+            Policy::Other
+        } else {
+            Policy::Fifo
+        };
+        let prio = if policy == Policy::Other {
+            r.uniform(0, 10) as i32 - 5
+        } else {
+            r.uniform(1, 70) as i32
+        };
+        let affinity = match r.uniform(0, 2) {
+            0 => None,
+            _ => Some(vec![r.uniform(0, u64::from(cpus) - 1) as u32]),
+        };
+        let loops = if r.uniform(0, 1) == 0 {
+            None
+        } else {
+            Some(r.uniform(1, 20))
+        };
+        b.task(
+            fifo(&format!("T{t}"), prio, evs)
+                .policy(policy)
+                .cpus(affinity)
+                .delay(r.uniform(0, 500))
+                .loops(loops)
+                .instances(r.uniform(1, 2) as u32),
+        );
+    }
+    b.sc
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_gang_scenarios_end_and_keep_invariants(seed in any::<u64>()) {
+        let sc = gen_gang(seed);
+        let cfg = SimConfig { duration_us: Some(50_000), seed: Some(seed), ..SimConfig::default() };
+        let mut obs = NullObserver;
+        let mut sim = Simulator::new(&sc, &cfg, &mut obs).expect("valid scenario");
+        match sim.run() {
+            Ok(report) => {
+                prop_assert!(report.duration_us <= 50_000.0);
+                if let Some(d) = &report.deadlock {
+                    prop_assert!(d.cycle.len() >= 3);
+                    prop_assert_eq!(d.cycle.first(), d.cycle.last());
+                }
+                prop_assert_eq!(report.gangs.len(), 2);
+                for g in &report.gangs {
+                    for w in &g.waiters {
+                        // A latency is at most the run's time so far.
+                        if let Some(max) = w.latency_us.max {
+                            prop_assert!(max <= report.duration_us);
+                        }
+                    }
+                }
+            }
+            // Only a gang_insert into a second gang stops a run with an
+            // error: at the task's event.
+            Err(SimError::Invalid { path, message, .. }) => {
+                prop_assert!(path.starts_with("tasks."), "{}: {}", path, message);
+                prop_assert!(message.contains("a thread is a member of at most one gang"), "{}", message);
+            }
+        }
+        if let Err(e) = sim.check_invariants() {
+            prop_assert!(false, "seed {}: {}", seed, e);
+        }
+    }
+}
+
 /// A random small `SCHED_DEADLINE` scenario as rt-app JSON: 2-5 threads
 /// (mostly deadline reservations, some `SCHED_FIFO`), 1-2 mutexes under
 /// `bwi` or `inherit`, nested sections, a condvar with helpers, timers and

@@ -1,0 +1,154 @@
+//! Gangs (seed 003) on the command line: `--gpm on|off` on `sim`, `run`
+//! and `analyze`, the report's `gangs` object and table, and the errors.
+
+use serde_json::Value;
+
+use crate::support::*;
+
+fn fig1(gpm: &str) -> Value {
+    let o = heir([
+        "sim",
+        example("seed003-fig1.json").to_str().unwrap(),
+        "--json",
+        "--gpm",
+        gpm,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    one_json(&o)
+}
+
+#[test]
+fn sim_json_reports_the_latency_per_waiter_gpm_off_and_on() {
+    for (gpm, latency, t_h) in [("off", 8000.0, 11000.0), ("on", 3000.0, 6000.0)] {
+        let r = fig1(gpm);
+        assert_eq!(
+            keys(&r),
+            ["mode", "cpus", "duration_us", "tasks", "deadlock", "gangs"],
+            "{gpm}"
+        );
+        let g = &r["gangs"]["G"];
+        assert_eq!(keys(g), ["runs", "failed_runs", "waiters"]);
+        assert_eq!(
+            (g["runs"].as_u64(), g["failed_runs"].as_u64()),
+            (Some(1), Some(0))
+        );
+        assert_eq!(keys(&g["waiters"]), ["S"]);
+        let s = &g["waiters"]["S"];
+        assert_eq!(keys(s), ["completed", "timeouts", "latency_us"]);
+        assert_eq!(
+            (s["completed"].as_u64(), s["timeouts"].as_u64()),
+            (Some(1), Some(0))
+        );
+        for k in ["min", "mean", "p50", "p90", "p99", "max"] {
+            assert_eq!(s["latency_us"][k].as_f64(), Some(latency), "{gpm} {k}");
+        }
+        assert_eq!(
+            r["tasks"]["T_H"]["response_us"]["max"].as_f64(),
+            Some(t_h),
+            "{gpm}"
+        );
+    }
+}
+
+#[test]
+fn sim_table_has_the_gang_rows_and_says_gpm() {
+    let o = heir([
+        "sim",
+        example("seed003-gang-pi-mutex.json").to_str().unwrap(),
+        "--gpm",
+        "off",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.lines().next().unwrap().ends_with("pi_cv on, gpm off"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("G "))
+        .expect("gang row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        ["G", "S", "1", "0", "1", "0", "9.000", "9.000", "9.000", "9.000"]
+    );
+    // Without gangs the header does not mention GPM.
+    let o = heir(["sim", example("fig7-transitive.json").to_str().unwrap()]);
+    assert!(!stdout(&o).contains("gpm"), "{}", stdout(&o));
+}
+
+#[test]
+fn run_and_analyze_take_gpm_and_refuse_gangs_for_now() {
+    let o = heir([
+        "run",
+        example("seed003-fig1.json").to_str().unwrap(),
+        "--gpm",
+        "off",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("resources.G: gang \"G\" (seed 003, not yet) is not supported by heir run"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "");
+    // A file without gangs: the flag is accepted.
+    let o = heir([
+        "analyze",
+        example("table1-client-server.json").to_str().unwrap(),
+        "--gpm",
+        "on",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let dir = TempDir::new("gang-analyze");
+    let file = dir.write(
+        "g.json",
+        r#"{"global": {"default_policy": "SCHED_FIFO", "duration": 1},
+            "resources": {"G": {"type": "gang", "members": ["A"]}},
+            "tasks": {"A": {"cpus": [0], "priority": 10, "run": 100, "gang_notify": "G",
+                            "timer": {"ref": "unique", "period": 1000}}}}"#,
+    );
+    let o = heir([
+        "analyze".as_ref(),
+        file.as_os_str(),
+        "--gpm".as_ref(),
+        "off".as_ref(),
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("gangs (seed 003) are not analysed yet"),
+        "{}",
+        stderr(&o)
+    );
+    let o = heir([
+        "sim",
+        example("seed003-fig1.json").to_str().unwrap(),
+        "--gpm",
+        "maybe",
+    ]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn joining_a_second_gang_stops_the_run_at_that_event() {
+    let dir = TempDir::new("gang-insert");
+    let file = dir.write(
+        "g.json",
+        r#"{"global": {"default_policy": "SCHED_FIFO"},
+  "resources": {"G1": {"type": "gang", "members": ["A"]}},
+  "tasks": {"A": {"loop": 1, "run": 100,
+    "gang_insert": "G2"}}}"#,
+    );
+    let o = heir(["sim".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert!(
+        stderr(&o).contains(
+            "g.json:4:5: at tasks.A.gang_insert: cannot simulate: thread A joins gang \"G2\" but is a member of gang \"G1\": a thread is a member of at most one gang"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
