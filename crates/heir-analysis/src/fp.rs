@@ -37,6 +37,8 @@
 //! [`crate::edf`]; an admitted reservation `(Q, D, P)` finishes a job of
 //! demand E within `(⌈E/Q⌉ − 1)·P + D` (one budget per server period).
 
+mod sweep;
+
 use crate::edf::{self, Reservation};
 use crate::matching::Matcher;
 use crate::model::{Class, LockProtocol, Nanos, Task, TaskSet};
@@ -294,12 +296,30 @@ pub struct Analyzer {
     marks: Vec<bool>,
     /// The `SCHED_DEADLINE` groups' admissions of the last analysed set.
     admissions: Vec<crate::dl::GroupAdmission>,
+    /// From how many fixed-priority tasks on a CPU the level sweep is used
+    /// (`None`: [`SWEEP_FROM`]).
+    sweep_from: Option<usize>,
+    sw: sweep::Sweep,
 }
+
+/// From this many fixed-priority tasks on one CPU, [`Analyzer::analyze`]
+/// bounds them by the level sweep (same values, computed without rescanning
+/// the tasks per task); below, task by task.
+pub const SWEEP_FROM: usize = 64;
 
 impl Analyzer {
     /// A fresh analyser.
     pub fn new() -> Analyzer {
         Analyzer::default()
+    }
+
+    /// Uses the level sweep on every CPU with at least `tasks`
+    /// fixed-priority tasks (default [`SWEEP_FROM`]; 0: always;
+    /// `usize::MAX`: never, every task analysed on its own — the reference
+    /// the sweep is tested against). The bounds are the same either way.
+    pub fn sweep_from(&mut self, tasks: usize) -> &mut Analyzer {
+        self.sweep_from = Some(tasks);
+        self
     }
 
     /// Analyses every task of a set (which must have passed
@@ -308,6 +328,10 @@ impl Analyzer {
         self.prepare(set);
         let mut out: Vec<Option<TaskResult>> = vec![None; set.tasks.len()];
         self.analyze_deadline_tasks(set, &mut out);
+        let cpus = self.sweep_cpus();
+        if !cpus.is_empty() {
+            self.sweep(set, &cpus, &mut out);
+        }
         for (i, slot) in out.iter_mut().enumerate() {
             if slot.is_none() {
                 *slot = Some(self.analyze_fixed(set, i, false));
@@ -322,6 +346,9 @@ impl Analyzer {
     /// not (the fast path of sweeps).
     pub fn schedulable(&mut self, set: &TaskSet) -> bool {
         self.prepare(set);
+        if !self.sweep_cpus().is_empty() {
+            return self.analyze(set).iter().all(|r| r.schedulable);
+        }
         if set
             .tasks
             .iter()
