@@ -31,12 +31,20 @@
 //!    barriers among 4 members of several priorities on 2 CPUs, with
 //!    FIFO load below the gang priority, without and with GPM.
 //!
+//! 7. `handoff`: two SCHED_FIFO 20 threads on two CPUs hand one PI mutex
+//!    back and forth, `RawPiMutex` against glibc's `PTHREAD_PRIO_INHERIT`
+//!    mutex: back to back (a strict alternation through the mutex: ns per
+//!    turn), and once the waiter sleeps in lock (ns from the unlock call
+//!    to the waiter's lock returning, and of the unlock call).
+//!    `HEIR_HANDOFF=heir|glibc` runs only the back-to-back part of one
+//!    side (for a profiler).
+//!
 //! All threads are SCHED_FIFO and pinned to the last CPU (deadline threads:
 //! unpinned, as the kernel requires); every loop is bounded in count and
 //! time. Without SCHED_FIFO permission the real-time parts print why and
 //! are skipped. `HEIR_BENCH_QUICK=1` shortens the runs. Arguments that do
 //! not start with `-` select sections by name (`uncontended`, `pingpong`,
-//! `fig13`, `boost`, `chain`, `donate`, `gang`): `cargo bench -p heir-rt --bench rt -- boost`.
+//! `fig13`, `boost`, `chain`, `donate`, `gang`, `handoff`): `cargo bench -p heir-rt --bench rt -- boost`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -965,6 +973,12 @@ fn main() {
             glibc_pingpong(cpu, rounds)
         );
     }
+    if want("handoff") {
+        handoff(
+            if quick { 2_000 } else { 10_000 },
+            if quick { 3 } else { 7 },
+        );
+    }
     if want("boost") {
         boost(cpu, rounds);
     }
@@ -1406,4 +1420,299 @@ fn gang_bench(cpu: u32, rounds: u32, barriers: usize) {
             loadavg()
         );
     }
+}
+
+/// What [`handoff_run`] needs of a mutex: lock and unlock.
+trait HandOff: Sync {
+    fn lock(&self);
+    fn unlock(&self);
+}
+
+impl HandOff for RawPiMutex {
+    fn lock(&self) {
+        RawPiMutex::lock(self).expect("lock");
+    }
+    fn unlock(&self) {
+        RawPiMutex::unlock(self).expect("unlock");
+    }
+}
+
+/// A glibc `PTHREAD_PRIO_INHERIT` mutex.
+struct GlibcPi(std::cell::UnsafeCell<libc::pthread_mutex_t>);
+// SAFETY: pthread mutexes are made for sharing between threads.
+unsafe impl Sync for GlibcPi {}
+// SAFETY: as above.
+unsafe impl Send for GlibcPi {}
+
+impl GlibcPi {
+    fn new() -> Self {
+        // SAFETY: a zeroed mutex initialised at once with a PI attribute.
+        unsafe {
+            let m = GlibcPi(std::cell::UnsafeCell::new(std::mem::zeroed()));
+            let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
+            libc::pthread_mutexattr_init(&mut attr);
+            libc::pthread_mutexattr_setprotocol(&mut attr, libc::PTHREAD_PRIO_INHERIT);
+            libc::pthread_mutex_init(m.0.get(), &attr);
+            libc::pthread_mutexattr_destroy(&mut attr);
+            m
+        }
+    }
+}
+
+impl HandOff for GlibcPi {
+    fn lock(&self) {
+        // SAFETY: an initialised mutex.
+        assert_eq!(unsafe { libc::pthread_mutex_lock(self.0.get()) }, 0);
+    }
+    fn unlock(&self) {
+        // SAFETY: an initialised mutex held by the caller.
+        assert_eq!(unsafe { libc::pthread_mutex_unlock(self.0.get()) }, 0);
+    }
+}
+
+/// True if thread `tid` of this process sleeps (`S` in its `stat`).
+fn asleep(tid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        == Some("S")
+}
+
+/// One hand-off measured: when the holder called unlock, when its unlock
+/// returned, when the waiter's lock returned (ns, `CLOCK_MONOTONIC`).
+#[derive(Clone, Copy, Default)]
+struct Hand {
+    unlock: u64,
+    unlocked: u64,
+    got: u64,
+}
+
+/// Two SCHED_FIFO 20 threads pinned to two CPUs hand one mutex back and
+/// forth `rounds` times. Each round the holder waits until the other
+/// thread has called lock and sleeps in the kernel on it (its flag, then
+/// `S` in its `/proc` stat), then unlocks — the kernel hands the mutex
+/// over — and the other thread's lock returns. Returns the hand-offs
+/// (`None` if the 20 s bound was hit).
+fn handoff_run<M: HandOff + Send + 'static>(
+    m: Arc<M>,
+    cpus: [u32; 2],
+    rounds: u32,
+) -> Option<Vec<Hand>> {
+    let limit = now_ns() + 20_000_000_000;
+    // `turn`: whose lock is to be answered next (0 or 1), 2 before start;
+    // `tids`: the two threads; `unlock_at`: the holder's timestamps.
+    let turn = Arc::new(AtomicU32::new(2));
+    let tids = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
+    let waiting = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
+    let side = |me: usize,
+                m: Arc<M>,
+                turn: Arc<AtomicU32>,
+                tids: Arc<[AtomicU32; 2]>,
+                waiting: Arc<[AtomicU32; 2]>| {
+        spawn_fifo(cpus[me], 20, move || {
+            let other = 1 - me;
+            tids[me].store(sys::gettid() as u32, Ordering::Release);
+            let mut hands = Vec::with_capacity(rounds as usize);
+            // Side 0 starts as the holder; side 1 starts by locking.
+            if me == 0 {
+                m.lock();
+                turn.store(0, Ordering::Release);
+            } else {
+                while turn.load(Ordering::Acquire) == 2 {
+                    if now_ns() > limit {
+                        return None;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            let mut holding = me == 0;
+            // `2 * rounds` hand-offs in all, alternating: side 0 hands on
+            // even ones, side 1 on odd ones.
+            for k in 0..2 * rounds as usize {
+                if (k % 2 == 0) == (me == 0) {
+                    // The holder: wait until the other sleeps in lock.
+                    debug_assert!(holding);
+                    let otid = loop {
+                        let t = tids[other].load(Ordering::Acquire);
+                        if t != 0 && waiting[other].load(Ordering::Acquire) == 1 {
+                            break t as i32;
+                        }
+                        if now_ns() > limit {
+                            m.unlock();
+                            return None;
+                        }
+                        std::hint::spin_loop();
+                    };
+                    while !asleep(otid) {
+                        if now_ns() > limit {
+                            m.unlock();
+                            return None;
+                        }
+                    }
+                    waiting[other].store(0, Ordering::Release);
+                    let unlock = now_ns();
+                    m.unlock();
+                    let unlocked = now_ns();
+                    holding = false;
+                    hands.push(Hand {
+                        unlock,
+                        unlocked,
+                        got: 0,
+                    });
+                } else {
+                    // The waiter: announce, lock, note when it returned.
+                    waiting[me].store(1, Ordering::Release);
+                    m.lock();
+                    let got = now_ns();
+                    holding = true;
+                    hands.push(Hand {
+                        got,
+                        ..Hand::default()
+                    });
+                }
+            }
+            if holding {
+                m.unlock();
+            }
+            Some(hands)
+        })
+    };
+    let a = side(0, m.clone(), turn.clone(), tids.clone(), waiting.clone());
+    let b = side(1, m, turn, tids, waiting);
+    let (ha, hb) = (a.join().ok()??, b.join().ok()??);
+    Some(
+        ha.iter()
+            .zip(&hb)
+            .map(|(x, y)| Hand {
+                unlock: x.unlock.max(y.unlock),
+                unlocked: x.unlocked.max(y.unlocked),
+                got: x.got.max(y.got),
+            })
+            .collect(),
+    )
+}
+
+/// The back-to-back shape: both threads (SCHED_FIFO 20, one per CPU) loop
+/// lock → if it is their turn, bump the shared count (a strict
+/// alternation) → unlock, until `2 * rounds` turns are done; the count
+/// moves only by a hand-off, so each turn is one contended hand-over
+/// (plus the lock/unlock attempts that found it was not their turn).
+/// Returns ns per turn, or `None` past the 20 s bound.
+fn alternate_run<M: HandOff + Send + 'static>(
+    m: Arc<M>,
+    cpus: [u32; 2],
+    rounds: u32,
+) -> Option<f64> {
+    let limit = now_ns() + 20_000_000_000;
+    let count = Arc::new(AtomicU32::new(0));
+    let ready = Arc::new(AtomicU32::new(0));
+    let total = 2 * rounds;
+    let side = |me: u32, m: Arc<M>, count: Arc<AtomicU32>, ready: Arc<AtomicU32>| {
+        spawn_fifo(cpus[me as usize], 20, move || {
+            ready.fetch_add(1, Ordering::AcqRel);
+            while ready.load(Ordering::Acquire) < 2 {
+                std::hint::spin_loop();
+            }
+            let t0 = now_ns();
+            loop {
+                m.lock();
+                // Relaxed is enough: the mutex orders the accesses.
+                let c = count.load(Ordering::Relaxed);
+                if c < total && c % 2 == me {
+                    count.store(c + 1, Ordering::Relaxed);
+                }
+                m.unlock();
+                if c + 1 >= total {
+                    break;
+                }
+                if now_ns() > limit {
+                    return None;
+                }
+            }
+            Some(now_ns() - t0)
+        })
+    };
+    let a = side(0, m.clone(), count.clone(), ready.clone());
+    let b = side(1, m, count, ready);
+    let (ta, tb) = (a.join().ok()??, b.join().ok()??);
+    Some(ta.max(tb) as f64 / total as f64)
+}
+
+/// Medians over one run's hand-offs: unlock call → waiter's lock
+/// returned, and the unlock call itself (ns).
+fn handoff_medians(h: &[Hand]) -> (f64, f64) {
+    let mut lat: Vec<f64> = h
+        .iter()
+        .map(|x| x.got.saturating_sub(x.unlock) as f64)
+        .collect();
+    let mut un: Vec<f64> = h.iter().map(|x| (x.unlocked - x.unlock) as f64).collect();
+    (median(&mut lat), median(&mut un))
+}
+
+fn handoff(rounds: u32, runs: usize) {
+    let cpus = sys::allowed_cpus();
+    if cpus.len() < 2 {
+        println!("handoff skipped: needs 2 CPUs");
+        return;
+    }
+    let two = [cpus[0], cpus[1]];
+    // Both CPUs spin at FIFO 20 while waiting for the other side: not
+    // while another heir real-time test runs.
+    let _lock = heir::caps::FileLock::acquire(&heir::caps::rt_tests_lock_path());
+    println!("## contended hand-off across CPUs {two:?}: two SCHED_FIFO 20 threads hand one PI mutex back and forth ({rounds} rounds = {} hand-offs per run, each once the waiter sleeps in lock), ns from the unlock call to the waiter's lock returning, and of the unlock call; medians per run, median of {runs} runs (heir and glibc alternating); load before {}", 2 * rounds, loadavg());
+    let (mut hl, mut hu, mut gl, mut gu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let which = std::env::var("HEIR_HANDOFF").unwrap_or_default();
+    for _ in 0..if which.is_empty() { runs } else { 0 } {
+        if let Some(h) = handoff_run(Arc::new(RawPiMutex::new()), two, rounds) {
+            let (l, u) = handoff_medians(&h);
+            hl.push(l);
+            hu.push(u);
+        }
+        if let Some(h) = handoff_run(Arc::new(GlibcPi::new()), two, rounds) {
+            let (l, u) = handoff_medians(&h);
+            gl.push(l);
+            gu.push(u);
+        }
+    }
+    let (mut ha, mut ga) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        if which != "glibc" {
+            if let Some(x) = alternate_run(Arc::new(RawPiMutex::new()), two, rounds * 10) {
+                ha.push(x);
+            }
+        }
+        if which == "heir" {
+            continue;
+        }
+        if let Some(x) = alternate_run(Arc::new(GlibcPi::new()), two, rounds * 10) {
+            ga.push(x);
+        }
+    }
+    let runs_of = |v: &[f64]| v.iter().map(|x| x.round() as i64).collect::<Vec<_>>();
+    println!(
+        "back-to-back ({} turns per run), ns per turn: RawPiMutex {:>7.0}   pthread_mutex PRIO_INHERIT {:>7.0}   ratio {:.2}   (runs: heir {:?}, glibc {:?})",
+        20 * rounds,
+        median(&mut ha.clone()),
+        median(&mut ga.clone()),
+        median(&mut ha.clone()) / median(&mut ga.clone()),
+        runs_of(&ha),
+        runs_of(&ga)
+    );
+    println!(
+        "hand-off  RawPiMutex {:>7.0}   pthread_mutex PRIO_INHERIT {:>7.0}   ratio {:.2}   (runs: heir {:?}, glibc {:?})",
+        median(&mut hl.clone()),
+        median(&mut gl.clone()),
+        median(&mut hl.clone()) / median(&mut gl.clone()),
+        runs_of(&hl),
+        runs_of(&gl)
+    );
+    println!(
+        "unlock    RawPiMutex {:>7.0}   pthread_mutex PRIO_INHERIT {:>7.0}   ratio {:.2}   (runs: heir {:?}, glibc {:?}); load after {}",
+        median(&mut hu.clone()),
+        median(&mut gu.clone()),
+        median(&mut hu.clone()) / median(&mut gu.clone()),
+        runs_of(&hu),
+        runs_of(&gu),
+        loadavg()
+    );
 }

@@ -24,6 +24,21 @@
 //!   its kernel waiters until the futex changes hands) then `FUTEX_UNLOCK_PI`
 //!   (which does not sleep) — so a contender reading the word under the
 //!   engine lock never sees an owner the engine has already dropped.
+//! - **Lazy waits** (the contended lock and unlock without the engine
+//!   lock): while no thread waits in the engine on anything but a
+//!   `PiMutex` (`rt::HEIR_WAITS`) and the caller is not more urgent than
+//!   the owner by what heir-rt last applied (so the engine would change
+//!   nothing and call no `sched_setattr`), the caller publishes its wait
+//!   in its registry record and sleeps in `FUTEX_LOCK_PI2` at once; the
+//!   kernel's PI futex boosts the owner. Whoever takes the engine lock
+//!   next — any operation, a query such as `thread::info` included —
+//!   first tells the engine of every published lazy wait (steps 1-2 on the
+//!   waiter's behalf: `promote`), so the engine sees every chain through
+//!   mutexes before it walks one (PI-CV through a mutex, seed 000 Fig. 7)
+//!   or answers a question; a promoted waiter finishes with step 4. An
+//!   owner the engine does not record releases without the engine lock
+//!   too, announcing it in `tracked` (`RELEASING`) so that a contender
+//!   never records an owner that is letting go.
 //! - **Robust** ([`crate::robust`]): a held mutex is linked on its owner's
 //!   robust list (the kernel's, shared with glibc), so when the owner exits
 //!   holding it the kernel sets `FUTEX_OWNER_DIED` and hands it to a waiter
@@ -43,6 +58,20 @@ use crate::rt::{self, State};
 use crate::sys::{self, FUTEX_OWNER_DIED, FUTEX_TID_MASK, FUTEX_WAITERS};
 use crate::Error;
 
+/// `RobustWord::tracked` bit: its owner (the TID beside it) is releasing
+/// the word without the engine (a lazy unlock): not to be recorded.
+const RELEASING: u32 = 0x8000_0000;
+
+/// What a lazy contended lock came to ([`RawPiMutex::lock_lazy`]).
+enum Lazy {
+    /// The caller owns the mutex (`true`: with `FUTEX_OWNER_DIED`).
+    Got(bool),
+    /// Interrupted: read the word again.
+    Again,
+    /// Take the engine path.
+    Eager,
+}
+
 /// A PI mutex without data (the C API's `heir_mutex_t`). Robust where the
 /// thread's robust list can be joined ([`crate::robust`]): when its owner
 /// exits holding it, the next locker gets [`Error::OwnerDead`].
@@ -57,7 +86,7 @@ pub struct RawPiMutex {
 impl RawPiMutex {
     /// A new unlocked mutex.
     pub fn new() -> Self {
-        let id = rt::state().new_mutex(Protocol::Inherit);
+        let id = rt::state().new_pi_mutex();
         RawPiMutex {
             w: Box::default(),
             id,
@@ -223,6 +252,13 @@ impl RawPiMutex {
             if owner == me {
                 return Err(Error::Deadlock { cycle: Vec::new() });
             }
+            if owner != 0 {
+                match self.lock_lazy(deadline_ns, owner)? {
+                    Lazy::Got(died) => return Ok(died),
+                    Lazy::Again => continue,
+                    Lazy::Eager => {}
+                }
+            }
             // No owner but waiters: the owner died and the kernel is handing
             // the futex to its top waiter. Only the kernel may decide.
             let tracked = if owner == 0 {
@@ -238,6 +274,127 @@ impl RawPiMutex {
             if let Some(died) = self.after_kernel_lock(r, tracked)? {
                 return Ok(died);
             }
+        }
+    }
+
+    /// The lazy contended lock (module docs, "Lazy waits"): while no
+    /// thread waits in the engine on anything but a `PiMutex`
+    /// ([`rt::HEIR_WAITS`] is zero) and the caller is not more urgent than
+    /// the `owner` (so the engine would change nothing: no `sched_setattr`,
+    /// [`rt::lazy_wait_is_exact`]) the caller publishes its wait and
+    /// sleeps in `FUTEX_LOCK_PI2` without the engine lock; the kernel's PI
+    /// futex boosts the owner. If the engine was told of the wait
+    /// meanwhile (promoted), it is finished under the engine lock as step
+    /// 4. [`Lazy::Eager`]: take the engine path instead.
+    fn lock_lazy(&self, deadline_ns: Option<u64>, owner: u32) -> Result<Lazy, Error> {
+        let me = rt::tid();
+        let exact = || {
+            rt::HEIR_WAITS.load(Ordering::SeqCst) == 0 && rt::lazy_wait_is_exact(me, owner as i32)
+        };
+        if !exact() {
+            return Ok(Lazy::Eager);
+        }
+        let Some(sh) = rt::current_shared() else {
+            return Ok(Lazy::Eager);
+        };
+        sh.lazy_mutex.store(
+            self as *const RawPiMutex as *mut RawPiMutex,
+            Ordering::Release,
+        );
+        sh.lazy.store(rt::LAZY_WAITING, Ordering::SeqCst);
+        rt::LAZY_WAITS.fetch_add(1, Ordering::SeqCst);
+        // Withdraw if an operation that may add a wait on something else
+        // started meanwhile (it may not have seen this wait: see
+        // `rt::state`), unless it promoted this one already.
+        let promoted = if !exact() {
+            if self.end_lazy(&sh) {
+                return Ok(Lazy::Eager);
+            }
+            true
+        } else {
+            false
+        };
+        let r = sys::futex_lock_pi(&self.w.word, deadline_ns);
+        if !promoted && self.end_lazy(&sh) {
+            return match r {
+                0 => Ok(Lazy::Got(
+                    self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel) & FUTEX_OWNER_DIED
+                        != 0,
+                )),
+                e if e == libc::ETIMEDOUT => Err(Error::TimedOut),
+                // The kernel saw a cycle of PI futexes: the engine path
+                // names it (every lazy wait in it is promoted first).
+                e if e == libc::EDEADLK => Ok(Lazy::Eager),
+                e if e == libc::EINTR || e == libc::EAGAIN => Ok(Lazy::Again),
+                e => Err(Error::Os {
+                    op: "FUTEX_LOCK_PI2",
+                    errno: e,
+                }),
+            };
+        }
+        // Promoted: the engine records the wait; step 4 as usual.
+        sh.lazy.store(rt::LAZY_IDLE, Ordering::SeqCst);
+        match self.after_kernel_lock(r, true)? {
+            Some(died) => Ok(Lazy::Got(died)),
+            None => Ok(Lazy::Again),
+        }
+    }
+
+    /// Ends the caller's lazy wait if nobody promoted it: true if it was
+    /// still lazy (the engine never heard of it).
+    fn end_lazy(&self, sh: &rt::ThreadShared) -> bool {
+        let ok = sh
+            .lazy
+            .compare_exchange(
+                rt::LAZY_WAITING,
+                rt::LAZY_IDLE,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok();
+        if ok {
+            rt::LAZY_WAITS.fetch_sub(1, Ordering::SeqCst);
+        }
+        ok
+    }
+
+    /// Under the engine lock ([`State::reconcile`]): tells the engine of
+    /// the lazy wait of `t` for this mutex — steps 1 and 2 on its behalf.
+    /// Nothing is recorded if the mutex is free, handed to `t` already, or
+    /// being released by its owner (`t` then records itself as owner when
+    /// it wakes, step 4).
+    pub(crate) fn promote(&self, st: &mut State, t: TaskId) {
+        let Some(t_tid) = st.tid_of(t) else {
+            return;
+        };
+        let owner_tid = loop {
+            let v = self.w.word.load(Ordering::Relaxed);
+            let owner = v & FUTEX_TID_MASK;
+            if owner == 0 || owner == t_tid as u32 {
+                return;
+            }
+            if self.force_slow_unlock(v) {
+                break owner;
+            }
+        };
+        let Ok(owner_t) = st.task_of_tid(owner_tid as i32) else {
+            return;
+        };
+        match self.record_owner(st, owner_t, owner_tid) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(_) => return,
+        }
+        match st.engine.lock(t, self.id) {
+            Ok(o) => {
+                st.apply(&o.changes);
+                if o.value == LockResult::Acquired {
+                    if let Ok(ch) = st.engine.release(t, self.id) {
+                        st.apply(&ch);
+                    }
+                }
+            }
+            Err(e) => st.engine_failed(e),
         }
     }
 
@@ -258,7 +415,7 @@ impl RawPiMutex {
     /// wait; false if the owner is gone or not a live thread of this
     /// process (kernel-only PI then).
     fn wait_in_engine(&self) -> Result<bool, Error> {
-        let mut st = rt::state();
+        let mut st = rt::state_for_mutex();
         let owner_tid = self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
         if owner_tid == 0 {
             return Ok(false);
@@ -267,7 +424,9 @@ impl RawPiMutex {
         let Ok(owner_t) = st.task_of_tid(owner_tid as i32) else {
             return Ok(false);
         };
-        self.record_owner(&mut st, owner_t, owner_tid)?;
+        if !self.record_owner(&mut st, owner_t, owner_tid)? {
+            return Ok(false);
+        }
         let o = st.engine.lock(me_t, self.id)?;
         st.apply(&o.changes);
         if o.value == LockResult::Acquired {
@@ -285,7 +444,7 @@ impl RawPiMutex {
     /// futex, `None` to try again (interrupted), or the error (the wait,
     /// if `tracked`, cancelled in the engine).
     fn after_kernel_lock(&self, r: sys::Errno, tracked: bool) -> Result<Option<bool>, Error> {
-        let mut st = rt::state();
+        let mut st = rt::state_for_mutex();
         let me_t = st.current()?;
         if r == 0 {
             return self.owned_after_kernel(&mut st, me_t).map(Some);
@@ -326,8 +485,13 @@ impl RawPiMutex {
     }
 
     /// Makes the engine's owner of this mutex `owner_t` (dropping a stale
-    /// one). Under the engine lock.
-    fn record_owner(&self, st: &mut State, owner_t: TaskId, owner_tid: u32) -> Result<(), Error> {
+    /// one), the word's owner `owner_tid`. Under the engine lock. False
+    /// (nothing recorded) if that owner is releasing it without the engine
+    /// (a lazy unlock) or no longer owns it.
+    fn record_owner(&self, st: &mut State, owner_t: TaskId, owner_tid: u32) -> Result<bool, Error> {
+        if !self.claim_tracked(owner_tid) {
+            return Ok(false);
+        }
         match st.engine.owner(self.id)? {
             Some(x) if x == owner_t => {}
             Some(x) => {
@@ -341,8 +505,38 @@ impl RawPiMutex {
                 st.apply(&ch);
             }
         }
-        self.w.tracked.store(owner_tid, Ordering::Relaxed);
-        Ok(())
+        Ok(true)
+    }
+
+    /// Under the engine lock: makes `tracked` name `owner_tid`, so that
+    /// owner's unlock takes the engine path — unless it is releasing the
+    /// word without the engine ([`RELEASING`] set by its lazy unlock) or
+    /// the word no longer names it (it released before the claim).
+    fn claim_tracked(&self, owner_tid: u32) -> bool {
+        loop {
+            let cur = self.w.tracked.load(Ordering::SeqCst);
+            if cur & RELEASING != 0 {
+                return false;
+            }
+            if cur != owner_tid
+                && self
+                    .w
+                    .tracked
+                    .compare_exchange(cur, owner_tid, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_err()
+            {
+                continue;
+            }
+            if self.w.word.load(Ordering::SeqCst) & FUTEX_TID_MASK == owner_tid {
+                return true;
+            }
+            // Released meanwhile: undo (the owner's unlock finished).
+            let _ =
+                self.w
+                    .tracked
+                    .compare_exchange(owner_tid, cur, Ordering::SeqCst, Ordering::SeqCst);
+            return false;
+        }
     }
 
     /// Unlocks. [`Error::NotOwner`] if the caller does not own it. Unlocking
@@ -354,14 +548,50 @@ impl RawPiMutex {
             return Err(Error::NotOwner);
         }
         let list = self.release_prepare();
-        if self.w.tracked.load(Ordering::Relaxed) != me && self.take_back(me) {
-            if let Some(l) = list {
-                l.done();
+        if self.w.tracked.load(Ordering::SeqCst) != me {
+            if self.take_back(me) {
+                if let Some(l) = list {
+                    l.done();
+                }
+                return Ok(());
             }
-            return Ok(());
+            // Contended, and the engine does not record the caller as
+            // owner: released without the engine lock, unless a contender
+            // records the caller first (`claim_tracked`).
+            if self
+                .w
+                .tracked
+                .compare_exchange(0, me | RELEASING, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                let r = self.release_word(me);
+                let _ = self.w.tracked.compare_exchange(
+                    me | RELEASING,
+                    0,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
+                if let Some(l) = list {
+                    l.done();
+                }
+                return r;
+            }
         }
-        let mut st = rt::state();
+        let mut st = rt::state_for_mutex();
         self.unlock_locked(&mut st)
+    }
+
+    /// The futex part of an unlock: CAS, else `FUTEX_UNLOCK_PI` (the
+    /// kernel hands it to its top waiter).
+    fn release_word(&self, me: u32) -> Result<(), Error> {
+        if self.take_back(me) {
+            Ok(())
+        } else {
+            sys::futex_unlock_pi(&self.w.word).map_err(|errno| Error::Os {
+                op: "FUTEX_UNLOCK_PI",
+                errno,
+            })
+        }
     }
 
     /// CAS `me → 0`.
@@ -407,14 +637,7 @@ impl RawPiMutex {
             }
             self.w.tracked.store(0, Ordering::Relaxed);
         }
-        let r = if self.take_back(me) {
-            Ok(())
-        } else {
-            sys::futex_unlock_pi(&self.w.word).map_err(|errno| Error::Os {
-                op: "FUTEX_UNLOCK_PI",
-                errno,
-            })
-        };
+        let r = self.release_word(me);
         if let Some(l) = list {
             l.done();
         }

@@ -21,6 +21,12 @@
 //!   it never sleeps).
 //! - It is never taken recursively, and no user code runs under it.
 //!
+//! A contended [`crate::PiMutex`] between threads the engine would not
+//! change (a *lazy wait*, see the mutex module) takes no engine lock: it
+//! is published, and [`state`] (every taker of the engine lock, before
+//! anything else, and again when it lets go) tells the engine of it, so
+//! every caller still sees every wait.
+//!
 //! # Applying changes
 //!
 //! Every engine operation returns the tasks whose effective urgency changed.
@@ -36,7 +42,7 @@
 
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use heir_core::{
@@ -76,6 +82,86 @@ pub(crate) struct ThreadShared {
     /// while the thread waits, 0 otherwise. Only this thread ever sleeps on
     /// it, so the kernel keeps no state for it once that sleep ends.
     pub boost: AtomicU32,
+    /// A contended [`crate::PiMutex`] wait the engine has not been told of
+    /// ([`LAZY_IDLE`], [`LAZY_WAITING`], [`LAZY_PROMOTED`]): see
+    /// "Lazy mutex waits" in the module docs.
+    pub lazy: AtomicU32,
+    /// While `lazy` is [`LAZY_WAITING`]: the mutex waited for.
+    pub lazy_mutex: AtomicPtr<crate::mutex::RawPiMutex>,
+}
+
+/// `ThreadShared::lazy`: no lazy wait.
+pub(crate) const LAZY_IDLE: u32 = 0;
+/// `ThreadShared::lazy`: the thread waits in the kernel for a PI mutex the
+/// engine does not know it waits for.
+pub(crate) const LAZY_WAITING: u32 = 1;
+/// `ThreadShared::lazy`: a lazy wait the engine was told of under the
+/// engine lock ([`State::reconcile`]): the waiter finishes it under the
+/// engine lock.
+pub(crate) const LAZY_PROMOTED: u32 = 2;
+
+/// Non-zero while the engine may hold a wait on something other than a
+/// [`crate::PiMutex`] (a condition variable, a ceiling or engine mutex, a
+/// gang, an endpoint): set when such an operation takes the engine lock,
+/// recomputed when it lets it go. While it is zero a contended `PiMutex`
+/// wait leaves the engine alone (the kernel's PI futex does the mutex's
+/// inheritance) and is told to the engine lazily.
+pub(crate) static HEIR_WAITS: AtomicU32 = AtomicU32::new(0);
+
+/// How many lazy waits are published ([`LAZY_WAITING`]), wrapping: not
+/// zero means [`State::reconcile`] has work.
+pub(crate) static LAZY_WAITS: AtomicU32 = AtomicU32::new(0);
+
+/// What heir-rt last applied to each registered thread, readable without
+/// the engine lock: a slot per `tid % APPLIED_SLOTS` holding `tid << 32 |
+/// key` ([`applied_key`]), written under the engine lock whenever the
+/// applied urgency changes. A lazy `PiMutex` wait ([`HEIR_WAITS`]) is
+/// taken only when its waiter is not more urgent than the owner here: the
+/// engine would then change nothing (no `sched_setattr`), whatever the
+/// class — in particular it lends `SCHED_OTHER` owners a nice value, which
+/// the kernel's PI futex does not.
+static APPLIED: [AtomicU64; APPLIED_SLOTS] = [const { AtomicU64::new(0) }; APPLIED_SLOTS];
+const APPLIED_SLOTS: usize = 1024;
+
+/// An order-preserving key of a fixed-priority or nice urgency (0 for a
+/// deadline: not compared, the engine path is taken).
+fn applied_key(u: Urgency) -> u32 {
+    match u {
+        Urgency::Other { nice } => (20 - i32::from(nice)).clamp(1, 40) as u32,
+        Urgency::Fixed { prio } => 100 + u32::from(prio),
+        Urgency::Deadline { .. } => 0,
+    }
+}
+
+fn publish_applied(tid: i32, u: Urgency) {
+    let slot = &APPLIED[tid as u32 as usize % APPLIED_SLOTS];
+    slot.store(
+        (u64::from(tid as u32) << 32) | u64::from(applied_key(u)),
+        Ordering::SeqCst,
+    );
+}
+
+fn unpublish_applied(tid: i32) {
+    let slot = &APPLIED[tid as u32 as usize % APPLIED_SLOTS];
+    let v = slot.load(Ordering::SeqCst);
+    if v >> 32 == u64::from(tid as u32) {
+        let _ = slot.compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// The key heir-rt last applied to `tid`, if it is published and not a
+/// deadline (see [`APPLIED`]).
+fn applied_of(tid: i32) -> Option<u32> {
+    let v = APPLIED[tid as u32 as usize % APPLIED_SLOTS].load(Ordering::SeqCst);
+    let key = (v & 0xffff_ffff) as u32;
+    (v >> 32 == u64::from(tid as u32) && key != 0).then_some(key)
+}
+
+/// True if a lazy wait of `waiter` for a mutex `owner` holds changes
+/// nothing the engine would apply: both published, the waiter not more
+/// urgent than the owner.
+pub(crate) fn lazy_wait_is_exact(waiter: i32, owner: i32) -> bool {
+    matches!((applied_of(waiter), applied_of(owner)), (Some(w), Some(o)) if w <= o)
 }
 
 /// A registered thread.
@@ -290,6 +376,8 @@ pub(crate) struct State {
     by_tid: HashMap<i32, TaskId>,
     free_mutexes: Vec<(Protocol, MutexId)>,
     free_conds: Vec<CondId>,
+    /// The engine mutexes that are [`crate::PiMutex`]es (PI futexes).
+    pi_futex: std::collections::HashSet<MutexId>,
     pub stats: ApplyStats,
     /// Every gang ([`crate::gang`]), under the engine lock.
     pub(crate) gangs: crate::gang::Gangs,
@@ -364,8 +452,23 @@ unsafe impl RawLock for PiFutex {
 
 static STATE: Mutex<PiFutex, Option<State>> = Mutex::from_raw(PiFutex::new(), None);
 
-/// The engine lock, held.
-pub(crate) struct StateGuard(MutexGuard<'static, PiFutex, Option<State>>);
+/// The engine lock, held. `heir`: taken for something other than a
+/// `PiMutex` (see [`HEIR_WAITS`]), recomputed when it is let go.
+pub(crate) struct StateGuard(MutexGuard<'static, PiFutex, Option<State>>, bool);
+
+impl Drop for StateGuard {
+    fn drop(&mut self) {
+        // A lazy waiter that read an applied urgency this guard changed is
+        // promoted here (see `RawPiMutex::lock_lazy`).
+        if let Some(st) = self.0.as_mut() {
+            st.reconcile();
+        }
+        if self.1 {
+            let w = self.0.as_ref().is_some_and(State::heir_waits);
+            HEIR_WAITS.store(u32::from(w), Ordering::SeqCst);
+        }
+    }
+}
 
 impl Deref for StateGuard {
     type Target = State;
@@ -392,8 +495,20 @@ fn unreachable_state() -> ! {
     std::process::abort()
 }
 
-/// Takes the engine lock.
+/// Takes the engine lock, for anything (a [`crate::PiMutex`]'s contended
+/// path uses [`state_for_mutex`]): lazy mutex waits are told to the engine
+/// first ([`State::reconcile`]), so the caller sees every wait.
 pub(crate) fn state() -> StateGuard {
+    lock_state(true)
+}
+
+/// Takes the engine lock for a [`crate::PiMutex`]'s contended lock or
+/// unlock, which never adds a wait on anything else ([`HEIR_WAITS`]).
+pub(crate) fn state_for_mutex() -> StateGuard {
+    lock_state(false)
+}
+
+fn lock_state(heir: bool) -> StateGuard {
     let mut g = match STATE.lock() {
         Ok(g) => g,
         // Without a deadline `acquire` returns only once it holds the lock
@@ -410,11 +525,46 @@ pub(crate) fn state() -> StateGuard {
             by_tid: HashMap::new(),
             free_mutexes: Vec::new(),
             free_conds: Vec::new(),
+            pi_futex: std::collections::HashSet::new(),
             stats: ApplyStats::default(),
             gangs: crate::gang::Gangs::default(),
         });
     }
-    StateGuard(g)
+    if heir {
+        // Before reading `LAZY_WAITS`: a lazy waiter publishes itself,
+        // then reads this (both SeqCst), so either it sees the flag and
+        // withdraws, or this sees its wait and promotes it.
+        HEIR_WAITS.store(1, Ordering::SeqCst);
+    }
+    let mut st = StateGuard(g, heir);
+    st.reconcile();
+    st
+}
+
+thread_local! {
+    /// The calling thread's registry record, once known (a lazy wait is
+    /// published there without the engine lock).
+    static SHARED: std::cell::OnceCell<Arc<ThreadShared>> = const { std::cell::OnceCell::new() };
+}
+
+/// The calling thread's shared record (registering it on first use), or
+/// `None` if it cannot be registered.
+pub(crate) fn current_shared() -> Option<Arc<ThreadShared>> {
+    SHARED
+        .try_with(|c| {
+            if let Some(s) = c.get() {
+                return Some(s.clone());
+            }
+            let s = {
+                let mut st = state();
+                let t = st.current().ok()?;
+                st.shared(t)?
+            };
+            let _ = c.set(s.clone());
+            Some(s)
+        })
+        .ok()
+        .flatten()
 }
 
 /// Drops the calling thread from the registry when it exits.
@@ -435,6 +585,60 @@ thread_local! {
 }
 
 impl State {
+    /// Tells the engine of every published lazy `PiMutex` wait (see
+    /// [`HEIR_WAITS`]): each becomes [`LAZY_PROMOTED`], recorded as the
+    /// contended lock's steps 1-2 would have, and its waiter finishes it
+    /// under the engine lock.
+    fn reconcile(&mut self) {
+        if LAZY_WAITS.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let waiting: Vec<(TaskId, Arc<ThreadShared>)> = self
+            .threads
+            .iter()
+            .filter(|(_, r)| r.shared.lazy.load(Ordering::SeqCst) == LAZY_WAITING)
+            .map(|(&t, r)| (t, r.shared.clone()))
+            .collect();
+        for (t, sh) in waiting {
+            let m = sh.lazy_mutex.load(Ordering::Acquire);
+            if m.is_null()
+                || sh
+                    .lazy
+                    .compare_exchange(
+                        LAZY_WAITING,
+                        LAZY_PROMOTED,
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    )
+                    .is_err()
+            {
+                continue;
+            }
+            LAZY_WAITS.fetch_sub(1, Ordering::SeqCst);
+            // SAFETY: the waiter published `m`, a `RawPiMutex` it borrows
+            // for its whole `lock` call, before `LAZY_WAITING`; once
+            // promoted it does not return from `lock` before it has taken
+            // the engine lock, which this thread holds: `m` is alive and
+            // does not move until this guard is let go.
+            let m = unsafe { &*m };
+            m.promote(self, t);
+        }
+    }
+
+    /// True if some registered thread is blocked, in the engine, on
+    /// something other than a `PiMutex` (see [`HEIR_WAITS`]).
+    fn heir_waits(&self) -> bool {
+        self.threads
+            .keys()
+            .any(|&t| match self.engine.blocked_on(t) {
+                Ok(Some(o)) => {
+                    !(matches!(self.engine.spec(o).map(|s| s.kind), Ok(ObjKind::Mutex))
+                        && self.pi_futex.contains(&MutexId(o.0)))
+                }
+                _ => false,
+            })
+    }
+
     /// The task of `tid`, registering it (base read with `sched_getattr`) if
     /// it is a thread of this process not yet known.
     pub(crate) fn task_of_tid(&mut self, tid: i32) -> Result<TaskId, Error> {
@@ -461,6 +665,8 @@ impl State {
                     tid,
                     wake: AtomicU32::new(UNPARKED),
                     boost: AtomicU32::new(0),
+                    lazy: AtomicU32::new(LAZY_IDLE),
+                    lazy_mutex: AtomicPtr::new(std::ptr::null_mut()),
                 }),
                 base,
                 base_urgency,
@@ -470,6 +676,7 @@ impl State {
             },
         );
         self.by_tid.insert(tid, t);
+        publish_applied(tid, base_urgency);
         t
     }
 
@@ -574,6 +781,14 @@ impl State {
     /// Makes the kernel's attributes of `t` match what heir-rt must apply
     /// ([`State::wanted`]). Returns false if the thread vanished.
     fn sync_one(&mut self, t: TaskId) -> bool {
+        let r = self.sync_one_inner(t);
+        if let Some(rec) = self.threads.get(&t) {
+            publish_applied(rec.shared.tid, rec.applied);
+        }
+        r
+    }
+
+    fn sync_one_inner(&mut self, t: TaskId) -> bool {
         let Some(want) = self.wanted(t) else {
             return true;
         };
@@ -723,6 +938,7 @@ impl State {
         self.collect(r, &mut all);
         if let Some(rec) = self.threads.remove(&t) {
             self.by_tid.remove(&rec.shared.tid);
+            unpublish_applied(rec.shared.tid);
         }
         all.retain(|c| c.task != t);
         self.apply(&all);
@@ -757,16 +973,26 @@ impl State {
                     Err(e) => self.stats.setattr_failed(rec.shared.tid, e),
                 }
             }
+            publish_applied(rec.shared.tid, rec.applied);
         }
     }
 
     /// A new engine mutex with `protocol` (recycled when possible: the engine
     /// has no way to delete one).
     pub(crate) fn new_mutex(&mut self, protocol: Protocol) -> MutexId {
-        match self.free_mutexes.iter().position(|(p, _)| *p == protocol) {
+        let m = match self.free_mutexes.iter().position(|(p, _)| *p == protocol) {
             Some(i) => self.free_mutexes.swap_remove(i).1,
             None => self.engine.add_mutex(protocol),
-        }
+        };
+        self.pi_futex.remove(&m);
+        m
+    }
+
+    /// A new engine mutex for a [`crate::PiMutex`] (a PI futex).
+    pub(crate) fn new_pi_mutex(&mut self) -> MutexId {
+        let m = self.new_mutex(Protocol::Inherit);
+        self.pi_futex.insert(m);
+        m
     }
 
     /// Returns a mutex to the pool if nobody owns or waits on it.
@@ -975,6 +1201,7 @@ impl State {
         rec.base = base;
         rec.base_urgency = bu;
         rec.applied = bu;
+        publish_applied(rec.shared.tid, bu);
         let ch = self.engine.set_base(t, bu).map_err(Error::Engine)?;
         self.apply(&ch);
         // The thread's own change may be absent from `ch` (its effective

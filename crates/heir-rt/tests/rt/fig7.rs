@@ -98,3 +98,94 @@ fn boost_reaches_the_mutex_owner_through_the_producer() {
     assert!(g(&tm.annoy_start) > g(&tm.cons_woken));
     assert!(g(&tm.mutex_unlock) < g(&tm.prod_signal));
 }
+
+/// A contended `PiMutex` wait between equal priorities is not told to the
+/// engine when it starts (a lazy wait: the kernel's PI futex does the
+/// mutex's inheritance). When a condition-variable waiter later boosts the
+/// helper that sleeps in that wait, the engine is told first, so the boost
+/// walks on through the mutex to its owner: heir-rt applies it to the
+/// owner with `sched_setattr` (the kernel's PI adds nothing heir-rt would
+/// see there), and the engine records the helper blocked on the mutex.
+#[test]
+fn a_lazy_mutex_wait_is_told_to_the_engine_before_a_boost_walks_through_it() {
+    let Some(rt) = rt_or_skip("fig7::lazy", 20) else {
+        return;
+    };
+    let cpu = rt.cpu;
+    let limit = now_ns() + 5_000 * MS;
+    let m = Arc::new(PiMutex::new(0u32));
+    let cv = Arc::new(heir::PiCondvar::new());
+    let cm = Arc::new(PiMutex::new(false));
+    // Owner (FIFO 10) holds M until told.
+    let (held, go) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (om, oh, og) = (m.clone(), held.clone(), go.clone());
+    let (owner, otid) = spawn_fifo_tid(cpu, 10, move || {
+        let mut g = om.lock().expect("owner locks M");
+        oh.store(true, Ordering::SeqCst);
+        while !og.load(Ordering::SeqCst) && now_ns() < limit {
+            heir::sys::sleep_until(now_ns() + 200_000);
+        }
+        *g += 1;
+    });
+    assert!(eventually(limit, || held.load(Ordering::SeqCst)));
+    // Helper (FIFO 10, as the owner): blocks on M, then signals cv.
+    let (hm, hcv, hcm) = (m.clone(), cv.clone(), cm.clone());
+    let (helper, htid) = spawn_fifo_tid(cpu, 10, move || {
+        let g = hm.lock().expect("helper locks M");
+        drop(g);
+        *hcm.lock().expect("helper locks cm") = true;
+        hcv.signal().expect("signal");
+    });
+    cv.helpers_add(htid).expect("helper");
+    // The helper sleeps in FUTEX_LOCK_PI on M; nobody has looked at the
+    // engine since (`/proc` only), so its wait may still be lazy.
+    let asleep = |tid: i32| {
+        let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+        s.rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next().map(|x| x == "S"))
+            .unwrap_or(false)
+    };
+    assert!(eventually(limit, || asleep(htid)), "the helper blocks on M");
+    assert_eq!(set_prio(otid), 10, "equal priorities: nothing to lend yet");
+    // Waiter (FIFO 30) waits on cv: the boost goes to the helper and on
+    // through M to the owner.
+    let (wcv, wcm) = (cv.clone(), cm.clone());
+    let waiter = spawn_fifo(cpu, 30, move || {
+        let mut g = wcm.lock().expect("waiter locks cm");
+        while !*g {
+            wcv.wait_until(&mut g, limit).expect("wait");
+            if now_ns() > limit {
+                return false;
+            }
+        }
+        true
+    });
+    assert!(
+        eventually(limit, || set_prio(otid) == 30),
+        "heir-rt lends the owner FIFO 30 through cv, the helper and M (sched_setattr prio {})",
+        set_prio(otid)
+    );
+    let hi = heir::thread::info(htid).expect("helper registered");
+    assert_eq!(hi.blocked_on, Some(heir_core::ObjId::from(m.raw().id())));
+    assert_eq!(hi.effective, Urgency::fixed(30));
+    assert_eq!(
+        heir::thread::info(otid)
+            .expect("owner registered")
+            .effective,
+        Urgency::fixed(30)
+    );
+    heir::thread::check_invariants().expect("invariants");
+    go.store(true, Ordering::SeqCst);
+    assert!(waiter.join().expect("waiter"), "signalled in time");
+    helper.join().expect("helper");
+    owner.join().expect("owner");
+}
+
+fn set_prio(tid: i32) -> u32 {
+    heir::sys::sched_getattr(tid)
+        .expect("sched_getattr")
+        .sched_priority
+}
