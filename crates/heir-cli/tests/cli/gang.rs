@@ -1,5 +1,6 @@
 //! Gangs (seed 003) on the command line: `--gpm on|off` on `sim`, `run`
-//! and `analyze`, the report's `gangs` object and table, and the errors.
+//! and `analyze`, the report's `gangs` object and table, and the errors
+//! (`heir run` of gangs on real threads: run_gang.rs).
 
 use serde_json::Value;
 
@@ -78,22 +79,9 @@ fn sim_table_has_the_gang_rows_and_says_gpm() {
     assert!(!stdout(&o).contains("gpm"), "{}", stdout(&o));
 }
 
+// `heir run` of gangs: run_gang.rs.
 #[test]
 fn run_and_analyze_take_gpm_and_refuse_gangs_for_now() {
-    let o = heir([
-        "run",
-        example("seed003-fig1.json").to_str().unwrap(),
-        "--gpm",
-        "off",
-    ]);
-    assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(
-        stderr(&o)
-            .contains("resources.G: gang \"G\" (seed 003, not yet) is not supported by heir run"),
-        "{}",
-        stderr(&o)
-    );
-    assert_eq!(stdout(&o), "");
     // A file without gangs: the flag is accepted.
     let o = heir([
         "analyze",
