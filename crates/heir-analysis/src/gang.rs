@@ -171,6 +171,8 @@ struct Sec {
     length: Option<Nanos>,
     /// The gangs notified inside it.
     notified: Vec<usize>,
+    /// Whether it contains a suspension (sleep, timer, a wait).
+    suspends: bool,
 }
 
 /// One thread, as the bound sees it.
@@ -393,6 +395,11 @@ fn sections_of(body: &[&Event]) -> (Vec<Sec>, HashSet<usize>) {
                 };
             }
         };
+        let mark = |out: &mut Vec<Sec>, cur: Option<usize>| {
+            if let Some(k) = cur {
+                out[k].suspends = true;
+            }
+        };
         match &e.kind {
             EventKind::Lock(r) => {
                 locks.insert(r.0);
@@ -402,6 +409,7 @@ fn sections_of(body: &[&Event]) -> (Vec<Sec>, HashSet<usize>) {
                             mutexes: vec![r.0],
                             length: Some(0),
                             notified: Vec::new(),
+                            suspends: false,
                         });
                         Some(out.len() - 1)
                     } else {
@@ -429,8 +437,14 @@ fn sections_of(body: &[&Event]) -> (Vec<Sec>, HashSet<usize>) {
                 }
             }
             EventKind::Run(m) | EventKind::Runtime(m) => add(&mut out, cur, Some(ns(m.max()))),
-            EventKind::Sleep(m) => add(&mut out, cur, Some(ns(m.max()))),
-            EventKind::Timer { period, .. } => add(&mut out, cur, Some(ns(period.max()))),
+            EventKind::Sleep(m) => {
+                add(&mut out, cur, Some(ns(m.max())));
+                mark(&mut out, cur);
+            }
+            EventKind::Timer { period, .. } => {
+                add(&mut out, cur, Some(ns(period.max())));
+                mark(&mut out, cur);
+            }
             EventKind::Wait { mutex, .. } if open.as_slice() == [mutex.0] => {
                 // The wait releases the only mutex held, and takes it back
                 // after: a new section.
@@ -440,6 +454,7 @@ fn sections_of(body: &[&Event]) -> (Vec<Sec>, HashSet<usize>) {
                         mutexes: vec![mutex.0],
                         length: Some(0),
                         notified: Vec::new(),
+                        suspends: false,
                     });
                     open.push(mutex.0);
                     Some(out.len() - 1)
@@ -447,7 +462,10 @@ fn sections_of(body: &[&Event]) -> (Vec<Sec>, HashSet<usize>) {
                     None
                 };
             }
-            _ if is_blocking(e) => add(&mut out, cur, None),
+            _ if is_blocking(e) => {
+                add(&mut out, cur, None);
+                mark(&mut out, cur);
+            }
             _ => {}
         }
     }
@@ -568,7 +586,7 @@ impl<'a> Analysis<'a> {
         let issuer = self.single_issuer(r);
         let resumption = self.resumption_conds(r, issuer);
         // Each member's C_m.
-        let work: Vec<Result<Option<(Nanos, bool)>, String>> = members
+        let work: Vec<Result<Option<(Nanos, usize)>, String>> = members
             .iter()
             .map(|&k| self.member_work(k, r, mask, &resumption))
             .collect();
@@ -607,13 +625,13 @@ impl<'a> Analysis<'a> {
         &self,
         r: usize,
         members: &[usize],
-        work: &[Result<Option<(Nanos, bool)>, String>],
+        work: &[Result<Option<(Nanos, usize)>, String>],
         issuer: Option<usize>,
         parts: &mut [MemberPart],
         out: &mut GangBound,
     ) -> Result<Nanos, String> {
         // The active members' work, first error first.
-        let mut active: Vec<(usize, usize, Nanos, bool)> = Vec::new();
+        let mut active: Vec<(usize, usize, Nanos, usize)> = Vec::new();
         for (i, (&k, w)) in members.iter().zip(work).enumerate() {
             match w {
                 Err(why) => return Err(why.clone()),
@@ -625,12 +643,12 @@ impl<'a> Analysis<'a> {
         // Deadline members, on their own reservations.
         for &(i, k, c, susp) in &active {
             if let Cls::Deadline { q, d, p } = self.th[k].cls {
-                let b = self.deadline_member(k, c, susp, (q, d, p))?;
+                let b = self.deadline_member(k, c, susp > 0, (q, d, p))?;
                 parts[i].bound_us = Some(us(b));
                 latency = latency.max(b);
             }
         }
-        let fixed: Vec<&(usize, usize, Nanos, bool)> = active
+        let fixed: Vec<&(usize, usize, Nanos, usize)> = active
             .iter()
             .filter(|a| !matches!(self.th[a.1].cls, Cls::Deadline { .. }))
             .collect();
@@ -662,6 +680,10 @@ impl<'a> Analysis<'a> {
                     .iter()
                     .filter(|a| self.th[a.1].cpu == c)
                     .fold(0u64, |s, a| s.saturating_add(a.2));
+                let windows = fixed
+                    .iter()
+                    .filter(|a| self.th[a.1].cpu == c)
+                    .fold(0usize, |s, a| s.saturating_add(a.3));
                 let mut inter: Vec<(usize, Load)> = Vec::new();
                 for k in 0..self.th.len() {
                     if !self.on(k, c) || demand_threads.contains(&k) {
@@ -696,7 +718,7 @@ impl<'a> Analysis<'a> {
                     .collect();
                 let (l, b) = self.level(
                     (c, lambda),
-                    (demand, &demand_threads),
+                    (demand, &demand_threads, windows),
                     &inter,
                     &blockers,
                     Some(r),
@@ -709,9 +731,9 @@ impl<'a> Analysis<'a> {
         } else {
             // Nobody boosted: each member at its own priority.
             let mut first_err: Option<String> = None;
-            for &&(i, k, c, _) in &fixed {
+            for &&(i, k, c, windows) in &fixed {
                 let res = match self.th[k].cls {
-                    Cls::Fixed(p) => self.own_level(k, p, c, issuer, r),
+                    Cls::Fixed(p) => self.own_level(k, p, (c, windows), issuer, r),
                     _ => Err(format!(
                         "member {} is {} and gpm is off: nothing lifts it above real-time load (CFS shares are not analysed)",
                         self.th[k].name,
@@ -740,7 +762,7 @@ impl<'a> Analysis<'a> {
         &self,
         k: usize,
         p: i32,
-        c: Nanos,
+        (c, windows): (Nanos, usize),
         issuer: Option<usize>,
         r: usize,
     ) -> Result<Nanos, String> {
@@ -768,7 +790,7 @@ impl<'a> Analysis<'a> {
         let blockers: Vec<usize> = (0..self.th.len())
             .filter(|&j| j != k && self.on(j, cpu) && !ids.contains(&j))
             .collect();
-        self.level((cpu, p), (c, &[k]), &inter, &blockers, None)
+        self.level((cpu, p), (c, &[k], windows), &inter, &blockers, None)
             .map(|(l, _)| l)
             .map_err(|why| format!("member {} at its own priority {p}: {why}", self.th[k].name))
     }
@@ -914,14 +936,15 @@ impl<'a> Analysis<'a> {
     }
 
     /// `C_m` of thread `k` in gang `r`: `Ok(None)` when no run can find it
-    /// active; the flag says whether a suspension is counted in it.
+    /// active; with it, the most suspensions counted in it (each lets
+    /// threads below the level run, and start a critical section).
     fn member_work(
         &self,
         k: usize,
         r: usize,
         mask: u32,
         resumption: &HashSet<usize>,
-    ) -> Result<Option<(Nanos, bool)>, String> {
+    ) -> Result<Option<(Nanos, usize)>, String> {
         let th = &self.th[k];
         let body: Vec<It> = th
             .body
@@ -979,13 +1002,13 @@ impl<'a> Analysis<'a> {
                 ));
             };
             let mut per: Nanos = 0;
-            let mut susp = false;
+            let mut susp: usize = 0;
             for it in &body {
                 match it {
                     It::Work(w) => per = per.saturating_add(*w),
                     It::Susp(w) => {
                         per = per.saturating_add(*w);
-                        susp = true;
+                        susp += 1;
                     }
                     It::Block(what) => {
                         return Err(format!(
@@ -997,23 +1020,25 @@ impl<'a> Analysis<'a> {
                     _ => {}
                 }
             }
+            let n_susp = usize::try_from(n).unwrap_or(usize::MAX);
             return Ok(Some((
                 delay.saturating_add(per.saturating_mul(n)),
-                susp || delay > 0,
+                susp.saturating_mul(n_susp)
+                    .saturating_add(usize::from(delay > 0)),
             )));
         }
-        let mut best: Option<(Nanos, bool)> = None;
+        let mut best: Option<(Nanos, usize)> = None;
         'start: for i in 0..starts {
             if !active[i] {
                 continue;
             }
-            let (mut acc, mut susp) = (0u64, false);
+            let (mut acc, mut susp) = (0u64, 0usize);
             for it in &items[i..] {
                 match it {
                     It::Work(w) => acc = acc.saturating_add(*w),
                     It::Susp(w) => {
                         acc = acc.saturating_add(*w);
-                        susp = true;
+                        susp += 1;
                     }
                     It::Never => continue 'start,
                     It::Block(what) => {
@@ -1023,11 +1048,9 @@ impl<'a> Analysis<'a> {
                         ))
                     }
                     It::Notify | It::Remove | It::Exit => {
-                        let b = best.get_or_insert((0, false));
-                        if acc > b.0 {
-                            b.0 = acc;
-                        }
-                        b.1 |= susp;
+                        let b = best.get_or_insert((0, 0));
+                        b.0 = b.0.max(acc);
+                        b.1 = b.1.max(susp);
                         continue 'start;
                     }
                     _ => {}
@@ -1229,7 +1252,7 @@ impl<'a> Analysis<'a> {
         let blockers: Vec<usize> = (0..self.th.len())
             .filter(|&j| j != k && self.on(j, cpu) && !ids.contains(&j))
             .collect();
-        let result = match self.level((cpu, p), (e, &[k]), &inter, &blockers, None) {
+        let result = match self.level((cpu, p), (e, &[k], 0), &inter, &blockers, None) {
             Ok((l, _)) if l <= t => Ok(()),
             Ok((l, _)) => Err(format!(
                 "{} (absolute timer) may take {} µs > its period {} µs and fall behind",
@@ -1252,7 +1275,7 @@ impl<'a> Analysis<'a> {
     fn level(
         &self,
         (cpu, lambda): (Option<u32>, i32),
-        (demand, demand_threads): (Nanos, &[usize]),
+        (demand, demand_threads, windows): (Nanos, &[usize], usize),
         inter: &[(usize, Load)],
         blockers: &[usize],
         tails: Option<usize>,
@@ -1292,6 +1315,19 @@ impl<'a> Analysis<'a> {
                         ));
                     }
                 }
+            }
+        }
+        for (k, _) in inter {
+            let th = &self.th[*k];
+            if th
+                .sections
+                .iter()
+                .any(|s| s.suspends && s.mutexes.iter().any(|m| rel.contains(m)))
+            {
+                return Err(format!(
+                    "{} may suspend while it holds a mutex the level needs: its load does not count the suspension",
+                    th.name
+                ));
             }
         }
         let mut b: Nanos = 0;
@@ -1342,8 +1378,21 @@ impl<'a> Analysis<'a> {
                     _ => None,
                 };
             }
+            // One section in progress at the start, and one more per
+            // window in which every pending member is suspended (a thread
+            // below the level may then start a new one); at most every
+            // section a finite program has.
+            let relevant = self.th[k]
+                .sections
+                .iter()
+                .filter(|s| s.mutexes.iter().any(|m| rel.contains(m)))
+                .count() as u64;
+            let mut times = (windows as u64).saturating_add(1);
+            if let Some(n) = self.th[k].t.loops {
+                times = times.min(relevant.saturating_mul(n));
+            }
             match longest {
-                Some(l) => b = b.saturating_add(l),
+                Some(l) => b = b.saturating_add(l.saturating_mul(times)),
                 None => {
                     return Err(format!(
                         "{} may wait without bound while it holds a mutex the level needs",
