@@ -1027,39 +1027,57 @@ impl<'a> Analysis<'a> {
                     .saturating_add(usize::from(delay > 0)),
             )));
         }
+        // Backward, once: what each point leads to before its next notify.
+        #[derive(Clone, Copy)]
+        enum Fate {
+            Notify(Nanos, usize),
+            Never,
+            Block(usize),
+            End,
+        }
+        let mut fate = vec![Fate::End; items.len() + 1];
+        for (i, it) in items.iter().enumerate().rev() {
+            fate[i] = match it {
+                It::Notify | It::Remove | It::Exit => Fate::Notify(0, 0),
+                It::Never => Fate::Never,
+                It::Block(_) => Fate::Block(i),
+                It::Work(w) => match fate[i + 1] {
+                    Fate::Notify(a, n) => Fate::Notify(a.saturating_add(*w), n),
+                    f => f,
+                },
+                It::Susp(w) => match fate[i + 1] {
+                    Fate::Notify(a, n) => Fate::Notify(a.saturating_add(*w), n + 1),
+                    f => f,
+                },
+                _ => fate[i + 1],
+            };
+        }
         let mut best: Option<(Nanos, usize)> = None;
-        'start: for i in 0..starts {
-            if !active[i] {
-                continue;
-            }
-            let (mut acc, mut susp) = (0u64, 0usize);
-            for it in &items[i..] {
-                match it {
-                    It::Work(w) => acc = acc.saturating_add(*w),
-                    It::Susp(w) => {
-                        acc = acc.saturating_add(*w);
-                        susp += 1;
-                    }
-                    It::Never => continue 'start,
-                    It::Block(what) => {
-                        return Err(format!(
-                            "member {} may wait at {what} before it notifies gang {}: the run waits as long (seed 003 §3: a member leaves the gang, gang_passive, before it waits)",
-                            th.name, self.sc.resources[r].name
-                        ))
-                    }
-                    It::Notify | It::Remove | It::Exit => {
-                        let b = best.get_or_insert((0, 0));
-                        b.0 = b.0.max(acc);
-                        b.1 = b.1.max(susp);
-                        continue 'start;
-                    }
-                    _ => {}
+        for i in (0..starts).filter(|&i| active[i]) {
+            match fate[i] {
+                Fate::Notify(acc, n) => {
+                    let b = best.get_or_insert((0, 0));
+                    b.0 = b.0.max(acc);
+                    b.1 = b.1.max(n);
+                }
+                Fate::Never => {}
+                Fate::Block(at) => {
+                    let what = match &items[at] {
+                        It::Block(what) => what.as_str(),
+                        _ => "?",
+                    };
+                    return Err(format!(
+                        "member {} may wait at {what} before it notifies gang {}: the run waits as long (seed 003 §3: a member leaves the gang, gang_passive, before it waits)",
+                        th.name, self.sc.resources[r].name
+                    ));
+                }
+                Fate::End => {
+                    return Err(format!(
+                        "member {} may not notify gang {} within a loop of its program",
+                        th.name, self.sc.resources[r].name
+                    ))
                 }
             }
-            return Err(format!(
-                "member {} may not notify gang {} within a loop of its program",
-                th.name, self.sc.resources[r].name
-            ));
         }
         Ok(best)
     }
@@ -1149,6 +1167,10 @@ impl<'a> Analysis<'a> {
                     }
                     _ if is_blocking(f) => break,
                     EventKind::Sleep(_) | EventKind::Timer { .. } => break,
+                    EventKind::Gang {
+                        gang,
+                        op: GangOp::Run { .. },
+                    } if gang.0 == r => break,
                     _ => {}
                 }
             }
@@ -1260,6 +1282,8 @@ impl<'a> Analysis<'a> {
                 fmt_us(l),
                 fmt_us(t)
             )),
+            // The first thread that falls behind names the cause.
+            Err(why) if why.contains("absolute timer") => Err(why),
             Err(why) => Err(format!(
                 "{} (absolute timer) has no response bound: {why}",
                 self.th[k].name
@@ -1282,7 +1306,11 @@ impl<'a> Analysis<'a> {
     ) -> Result<(Nanos, Nanos), String> {
         for (_, l) in inter {
             if let Load::Unbounded(why) = l {
-                return Err(format!("interference without bound: {why}"));
+                return Err(if why.starts_with("interference without bound") {
+                    why.clone()
+                } else {
+                    format!("interference without bound: {why}")
+                });
             }
         }
         // Mutexes the level's work may need, closed over nesting.

@@ -17,6 +17,8 @@
 //! - **EDF / CBS admission** for `SCHED_DEADLINE` reservations ([`edf`]),
 //!   and their guarantees under the multiprocessor bandwidth inheritance
 //!   protocol (M-BWI, seed 001), pinned or global ([`dl`]);
+//! - **gang latency** (seed 003, Properties 1-2): from `gang_run` to the
+//!   last member's `gang_notify`, per gang, gpm on or off ([`gang`]);
 //! - **random task sets** (UUniFast, RandFixedSum, log-uniform periods,
 //!   critical-section and RPC profiles) and **sweeps** of the schedulability
 //!   ratio against utilisation per protocol, in parallel and reproducible
@@ -67,7 +69,7 @@ pub use report::{AnalysisReport, TaskBound};
 use heir_scenario::Scenario;
 
 /// Why a scenario with gangs has no per-task bounds.
-pub const GANG_TASKS_NOTE: &str = "per-task bounds are not computed for a scenario with gangs: the task model has no gang boosts (docs/ANALYSIS.md §7)";
+pub const GANG_TASKS_NOTE: &str = "per-task bounds are not computed for a scenario with gangs: the task model has no gang boosts (docs/ANALYSIS.md §10)";
 
 /// What to analyse a scenario under.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
