@@ -81,7 +81,7 @@ fn sim_table_has_the_gang_rows_and_says_gpm() {
 
 // `heir run` of gangs: run_gang.rs.
 #[test]
-fn run_and_analyze_take_gpm_and_refuse_gangs_for_now() {
+fn analyze_takes_gpm_and_bounds_a_gang_without_runs() {
     // A file without gangs: the flag is accepted.
     let o = heir([
         "analyze",
