@@ -42,3 +42,6 @@ mod blocking;
 
 #[path = "sim/donation_deadline.rs"]
 mod donation_deadline;
+
+#[path = "sim/scale.rs"]
+mod scale;
