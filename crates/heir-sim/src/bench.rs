@@ -294,6 +294,7 @@ pub fn periodic_scenario(set: &[PeriodicTask], seed: u64) -> Scenario {
             pi_enabled: true,
             pi_cv: true,
             bwi_affinity: true,
+            gpm: true,
             seed,
             calibration_ns_per_loop: None,
         },
