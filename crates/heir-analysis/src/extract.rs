@@ -811,7 +811,7 @@ impl<'e> JobWalk<'_, 'e> {
                 return Err(unsupported(
                     at_event(e),
                     format!(
-                        "\"{}\" in task {}: gangs (seed 003) are not analysed yet",
+                        "\"{}\" in task {}: gang events are analysed only as gang bounds (heir_analysis::gang), never inside a periodic task's job",
                         e.key, self.t.name
                     ),
                 ));

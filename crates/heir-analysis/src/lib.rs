@@ -17,6 +17,8 @@
 //! - **EDF / CBS admission** for `SCHED_DEADLINE` reservations ([`edf`]),
 //!   and their guarantees under the multiprocessor bandwidth inheritance
 //!   protocol (M-BWI, seed 001), pinned or global ([`dl`]);
+//! - **gang latency** (seed 003, Properties 1-2): from `gang_run` to the
+//!   last member's `gang_notify`, per gang, gpm on or off ([`gang`]);
 //! - **random task sets** (UUniFast, RandFixedSum, log-uniform periods,
 //!   critical-section and RPC profiles) and **sweeps** of the schedulability
 //!   ratio against utilisation per protocol, in parallel and reproducible
@@ -50,6 +52,7 @@ pub mod edf;
 pub mod error;
 pub mod extract;
 pub mod fp;
+pub mod gang;
 pub mod gen;
 pub mod matching;
 pub mod model;
@@ -64,6 +67,9 @@ pub use model::{Protocol, TaskSet};
 pub use report::{AnalysisReport, TaskBound};
 
 use heir_scenario::Scenario;
+
+/// Why a scenario with gangs has no per-task bounds.
+pub const GANG_TASKS_NOTE: &str = "per-task bounds are not computed for a scenario with gangs: the task model has no gang boosts (docs/ANALYSIS.md §10)";
 
 /// What to analyse a scenario under.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,6 +100,20 @@ pub fn analyze_scenario_on(
     options: &Options,
     cpus: Option<u32>,
 ) -> Result<AnalysisReport, AnalysisError> {
+    if gang::has_gangs(scenario) {
+        // Seed 003: the gang bounds. The per-task model has no gang boosts
+        // (a member runs above its own priority while a run is pending), so
+        // the per-task bounds are not computed beside them.
+        return Ok(AnalysisReport {
+            schedulable: false,
+            protocol: format!("gpm {}", if scenario.global.gpm { "on" } else { "off" }),
+            tasks: Vec::new(),
+            skipped: Vec::new(),
+            admissions: Vec::new(),
+            gangs: gang::analyze_gangs(scenario, cpus)?,
+            tasks_note: Some(GANG_TASKS_NOTE.to_string()),
+        });
+    }
     let ex = extract::extract_on(scenario, cpus)?;
     let (set, protocol) = match options.protocol {
         Some(p) => (ex.set.with_protocol(p), p.name().to_string()),
@@ -131,5 +151,7 @@ pub fn analyze_set(set: &TaskSet) -> Result<AnalysisReport, AnalysisError> {
         tasks,
         skipped: Vec::new(),
         admissions: analyzer.admissions().to_vec(),
+        gangs: Vec::new(),
+        tasks_note: None,
     })
 }

@@ -4,6 +4,7 @@ use serde_json::{json, Map, Value};
 
 use crate::dl::GroupAdmission;
 use crate::fp::TaskResult;
+use crate::gang::GangBound;
 use crate::model::{Class, Nanos, Task, TaskSet};
 
 /// The analysis of one task.
@@ -61,6 +62,11 @@ pub struct AnalysisReport {
     /// The admission of each group of `SCHED_DEADLINE` tasks (per CPU, then
     /// the global group); empty without them.
     pub admissions: Vec<GroupAdmission>,
+    /// Seed 003: the bound of each gang (empty without gangs).
+    pub gangs: Vec<GangBound>,
+    /// Why `tasks` is empty although the scenario has tasks (a scenario
+    /// with gangs); `schedulable` is then `false` and means nothing.
+    pub tasks_note: Option<String>,
 }
 
 fn us(ns: Nanos) -> f64 {
@@ -116,6 +122,11 @@ impl AnalysisReport {
     /// object also has `"admission"`: one object per group, `{"cpu": number
     /// or "global", "cpus", "test", "load", "limit", "needed_load"
     /// (number or null), "admitted"}`.
+    ///
+    /// With gangs (seed 003): `"schedulable": null`, `"tasks": {}`,
+    /// `"tasks_note"` and `"gangs": {GANG: {"gpm", "priority", "bound_us",
+    /// "blocking_us", "reason", "members": {THREAD: {"cpu", "class",
+    /// "work_us", "bound_us"}}, "waiters": {THREAD: {"bound_us"}}}}`.
     pub fn to_json(&self) -> Value {
         let mut tasks = Map::new();
         for t in &self.tasks {
@@ -140,6 +151,19 @@ impl AnalysisReport {
             tasks.insert(t.name.clone(), v);
         }
         let mut out = json!({ "schedulable": self.schedulable, "tasks": tasks });
+        if let (Some(note), Some(obj)) = (&self.tasks_note, out.as_object_mut()) {
+            obj.insert("schedulable".into(), Value::Null);
+            obj.insert("tasks_note".into(), json!(note));
+        }
+        if !self.gangs.is_empty() {
+            let mut gangs = Map::new();
+            for g in &self.gangs {
+                gangs.insert(g.name.clone(), g.to_json());
+            }
+            if let Some(obj) = out.as_object_mut() {
+                obj.insert("gangs".into(), Value::Object(gangs));
+            }
+        }
         if !self.admissions.is_empty() {
             let groups: Vec<Value> = self
                 .admissions

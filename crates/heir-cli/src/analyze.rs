@@ -101,6 +101,16 @@ fn max_of(report: &Report, name: &str) -> Option<f64> {
         .and_then(|t| t.response_us.max)
 }
 
+/// The simulated maximum latency of gang `gang` seen by waiter `thread`.
+fn gang_max_of(report: &Report, gang: &str, thread: &str) -> Option<f64> {
+    report
+        .gangs
+        .iter()
+        .find(|g| g.name == gang)
+        .and_then(|g| g.waiters.iter().find(|w| w.thread == thread))
+        .and_then(|w| w.latency_us.max)
+}
+
 /// Runs `heir analyze`.
 pub fn main(args: Args) -> CliResult {
     let mut family: Option<Protocol> = None;
@@ -174,6 +184,27 @@ pub fn main(args: Args) -> CliResult {
                 }
             }
         }
+        if let (Some(gangs), Some(s)) = (v.get_mut("gangs").and_then(|g| g.as_object_mut()), &sim) {
+            for (gang, g) in gangs.iter_mut() {
+                let Some(waiters) = g.get_mut("waiters").and_then(|w| w.as_object_mut()) else {
+                    continue;
+                };
+                for (thread, w) in waiters.iter_mut() {
+                    if let Some(obj) = w.as_object_mut() {
+                        obj.insert(
+                            "sim_max_us".into(),
+                            serde_json::json!(gang_max_of(s, gang, thread)),
+                        );
+                        if let Some(r) = &real {
+                            obj.insert(
+                                "real_max_us".into(),
+                                serde_json::json!(gang_max_of(r, gang, thread)),
+                            );
+                        }
+                    }
+                }
+            }
+        }
         print_json(&v).map_err(CliError::failure)?;
     } else {
         print!(
@@ -199,6 +230,9 @@ fn render(
     real: Option<&Report>,
     real_asked: bool,
 ) -> String {
+    if !report.gangs.is_empty() {
+        return gang_render(file, report, sim, real, real_asked);
+    }
     let has_dl = report.tasks.iter().any(|b| b.reservation.is_some());
     let has_fp = report.tasks.iter().any(|b| b.reservation.is_none());
     let kind = match (has_fp, has_dl) {
@@ -436,4 +470,106 @@ fn over_bound<'a>(
         })
         .map(|b| b.name.as_str())
         .collect()
+}
+
+/// The text output of a scenario with gangs (seed 003): per gang the
+/// members' parts, then per gang and waiter the latency bound, with
+/// `--compare` beside the simulated (and real) maximum latency.
+fn gang_render(
+    file: &str,
+    report: &AnalysisReport,
+    sim: Option<&Report>,
+    real: Option<&Report>,
+    real_asked: bool,
+) -> String {
+    let gpm = report.gangs.first().is_some_and(|g| g.gpm);
+    let mut out = format!(
+        "{file}: gang latency bounds (seed 003 Property 1), gpm {}; times in ms\n\n",
+        if gpm { "on" } else { "off" }
+    );
+    let mut t =
+        Table::new(["gang", "member", "cpu", "class", "C", "own bound"]).align(0, Align::Left);
+    for g in &report.gangs {
+        for m in &g.members {
+            t.row([
+                g.name.clone(),
+                m.name.clone(),
+                m.cpu.map_or("any".to_string(), |c| c.to_string()),
+                m.class.clone(),
+                m.work_us.map_or("-".to_string(), |v| ms(Some(v))),
+                m.bound_us.map_or("-".to_string(), |v| ms(Some(v))),
+            ]);
+        }
+    }
+    out.push_str(&t.render());
+    out.push('\n');
+    let mut header = vec!["gang", "waiter", "prio", "B", "bound"];
+    if sim.is_some() {
+        header.push("simulated max");
+    }
+    if real.is_some() {
+        header.push("real max");
+    }
+    let mut t = Table::new(header).align(0, Align::Left);
+    for g in &report.gangs {
+        let waiters: Vec<String> = if g.waiters.is_empty() {
+            vec!["-".to_string()]
+        } else {
+            g.waiters.clone()
+        };
+        for w in waiters {
+            let mut row = vec![
+                g.name.clone(),
+                w.clone(),
+                g.priority.map_or("-".to_string(), |p| p.to_string()),
+                g.blocking_us.map_or("-".to_string(), |v| ms(Some(v))),
+                g.bound_us.map_or("unbounded".to_string(), |v| ms(Some(v))),
+            ];
+            for r in sim.iter().chain(real.iter()) {
+                row.push(ms(gang_max_of(r, &g.name, &w)));
+            }
+            t.row(row);
+        }
+    }
+    out.push_str(&t.render());
+    let reasons: Vec<String> = report
+        .gangs
+        .iter()
+        .filter_map(|g| g.reason.as_ref().map(|r| format!("  {}: {r}", g.name)))
+        .collect();
+    if !reasons.is_empty() {
+        out.push('\n');
+        out.push_str(&reasons.join("\n"));
+        out.push('\n');
+    }
+    if let Some(sim) = sim {
+        let over: Vec<String> = report
+            .gangs
+            .iter()
+            .flat_map(|g| g.waiters.iter().map(move |w| (g, w)))
+            .filter(|(g, w)| match (g.bound_us, gang_max_of(sim, &g.name, w)) {
+                (Some(b), Some(m)) => (m * 1000.0).round() > (b * 1000.0).round(),
+                _ => false,
+            })
+            .map(|(g, w)| format!("{} ({w})", g.name))
+            .collect();
+        if !over.is_empty() {
+            out.push_str(&format!(
+                "\nwarning: the simulation exceeds the bound for {}: a bug in the analysis or in the simulator\n",
+                over.join(", ")
+            ));
+        }
+        for r in std::iter::once(sim).chain(real) {
+            if let Some(line) = deadlock_line(r) {
+                out.push_str(&format!("\n{} {line}\n", r.mode));
+            }
+        }
+    }
+    if real_asked && real.is_none() {
+        out.push_str("\nreal run: not performed\n");
+    }
+    if let Some(note) = &report.tasks_note {
+        out.push_str(&format!("\nnote: {note}\n"));
+    }
+    out
 }

@@ -533,6 +533,65 @@ pub fn real_vs_sim_table(real: &Report, sim: &Report) -> Table {
     t
 }
 
+/// `heir run --compare` of a file with gangs (seed 003): per gang and
+/// waiter, the real and the simulated completed waits, timeouts, mean and
+/// maximum latency (ms); `None` without gangs.
+pub fn real_vs_sim_gangs(real: &Report, sim: &Report) -> Option<Table> {
+    if real.gangs.is_empty() && sim.gangs.is_empty() {
+        return None;
+    }
+    let mut t = Table::new([
+        "gang",
+        "waiter",
+        "waits real",
+        "sim",
+        "timeouts real",
+        "sim",
+        "mean real",
+        "sim",
+        "max real",
+        "sim",
+    ])
+    .align(1, Align::Left);
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
+    for g in &sim.gangs {
+        let rg = real.gangs.iter().find(|r| r.name == g.name);
+        for w in &g.waiters {
+            let rw = rg.and_then(|r| r.waiters.iter().find(|x| x.thread == w.thread));
+            t.row([
+                g.name.clone(),
+                w.thread.clone(),
+                or_dash(rw.map(|r| r.completed.to_string())),
+                w.completed.to_string(),
+                or_dash(rw.map(|r| r.timeouts.to_string())),
+                w.timeouts.to_string(),
+                ms(rw.and_then(|r| r.latency_us.mean)),
+                ms(w.latency_us.mean),
+                ms(rw.and_then(|r| r.latency_us.max)),
+                ms(w.latency_us.max),
+            ]);
+        }
+        // Waiters only the real run saw.
+        for rw in rg.iter().flat_map(|r| &r.waiters) {
+            if !g.waiters.iter().any(|w| w.thread == rw.thread) {
+                t.row([
+                    g.name.clone(),
+                    rw.thread.clone(),
+                    rw.completed.to_string(),
+                    "-".to_string(),
+                    rw.timeouts.to_string(),
+                    "-".to_string(),
+                    ms(rw.latency_us.mean),
+                    ms(None),
+                    ms(rw.latency_us.max),
+                    ms(None),
+                ]);
+            }
+        }
+    }
+    Some(t)
+}
+
 /// The per-thread table of a run report: task, policy/prio, jobs, misses,
 /// then response-time statistics in ms.
 pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {

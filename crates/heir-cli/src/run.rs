@@ -35,10 +35,10 @@ use heir::run::{run, Placement, RunConfig, TraceConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    aborted_line, apply_lines, bwi_table, calibration_line, deadlock_line, log_json, ms, on_off,
-    overrides_shown, parse_override, parse_seconds, print_json, print_run_note, read_scenario_with,
-    real_vs_sim_table, report_table, run_error, run_json, sim_error, sim_json, thread_scheds,
-    PendingFile, RunOutputs,
+    aborted_line, apply_lines, bwi_table, calibration_line, deadlock_line, gang_table, gpm_shown,
+    log_json, ms, on_off, overrides_shown, parse_override, parse_seconds, print_json,
+    print_run_note, read_scenario_with, real_vs_sim_gangs, real_vs_sim_table, report_table,
+    run_error, run_json, sim_error, sim_json, thread_scheds, PendingFile, RunOutputs,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -135,8 +135,9 @@ pub fn main(args: Args) -> CliResult {
         return Err(CliError::bad_input(anyhow!("--svg-span must be positive")));
     }
     let title = format!(
-        "{file}: real run (kernel trace), PI-CV {}{}",
+        "{file}: real run (kernel trace), PI-CV {}{}{}",
         on_off(pi_cv),
+        gpm_shown(&scenario),
         overrides_shown(&args.protocol)
     );
     let window = (
@@ -204,13 +205,20 @@ pub fn main(args: Args) -> CliResult {
         print_json(&json).map_err(CliError::failure)?;
     } else {
         print!(
-            "{file}: mode {}, ran {:.3} s, pi_cv {}{}\nresponse times in ms\n\n{}",
+            "{file}: mode {}, ran {:.3} s, pi_cv {}{}{}\nresponse times in ms\n\n{}",
             report.mode,
             report.duration_us / 1e6,
             on_off(pi_cv),
+            gpm_shown(&scenario),
             overrides_shown(&args.protocol),
             report_table(report, &thread_scheds(&scenario, false)).render()
         );
+        if let Some(t) = gang_table(report) {
+            print!(
+                "\ngangs: latency from gang_run to the last gang_notify, in ms\n\n{}",
+                t.render()
+            );
+        }
         if let Some(line) = aborted_line(report) {
             println!("\n{line}");
         }
@@ -224,6 +232,12 @@ pub fn main(args: Args) -> CliResult {
                 sim.duration_us / 1e6,
                 real_vs_sim_table(report, sim).render()
             );
+            if let Some(t) = real_vs_sim_gangs(report, sim) {
+                print!(
+                    "\ngangs real beside simulated: latency from gang_run to the last gang_notify, in ms\n\n{}",
+                    t.render()
+                );
+            }
             if let Some(line) = deadlock_line(sim) {
                 println!("\nsimulated: {line}");
             }

@@ -27,6 +27,8 @@ mod report;
 mod report_browser;
 #[path = "cli/run_errors.rs"]
 mod run_errors;
+#[path = "cli/run_gang.rs"]
+mod run_gang;
 #[path = "cli/run_json.rs"]
 mod run_json;
 #[path = "cli/run_privilege.rs"]

@@ -1,26 +1,40 @@
 //! Streaming response-time statistics: exact count, min, max and mean;
-//! percentiles from a log-linear histogram with bounded memory.
+//! percentiles from a log-linear histogram of fixed maximum size.
 //!
 //! # Precision
 //!
-//! Values are nanoseconds (`u64`). The histogram is HDR-style log-linear:
+//! Values are nanoseconds (`u64`). The histogram is log-linear (HDR-style)
+//! at a *resolution* of `k` sub-bucket bits, `k` from 10 down to 0:
 //!
-//! - values below 2048 ns have a bucket each (exact);
-//! - a value `v` in the octave `[2^e, 2^(e+1))`, `e >= 11`, falls in a bucket
-//!   of width `2^(e-10)`: 1024 buckets per octave, so a bucket's lower bound
-//!   is within a relative error of `2^-10` (< 0.1 %) of every value in it.
+//! - values below `2^(k+1)` ns have a bucket each (exact);
+//! - a value `v` in the octave `[2^e, 2^(e+1))`, `e > k`, falls in a bucket
+//!   of width `2^(e-k)`: `2^k` buckets per octave, so a bucket's lower bound
+//!   is within a relative error of `2^-k` of every value in it.
 //!
-//! There are at most [`ResponseStats::MAX_BUCKETS`] buckets whatever the run
-//! length. Storage is sparse by quarter octave: 256 counters (1 KiB) are
-//! allocated the first time a value falls in their range, so recording is
-//! O(1) and the memory of a task's histogram is fixed by the range its
-//! response times span (typically a few chunks), never by the number of
-//! jobs.
+//! The buckets of resolution `k - 1` are unions of two buckets of
+//! resolution `k`. A histogram holds at most [`ResponseStats::MAX_BUCKETS`]
+//! (128) non-empty buckets, 8 bytes each (bucket index and count packed in
+//! one `u64`): at most 1 KiB whatever the run length and the values. It
+//! starts at `k = 10` (relative error `2^-10` < 0.1 %, the same buckets as
+//! heir's earlier unbounded histogram); a value that would need a 129th
+//! bucket halves the resolution (merges bucket pairs, `k - 1`) until the
+//! buckets fit — the uniform collapse of UDDSketch (Epicoco et al., 2020).
+//! So the resolution is always the finest `k ≤ 10` at which every value
+//! recorded so far falls in at most 128 buckets: it depends on the values,
+//! never on their order or number (merging two histograms gives the one of
+//! both value sets). Values spanning less than a factor `2^w` touch at most
+//! `w + 1` octaves, which guarantees `k ≥ floor(log2(128 / (w + 1)))`:
+//! relative error ≤ 1/64 (1.6 %) within a factor 2 (a single octave),
+//! ≤ 1/32 within a factor 4, ≤ 1/16 within a factor 16; a few distinct values
+//! (periodic scenarios: exact µs or ms responses) keep `2^-10`. The current
+//! resolution is [`ResponseStats::resolution_bits`].
 //!
 //! `count`, `min`, `max` and the sum (hence `mean`) are exact. The p-th
 //! percentile is the lower bound of the smallest bucket whose cumulative count
 //! reaches `ceil(p/100 · n)`, clamped to `[min, max]` (so `p50` of a single
 //! value is that value, and a percentile is never outside the observed range).
+//! A bucket counts up to `2^48 - 1` values (at heir's fastest, a year of
+//! simulation of one task); past that it saturates (debug builds assert).
 
 use serde::Serialize;
 
@@ -42,49 +56,56 @@ pub struct ResponseSummary {
     pub max: Option<f64>,
 }
 
-/// Sub-bucket bits per octave: relative error `2^-SUB_BITS`.
-const SUB_BITS: u32 = 10;
-/// Values below this are stored exactly (one bucket each).
-const LINEAR_LIMIT: u64 = 2 << SUB_BITS; // 2048
-/// Buckets per chunk (a quarter octave above the linear range): small
-/// chunks keep the zeroed memory a task touches, and the scan of a chunk
-/// for a percentile, short.
-const CHUNK: usize = 1 << (SUB_BITS - 2);
+/// Sub-bucket bits of the finest resolution: relative error `2^-10`.
+const MAX_BITS: u32 = 10;
+/// Bits of a packed entry holding the count (the bucket index is above).
+const COUNT_BITS: u32 = 48;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 
 /// Accumulates response times (ns). See the module docs for the precision.
 ///
-/// Storage is sparse: a chunk of 256 `u32` counters (1 KiB, a quarter
-/// octave) is allocated the first time a value falls in its range (at most
-/// 220 chunks), so recording is O(1) and memory stops growing once the
-/// range a task's response times span is touched. A counter that would pass
-/// `u32::MAX` spills into a small exact side table.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Storage: the non-empty buckets, sorted, each one `u64` (bucket index in
+/// the top 16 bits, count in the low 48), at most
+/// [`ResponseStats::MAX_BUCKETS`] of them (1 KiB). Recording is a binary
+/// search among them; memory grows with the number of distinct buckets up
+/// to that bound, never with the number of values.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResponseStats {
     count: u64,
     min: u64,
     max: u64,
     sum: u128,
-    /// Non-empty buckets.
-    nonzero: usize,
-    /// `chunks[i]` counts buckets `i·256 .. (i+1)·256`.
-    chunks: Vec<Option<Box<[u32; CHUNK]>>>,
-    /// `sums[i]`: total count of chunk `i` (percentiles skip whole chunks).
-    sums: Vec<u64>,
-    /// Counts beyond `u32::MAX`, by bucket index (sorted).
-    spill: Vec<(u32, u64)>,
+    /// Sub-bucket bits of the buckets below (10 down to 0).
+    bits: u32,
+    /// Non-empty buckets, ascending: `index << 48 | count`.
+    buckets: Vec<u64>,
+}
+
+impl Default for ResponseStats {
+    fn default() -> Self {
+        ResponseStats {
+            count: 0,
+            min: 0,
+            max: 0,
+            sum: 0,
+            bits: MAX_BITS,
+            buckets: Vec::new(),
+        }
+    }
 }
 
 impl ResponseStats {
-    /// The largest number of buckets a histogram can ever hold (every
-    /// possible `u64` value class).
-    pub const MAX_BUCKETS: usize = (LINEAR_LIMIT as usize) + (64 - 11) * (1 << SUB_BITS);
+    /// The most non-empty buckets a histogram holds (8 bytes each): past
+    /// it, the resolution halves (module docs).
+    pub const MAX_BUCKETS: usize = 128;
 
     /// An empty accumulator.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Records one response time, in ns. O(1).
+    /// Records one response time, in ns. O(log [`Self::MAX_BUCKETS`])
+    /// (plus a shift of at most 1 KiB when a new bucket is inserted).
     pub fn record(&mut self, ns: u64) {
         if self.count == 0 {
             self.min = ns;
@@ -95,61 +116,64 @@ impl ResponseStats {
         }
         self.count += 1;
         self.sum += u128::from(ns);
-        self.add_to_bucket(bucket_index(ns) as usize, 1);
+        self.add(bucket_index(ns, self.bits), 1);
     }
 
-    fn add_to_bucket(&mut self, idx: usize, n: u64) {
-        let (c, off) = (idx / CHUNK, idx % CHUNK);
-        if self.chunks.len() <= c {
-            self.chunks.resize_with(c + 1, || None);
-            self.sums.resize(c + 1, 0);
+    /// Adds `n` values to bucket `idx` (at the current resolution), halving
+    /// the resolution first if a new bucket would not fit.
+    fn add(&mut self, mut idx: u32, n: u64) {
+        loop {
+            let key = u64::from(idx) << COUNT_BITS;
+            let pos = self.buckets.partition_point(|&e| e < key);
+            if let Some(e) = self.buckets.get_mut(pos) {
+                if *e >> COUNT_BITS == u64::from(idx) {
+                    let c = (*e & COUNT_MASK).saturating_add(n);
+                    debug_assert!(c <= COUNT_MASK, "histogram bucket count past 2^48");
+                    *e = key | c.min(COUNT_MASK);
+                    return;
+                }
+            }
+            if self.buckets.len() < Self::MAX_BUCKETS {
+                debug_assert!(n <= COUNT_MASK, "histogram bucket count past 2^48");
+                self.buckets.insert(pos, key | n.min(COUNT_MASK));
+                return;
+            }
+            // Full: one resolution coarser, then retry.
+            let lower = bucket_lower(idx, self.bits);
+            self.coarsen();
+            idx = bucket_index(lower, self.bits);
         }
-        self.sums[c] += n;
-        let chunk = self.chunks[c].get_or_insert_with(|| Box::new([0u32; CHUNK]));
-        let cur = chunk[off];
-        if cur == 0 {
-            self.nonzero += 1;
-        }
-        let room = u64::from(u32::MAX - cur);
-        if n <= room {
-            chunk[off] = cur + n as u32;
-        } else {
-            chunk[off] = u32::MAX;
-            let extra = n - room;
-            let key = idx as u32;
-            match self.spill.binary_search_by_key(&key, |&(i, _)| i) {
-                Ok(pos) => self.spill[pos].1 += extra,
-                Err(pos) => self.spill.insert(pos, (key, extra)),
+    }
+
+    /// Halves the resolution: merges each pair of buckets (order kept,
+    /// since coarser buckets are unions of consecutive finer ones).
+    fn coarsen(&mut self) {
+        debug_assert!(self.bits > 0, "128 buckets hold every u64 at resolution 0");
+        let from = self.bits;
+        self.bits -= 1;
+        let mut out = 0usize;
+        for i in 0..self.buckets.len() {
+            let e = self.buckets[i];
+            let idx = bucket_index(bucket_lower((e >> COUNT_BITS) as u32, from), self.bits);
+            let key = u64::from(idx) << COUNT_BITS;
+            if out > 0 && self.buckets[out - 1] >> COUNT_BITS == u64::from(idx) {
+                let prev = self.buckets[out - 1];
+                let c = ((prev & COUNT_MASK) + (e & COUNT_MASK)).min(COUNT_MASK);
+                self.buckets[out - 1] = key | c;
+            } else {
+                self.buckets[out] = key | (e & COUNT_MASK);
+                out += 1;
             }
         }
+        self.buckets.truncate(out);
     }
 
-    /// The count of bucket `idx` whose chunk counter is `n` (adds the
-    /// spill past `u32::MAX`).
-    fn bucket_total(&self, idx: u32, n: u32) -> u64 {
-        let extra = if n == u32::MAX {
-            self.spill
-                .binary_search_by_key(&idx, |&(i, _)| i)
-                .map_or(0, |pos| self.spill[pos].1)
-        } else {
-            0
-        };
-        u64::from(n) + extra
-    }
-
-    /// Non-empty buckets in increasing value order: (bucket index, count).
-    fn buckets(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.chunks.iter().enumerate().flat_map(move |(c, chunk)| {
-            chunk.iter().flat_map(move |arr| {
-                arr.iter()
-                    .enumerate()
-                    .filter(|(_, &n)| n > 0)
-                    .map(move |(off, &n)| {
-                        let idx = (c * CHUNK + off) as u32;
-                        (idx, self.bucket_total(idx, n))
-                    })
-            })
-        })
+    /// Non-empty buckets in increasing value order: (bucket index at the
+    /// current resolution, count).
+    fn entries(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.buckets
+            .iter()
+            .map(|&e| ((e >> COUNT_BITS) as u32, e & COUNT_MASK))
     }
 
     /// Number of values recorded.
@@ -167,19 +191,26 @@ impl ResponseStats {
         (self.count > 0).then_some(self.max)
     }
 
-    /// Number of non-empty histogram buckets (bounded by
+    /// Number of non-empty histogram buckets (at most
     /// [`Self::MAX_BUCKETS`], independent of the number of values).
     pub fn bucket_count(&self) -> usize {
-        self.nonzero
+        self.buckets.len()
     }
 
-    /// Number of 256-bucket chunks allocated (1 KiB each; at most
-    /// [`Self::MAX_BUCKETS`] / 256 = 220).
-    pub fn chunk_count(&self) -> usize {
-        self.chunks.iter().filter(|c| c.is_some()).count()
+    /// The histogram's resolution: sub-bucket bits `k` (10 down to 0), a
+    /// percentile's relative error is at most `2^-k` (module docs).
+    pub fn resolution_bits(&self) -> u32 {
+        self.bits
     }
 
-    /// Merges `other` into `self` (e.g. the threads of one task).
+    /// Bytes allocated for the buckets (at most 8 ×
+    /// [`Self::MAX_BUCKETS`] = 1 KiB).
+    pub fn heap_bytes(&self) -> usize {
+        self.buckets.capacity() * std::mem::size_of::<u64>()
+    }
+
+    /// Merges `other` into `self` (e.g. the threads of one task): the same
+    /// histogram as recording both value sets.
     pub fn merge(&mut self, other: &ResponseStats) {
         if other.count == 0 {
             return;
@@ -193,8 +224,12 @@ impl ResponseStats {
         }
         self.count += other.count;
         self.sum += other.sum;
-        for (idx, n) in other.buckets() {
-            self.add_to_bucket(idx as usize, n);
+        for (idx, n) in other.entries() {
+            let lower = bucket_lower(idx, other.bits);
+            while self.bits > other.bits {
+                self.coarsen();
+            }
+            self.add(bucket_index(lower, self.bits), n);
         }
     }
 
@@ -210,8 +245,7 @@ impl ResponseStats {
         }
     }
 
-    /// Percentiles `ps` (ascending) in one pass: whole chunks are skipped
-    /// by their totals, only the chunk where a rank is reached is scanned.
+    /// Percentiles `ps` (ascending) in one pass over the buckets.
     fn percentiles_ns<const N: usize>(&self, ps: [f64; N]) -> [Option<u64>; N] {
         let mut out = [None; N];
         if self.count == 0 {
@@ -220,30 +254,14 @@ impl ResponseStats {
         let ranks = ps.map(|p| self.rank(p));
         let mut next = 0;
         let mut cumulative = 0u64;
-        for (c, chunk) in self.chunks.iter().enumerate() {
-            let Some(arr) = chunk else {
-                continue;
-            };
+        for (idx, n) in self.entries() {
+            cumulative += n;
+            while next < N && cumulative >= ranks[next] {
+                out[next] = Some(bucket_lower(idx, self.bits).clamp(self.min, self.max));
+                next += 1;
+            }
             if next == N {
                 break;
-            }
-            if cumulative + self.sums[c] < ranks[next] {
-                cumulative += self.sums[c];
-                continue;
-            }
-            for (off, &n) in arr.iter().enumerate() {
-                if n == 0 {
-                    continue;
-                }
-                let idx = (c * CHUNK + off) as u32;
-                cumulative += self.bucket_total(idx, n);
-                while next < N && cumulative >= ranks[next] {
-                    out[next] = Some(bucket_lower(idx).clamp(self.min, self.max));
-                    next += 1;
-                }
-                if next == N {
-                    break;
-                }
             }
         }
         for o in out.iter_mut().skip(next) {
@@ -276,27 +294,32 @@ impl ResponseStats {
     }
 }
 
-/// The bucket of `v`: exact below [`LINEAR_LIMIT`], then 1024 per octave.
-fn bucket_index(v: u64) -> u32 {
-    if v < LINEAR_LIMIT {
+// At resolution 0 every u64 falls in one of 65 buckets (0, 1, then one per
+// octave): coarsening always ends.
+const _: () = assert!(65 <= ResponseStats::MAX_BUCKETS);
+
+/// The bucket of `v` at resolution `bits`: exact below `2^(bits+1)`, then
+/// `2^bits` per octave.
+fn bucket_index(v: u64, bits: u32) -> u32 {
+    let linear = 2u64 << bits;
+    if v < linear {
         return v as u32;
     }
-    let e = 63 - v.leading_zeros(); // >= 11
-    let shift = e - SUB_BITS;
-    let sub = (v >> shift) as u32 - (1 << SUB_BITS); // 0..1024
-    LINEAR_LIMIT as u32 + (e - 11) * (1 << SUB_BITS) + sub
+    let e = 63 - v.leading_zeros(); // > bits
+    let sub = (v >> (e - bits)) as u32 - (1 << bits); // 0..2^bits
+    linear as u32 + (e - bits - 1) * (1 << bits) + sub
 }
 
-/// The smallest value of bucket `idx`.
-fn bucket_lower(idx: u32) -> u64 {
-    if u64::from(idx) < LINEAR_LIMIT {
+/// The smallest value of bucket `idx` at resolution `bits`.
+fn bucket_lower(idx: u32, bits: u32) -> u64 {
+    let linear = 2u32 << bits;
+    if idx < linear {
         return u64::from(idx);
     }
-    let rel = idx - LINEAR_LIMIT as u32;
-    let e = 11 + rel / (1 << SUB_BITS);
-    let sub = u64::from(rel % (1 << SUB_BITS));
-    let shift = e - SUB_BITS;
-    ((1u64 << SUB_BITS) + sub) << shift
+    let rel = idx - linear;
+    let e = bits + 1 + rel / (1 << bits);
+    let sub = u64::from(rel % (1 << bits));
+    ((1u64 << bits) + sub) << (e - bits)
 }
 
 #[cfg(test)]
@@ -309,38 +332,49 @@ mod tests {
         assert_eq!(s.count(), 0);
         assert_eq!(s.summary(), ResponseSummary::default());
         assert_eq!(s.percentile_ns(50.0), None);
+        assert_eq!(s.heap_bytes(), 0);
     }
 
     #[test]
     fn small_values_are_exact() {
         let mut s = ResponseStats::new();
-        for v in 0..2048u64 {
+        for v in 0..128u64 {
             s.record(v);
         }
-        assert_eq!(s.count(), 2048);
-        assert_eq!(s.percentile_ns(50.0), Some(1023));
-        assert_eq!(s.percentile_ns(100.0), Some(2047));
-        assert_eq!(s.bucket_count(), 2048);
+        assert_eq!(s.count(), 128);
+        assert_eq!(s.resolution_bits(), 10);
+        assert_eq!(s.percentile_ns(50.0), Some(63));
+        assert_eq!(s.percentile_ns(100.0), Some(127));
+        assert_eq!(s.bucket_count(), 128);
     }
 
     #[test]
-    fn bucket_roundtrip_and_relative_error() {
-        let mut v = 2048u64;
-        while v < u64::MAX / 3 {
-            for x in [v, v + 1, v * 3 / 2, v * 2 - 1] {
-                let idx = bucket_index(x);
-                let lo = bucket_lower(idx);
-                assert!(lo <= x, "{x}: lower {lo}");
-                assert!((x - lo) as f64 <= x as f64 / 1024.0, "{x}: lower {lo}");
-                assert_eq!(bucket_index(lo), idx);
-                assert!((idx as usize) < ResponseStats::MAX_BUCKETS);
+    fn bucket_roundtrip_and_relative_error_at_every_resolution() {
+        for bits in 0..=MAX_BITS {
+            let mut v = 1u64;
+            while v < u64::MAX / 3 {
+                for x in [v, v + 1, v * 3 / 2, v * 2 - 1] {
+                    let idx = bucket_index(x, bits);
+                    let lo = bucket_lower(idx, bits);
+                    assert!(lo <= x, "{bits}: {x}: lower {lo}");
+                    assert!((x - lo) as f64 <= x as f64 / f64::from(1u32 << bits));
+                    assert_eq!(bucket_index(lo, bits), idx);
+                    assert!(idx < 1 << (64 - COUNT_BITS), "{bits}: {x}: index {idx}");
+                    if bits > 0 {
+                        // Coarser buckets are unions of finer ones.
+                        assert_eq!(
+                            bucket_index(bucket_lower(idx, bits), bits - 1),
+                            bucket_index(x, bits - 1)
+                        );
+                    }
+                }
+                v = v * 2 + 7;
             }
-            v = v * 2 + 7;
+            // Every u64 fits the 16 index bits; at resolution 0 the 65
+            // buckets (0, 1, then one per octave) fit MAX_BUCKETS.
+            assert!(bucket_index(u64::MAX, bits) < 1 << (64 - COUNT_BITS));
         }
-        assert_eq!(
-            bucket_index(u64::MAX) as usize,
-            ResponseStats::MAX_BUCKETS - 1
-        );
+        assert_eq!(bucket_index(u64::MAX, 0), 64);
     }
 
     #[test]
@@ -384,14 +418,15 @@ mod tests {
         }
         assert_eq!(s.count(), 1_000_000);
         assert_eq!(s.bucket_count(), 7);
+        assert_eq!(s.resolution_bits(), 10);
     }
 
     #[test]
-    fn counters_spill_past_u32() {
+    fn counts_pass_u32() {
         let mut a = ResponseStats::new();
         a.record(5000);
         let mut big = ResponseStats::new();
-        big.add_to_bucket(bucket_index(5000) as usize, u64::from(u32::MAX) + 10);
+        big.add(bucket_index(5000, MAX_BITS), u64::from(u32::MAX) + 10);
         big.count = u64::from(u32::MAX) + 10;
         big.min = 5000;
         big.max = 5000;
@@ -399,8 +434,8 @@ mod tests {
         a.merge(&big);
         assert_eq!(a.count(), u64::from(u32::MAX) + 11);
         assert_eq!(
-            a.buckets().collect::<Vec<_>>(),
-            vec![(bucket_index(5000), u64::from(u32::MAX) + 11)]
+            a.entries().collect::<Vec<_>>(),
+            vec![(bucket_index(5000, MAX_BITS), u64::from(u32::MAX) + 11)]
         );
         assert_eq!(a.bucket_count(), 1);
         assert_eq!(a.percentile_ns(99.0), Some(5000));
@@ -422,5 +457,98 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a, both);
+    }
+
+    /// Values for the table-driven tests: (name, value of the k-th draw,
+    /// octaves spanned `w`: every value is in `[2^a, 2^(a+w))`).
+    type Distribution = (&'static str, fn(u64) -> u64, u32);
+
+    fn distributions() -> Vec<Distribution> {
+        fn mix(k: u64) -> u64 {
+            let mut z = k.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        vec![
+            // Uniform in one octave [1 ms, 2 ms).
+            ("one octave", |k| 1 << 20 | (mix(k) % (1 << 20)), 1),
+            // Uniform in [1 ms, 4 ms): two octaves.
+            ("two octaves", |k| (1 << 20) + mix(k) % (3 << 20), 2),
+            // Log-uniform over 16 octaves from 1 µs.
+            (
+                "16 octaves",
+                |k| (1 << 10) << (mix(k) % 16) | (mix(k + 7) % 1024),
+                16,
+            ),
+            // Every distinct value exactly a whole ms, 1..=100 ms.
+            ("whole ms", |k| (1 + mix(k) % 100) * 1_000_000, 7),
+        ]
+    }
+
+    #[test]
+    fn percentiles_within_the_stated_relative_error() {
+        for (name, draw, w) in distributions() {
+            let mut s = ResponseStats::new();
+            let mut all: Vec<u64> = (0..20_000u64).map(draw).collect();
+            for &v in &all {
+                s.record(v);
+            }
+            all.sort_unstable();
+            let k = s.resolution_bits();
+            // The guaranteed resolution: w octaves touch w + 1 at most.
+            let floor = (ResponseStats::MAX_BUCKETS as u32 / (w + 1))
+                .ilog2()
+                .min(MAX_BITS);
+            assert!(k >= floor, "{name}: resolution {k} < {floor}");
+            assert!(s.bucket_count() <= ResponseStats::MAX_BUCKETS);
+            assert!(s.heap_bytes() <= 1024, "{name}");
+            assert_eq!(s.min_ns(), all.first().copied());
+            assert_eq!(s.max_ns(), all.last().copied());
+            for p in [1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+                let rank = ((p / 100.0) * all.len() as f64).ceil() as usize;
+                let exact = all[rank.clamp(1, all.len()) - 1];
+                let got = s.percentile_ns(p).expect("values");
+                assert!(got <= exact, "{name} p{p}: {got} > {exact}");
+                assert!(
+                    (exact - got) as f64 <= exact as f64 / f64::from(1u32 << k),
+                    "{name} p{p}: {got} vs {exact} at resolution {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn resolution_depends_on_the_values_not_their_order_or_split() {
+        for (name, draw, _) in distributions() {
+            let vals: Vec<u64> = (0..5_000u64).map(draw).collect();
+            let mut fwd = ResponseStats::new();
+            vals.iter().for_each(|&v| fwd.record(v));
+            let mut rev = ResponseStats::new();
+            vals.iter().rev().for_each(|&v| rev.record(v));
+            assert_eq!(fwd, rev, "{name}: order");
+            let (mut a, mut b) = (ResponseStats::new(), ResponseStats::new());
+            for (i, &v) in vals.iter().enumerate() {
+                if i % 5 == 0 {
+                    a.record(v)
+                } else {
+                    b.record(v)
+                }
+            }
+            b.merge(&a);
+            // Same values, same histogram (the bucket vector may have a
+            // different capacity, which equality ignores).
+            assert_eq!(b, fwd, "{name}: merge");
+        }
+    }
+
+    #[test]
+    fn few_distinct_values_keep_the_finest_resolution() {
+        let mut s = ResponseStats::new();
+        for k in 0..100_000u64 {
+            s.record((1 + k % 100) * 1_000_000);
+        }
+        assert_eq!(s.resolution_bits(), 10);
+        assert_eq!(s.bucket_count(), 100);
     }
 }

@@ -23,7 +23,7 @@
 //!
 //! A contended [`crate::PiMutex`] between threads the engine would not
 //! change (a *lazy wait*, see the mutex module) takes no engine lock: it
-//! is published, and [`state`] (every taker of the engine lock, before
+//! is published, and `state` (every taker of the engine lock, before
 //! anything else, and again when it lets go) tells the engine of it, so
 //! every caller still sees every wait.
 //!

@@ -44,7 +44,10 @@
 //!   [`crate::donate::Endpoint`] (seed 002: the kernel lends a caller's
 //!   priority to the thread serving its request; passive servers, call
 //!   timeouts, nested calls, cycles named — see the `donation` module);
-//!   barriers and suspend/resume on [`PiCondvar`]s.
+//!   barriers and suspend/resume on [`PiCondvar`]s; gangs (seed 003) on
+//!   [`crate::gang::Gang`]s, boosting with `global.gpm`, each waiter's
+//!   latency from `gang_run` to the last notify in the report's `gangs`
+//!   (the `gang` module, docs/GANG.md §5).
 //!
 //! Every blocking operation has the end of the run as its deadline, so a run
 //! always ends. RT throttling is never touched.
@@ -69,6 +72,7 @@ use heir_scenario::{
 };
 
 mod donation;
+mod gang;
 mod trace;
 
 pub use trace::{RealTrace, TraceStats};
@@ -265,9 +269,9 @@ enum Res {
     Endpoint(Endpoint<u64, ()>),
     /// An endpoint under the donation model (`global.ipc: "donation"`).
     Donate(DonEndpoint),
-    /// A gang (seed 003): refused by [`refuse_gangs`] before the run
-    /// starts (not supported by `heir run` yet).
-    Gang,
+    /// A gang (seed 003): an L-GPM [`crate::gang::Gang`] (the `gang`
+    /// module).
+    Gang(gang::RunGang),
 }
 
 /// Zero-time events (lock, unlock, signal, … — anything but a `run`,
@@ -352,6 +356,8 @@ struct ThreadOut {
     aborted: u64,
     /// Its jobs' `run` accuracy.
     accuracy: RunAccuracy,
+    /// Its `gang_wait`s, per gang.
+    gang_waits: Vec<gang::Waits>,
 }
 
 /// Run-wide shared state.
@@ -377,6 +383,10 @@ struct Shared {
     seed: u64,
     /// The donation model's state (`global.ipc: "donation"`), else `None`.
     don: Option<Donation>,
+    /// Each thread's gang control word, in start order (seed 003).
+    words: Vec<crate::gang::ControlWord>,
+    /// Per task, the gang that lists it (a resource index).
+    task_gang: Vec<Option<usize>>,
 }
 
 /// [`Shared::t0_ns`] of a run called off before it started.
@@ -400,9 +410,9 @@ impl Shared {
         duration_us: u64,
         calibration: Calibration,
         cpu_map: Vec<(u32, u32)>,
-    ) -> Shared {
-        Shared {
-            res: make_resources(scenario, pi_cv),
+    ) -> Result<Shared, Error> {
+        Ok(Shared {
+            res: make_resources(scenario, pi_cv)?,
             res_names: scenario.resources.iter().map(|r| r.name.clone()).collect(),
             duration_ns: duration_us * 1000,
             t0_ns: AtomicU64::new(0),
@@ -414,7 +424,11 @@ impl Shared {
             names: Mutex::new(HashMap::new()),
             seed: scenario.global.seed,
             don: Donation::of(scenario),
-        }
+            words: gang::control_words(scenario),
+            task_gang: (0..scenario.tasks.len())
+                .map(|ti| gang::initial_gang(scenario, ti))
+                .collect(),
+        })
     }
 
     /// The run's start: set by the first thread to ask, once the threads are
@@ -528,7 +542,6 @@ pub fn run_scenario(scenario: &Scenario, config: &RunConfig) -> Result<Report, R
 /// Runs `scenario` on real threads: the report, the CPUs it ran on, and
 /// what else ran there.
 pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError> {
-    refuse_gangs(scenario)?;
     let duration_us = run_duration_us(scenario, config)?;
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);
     if !pi_cv && scenario.rpc.model == IpcModel::Donation {
@@ -565,7 +578,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         duration_us,
         calibration.clone(),
         cpu_map.clone(),
-    ));
+    )?);
     let applied_before = thread::apply_stats();
     let threads = Threads::start(scenario, &shared, &attrs, &physical)?;
     let failed = threads.first_failure();
@@ -613,6 +626,14 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     let actual_end = sys::now_ns().min(end);
     let interference = watch.finish(&physical);
     let count_aborts = shared.don.as_ref().is_some_and(|d| d.count_aborts);
+    let gangs = {
+        let waits: Vec<(String, &[gang::Waits])> = names
+            .iter()
+            .zip(&outs)
+            .filter_map(|(n, o)| o.as_ref().map(|o| (n.clone(), o.gang_waits.as_slice())))
+            .collect();
+        gang::reports(&shared, &waits)
+    };
     let (tasks, events, late_starts) =
         task_reports(scenario, &cpu_map, (names, outs), count_aborts);
     note_disturbances(config, &physical, &interference, &late_starts);
@@ -644,7 +665,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             duration_us: actual_end.saturating_sub(t0) as f64 / 1000.0,
             tasks,
             deadlock,
-            gangs: Vec::new(),
+            gangs,
             events,
         },
         cpus: cpu_map,
@@ -1027,56 +1048,45 @@ fn calibration(
     Calibration::of(&cpus, given)
 }
 
-/// Gangs (seed 003) are not supported by `heir run` yet: refused, with the
-/// path of the first gang, before anything starts.
-fn refuse_gangs(scenario: &Scenario) -> Result<(), RunError> {
-    match scenario
-        .resources
-        .iter()
-        .find(|r| matches!(r.kind, ResourceKind::Gang { .. }))
-    {
-        Some(r) => Err(RunError::Unsupported {
-            path: r.path.clone(),
-            what: format!("gang {:?} (seed 003, not yet)", r.name),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// The scenario's resources, instantiated, in resource order.
-fn make_resources(scenario: &Scenario, pi_cv: bool) -> Vec<Res> {
+/// The scenario's resources, instantiated, in resource order (gangs boost
+/// with `global.gpm`).
+fn make_resources(scenario: &Scenario, pi_cv: bool) -> Result<Vec<Res>, Error> {
     scenario
         .resources
         .iter()
-        .map(|r| match &r.kind {
-            // Inheritance is the kernel's own (a PI futex); the other
-            // protocols are the engine's, mapped as every face maps them.
-            ResourceKind::Mutex { protocol } => match protocol {
-                MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
-                MutexProtocol::Bwi => Res::Bwi(RawPiMutex::new()),
-                p => Res::Engine(RawEngineMutex::new(engine::protocol(p))),
-            },
-            ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),
-            ResourceKind::Queue { capacity, .. } => Res::Queue(PrioQueue::new(*capacity as usize)),
-            ResourceKind::Barrier { users } => Res::Barrier {
-                state: PiMutex::new((0, 0)),
-                cond: PiCondvar::new(),
-                users: *users,
-            },
-            ResourceKind::Timer { mode, unique } => Res::Timer {
-                unique: *unique,
-                mode: *mode,
-                shared: PiMutex::new(None),
-            },
-            ResourceKind::Suspend { .. } => Res::Suspend {
-                mutex: RawPiMutex::new(),
-                cond: PiCondvar::new(),
-            },
-            ResourceKind::Endpoint { .. } if scenario.rpc.model == IpcModel::Donation => {
-                Res::Donate(DonEndpoint::new())
-            }
-            ResourceKind::Endpoint { .. } => Res::Endpoint(Endpoint::new(pi_cv)),
-            ResourceKind::Gang { .. } => Res::Gang,
+        .map(|r| {
+            Ok(match &r.kind {
+                // Inheritance is the kernel's own (a PI futex); the other
+                // protocols are the engine's, mapped as every face maps them.
+                ResourceKind::Mutex { protocol } => match protocol {
+                    MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
+                    MutexProtocol::Bwi => Res::Bwi(RawPiMutex::new()),
+                    p => Res::Engine(RawEngineMutex::new(engine::protocol(p))),
+                },
+                ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),
+                ResourceKind::Queue { capacity, .. } => {
+                    Res::Queue(PrioQueue::new(*capacity as usize))
+                }
+                ResourceKind::Barrier { users } => Res::Barrier {
+                    state: PiMutex::new((0, 0)),
+                    cond: PiCondvar::new(),
+                    users: *users,
+                },
+                ResourceKind::Timer { mode, unique } => Res::Timer {
+                    unique: *unique,
+                    mode: *mode,
+                    shared: PiMutex::new(None),
+                },
+                ResourceKind::Suspend { .. } => Res::Suspend {
+                    mutex: RawPiMutex::new(),
+                    cond: PiCondvar::new(),
+                },
+                ResourceKind::Endpoint { .. } if scenario.rpc.model == IpcModel::Donation => {
+                    Res::Donate(DonEndpoint::new())
+                }
+                ResourceKind::Endpoint { .. } => Res::Endpoint(Endpoint::new(pi_cv)),
+                ResourceKind::Gang { .. } => Res::Gang(gang::RunGang::new(scenario.global.gpm)?),
+            })
         })
         .collect()
 }
@@ -1266,6 +1276,8 @@ fn setup_helpers(
             n.insert(tid, threads.names[i].clone());
         }
     }
+    // Gangs' listed members, with their control words (seed 003).
+    gang::insert_members(scenario, shared, &threads.tids)?;
     // Who pushes, pops and serves: declared or used, as in the simulator.
     let roles = engine::Roles::of(scenario);
     for (ri, r) in scenario.resources.iter().enumerate() {
@@ -1390,6 +1402,10 @@ struct Ctx<'a> {
     /// (`u64::MAX`: none): it then yields for a while
     /// ([`TIMEOUT_YIELD_NS`]; donation model).
     yield_at: std::cell::Cell<u64>,
+    /// The gang it is a member of (a resource index; seed 003).
+    gang: Option<usize>,
+    /// Its `gang_wait`s, per gang.
+    gang_waits: Vec<gang::Waits>,
 }
 
 impl Ctx<'_> {
@@ -1758,13 +1774,7 @@ impl Ctx<'_> {
             EventKind::Call { endpoint, run } => self.call(endpoint.0, *run, end)?,
             EventKind::Serve(e) if self.donates(e.0) => self.serve_don(ev, e.0)?,
             EventKind::Serve(e) => self.serve(e.0, end)?,
-            // Refused before the run starts (`refuse_gangs`).
-            EventKind::Gang { .. } => {
-                return Err(Stop::Failed(RunError::Unsupported {
-                    path: ev.path.clone(),
-                    what: format!("\"{}\" (seed 003, not yet)", ev.key),
-                }))
-            }
+            EventKind::Gang { gang, op } => self.gang_event(ev, gang.0, *op)?,
         }
         Ok(())
     }
@@ -2039,13 +2049,18 @@ fn run_thread(
         aborted: 0,
         first_marked: false,
         yield_at: std::cell::Cell::new(u64::MAX),
+        gang: sh.task_gang.get(ti).copied().flatten(),
+        gang_waits: Vec::new(),
     };
     let end = cx.end();
     let mut late_ns = 0;
     if start < end {
         sys::sleep_until(start);
         late_ns = sys::now_ns().saturating_sub(start);
-        if let Err(Stop::Failed(e)) = run_phases(&mut cx, task) {
+        // A thread whose program ends leaves its gang (seed 003 §2), as
+        // the simulator's exit; one stopped by the end of the run does not.
+        let ran = run_phases(&mut cx, task).and_then(|()| cx.gang_leave());
+        if let Err(Stop::Failed(e)) = ran {
             if let Ok(mut f) = sh.failure.lock() {
                 f.get_or_insert(e);
             }
@@ -2074,6 +2089,7 @@ fn run_thread(
         log: cx.log,
         aborted: cx.aborted,
         accuracy: cx.accuracy,
+        gang_waits: cx.gang_waits,
     }
 }
 

@@ -212,3 +212,144 @@ fn add_cell(sc: &mut Scenario, rng: &mut SplitMix64, k: usize, cpu: u32) {
     sc.tasks.push(task(kn, prio_k, cpu, k_events));
     sc.tasks.push(task(sn, prio_s, cpu, s_events));
 }
+
+/// One periodic task of [`periodic_set`]: period, work and (optionally)
+/// the critical section it spends inside a shared mutex, all in µs, and its
+/// `SCHED_FIFO` priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeriodicTask {
+    /// Period (µs, whole ms), also the relative deadline.
+    pub period_us: u64,
+    /// Work per job (µs, at least 1), critical section included.
+    pub wcet_us: u64,
+    /// Part of the work done holding mutex `mutex` (0: no section).
+    pub section_us: u64,
+    /// The shared mutex it locks once per job, if any.
+    pub mutex: Option<usize>,
+    /// `SCHED_FIFO` priority, rate-monotonic (1..=98, shorter period
+    /// higher; tasks with close periods share a level, FIFO among them).
+    pub priority: i32,
+}
+
+/// A periodic task set for the scaling benchmark (`examples/sim_scale.rs`,
+/// `scripts/bench-sim-scale.sh`): `tasks` tasks (at least one), utilisation
+/// `0.5 × cpus` split by UUniFast, periods log-uniform in 10..=1000 ms
+/// (whole ms), work `u·T` rounded to whole µs (at least 1 µs). With
+/// `shared_mutexes`, one PI mutex per 8 tasks (task `i` locks mutex
+/// `i % (tasks/8)` once per job, for a quarter of its work, at most 50 µs):
+/// each mutex is shared by 8 tasks of different periods.
+pub fn periodic_set(seed: u64, tasks: usize, cpus: u32, shared_mutexes: bool) -> Vec<PeriodicTask> {
+    let n = tasks.max(1);
+    let mut rng = SplitMix64::new(seed);
+    let unit = |rng: &mut SplitMix64| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    // UUniFast (Bini & Buttazzo).
+    let mut sum = 0.5 * f64::from(cpus.max(1));
+    let mut utils = Vec::with_capacity(n);
+    for i in 1..n {
+        let next = sum * unit(&mut rng).powf(1.0 / (n - i) as f64);
+        utils.push(sum - next);
+        sum = next;
+    }
+    utils.push(sum);
+    let mutexes = (n / 8).max(1);
+    let (lo, hi) = (10f64.ln(), 1000f64.ln());
+    utils
+        .into_iter()
+        .enumerate()
+        .map(|(i, u)| {
+            let period_ms = (lo + (hi - lo) * unit(&mut rng))
+                .exp()
+                .round()
+                .clamp(10.0, 1000.0);
+            let period_us = period_ms as u64 * 1000;
+            let wcet_us = ((u * period_us as f64).round() as u64).clamp(1, period_us);
+            // Rate-monotonic on a log scale: 10 ms → 98, 1000 ms → 1.
+            let priority = 98 - ((period_ms.ln() - lo) / (hi - lo) * 97.0).round() as i32;
+            let (section_us, mutex) = if shared_mutexes && wcet_us >= 2 {
+                ((wcet_us / 4).clamp(1, 50), Some(i % mutexes))
+            } else {
+                (0, None)
+            };
+            PeriodicTask {
+                period_us,
+                wcet_us,
+                section_us,
+                mutex,
+                priority,
+            }
+        })
+        .collect()
+}
+
+/// The scenario of a [`periodic_set`]: each task an absolute timer of its
+/// period, then its work (`run`, with `lock; run; unlock` of its mutex
+/// after the part outside the section), allowed on every CPU (global
+/// scheduling: the CPU count is [`crate::SimConfig::cpus`]). Simulated for
+/// 1 s by default, priority inheritance on.
+pub fn periodic_scenario(set: &[PeriodicTask], seed: u64) -> Scenario {
+    let mut out = Scenario {
+        global: Global {
+            duration_s: Some(1.0),
+            default_policy: Policy::Fifo,
+            pi_enabled: true,
+            pi_cv: true,
+            bwi_affinity: true,
+            gpm: true,
+            seed,
+            calibration_ns_per_loop: None,
+        },
+        resources: Vec::new(),
+        tasks: Vec::new(),
+        warnings: Vec::new(),
+        rpc: Default::default(),
+    };
+    let mutexes = set
+        .iter()
+        .filter_map(|t| t.mutex)
+        .max()
+        .map_or(0, |m| m + 1);
+    for m in 0..mutexes {
+        out.resources.push(resource(
+            format!("m{m}"),
+            ResourceKind::Mutex {
+                protocol: MutexProtocol::Inherit,
+            },
+        ));
+    }
+    for (i, t) in set.iter().enumerate() {
+        let name = format!("t{i}");
+        let timer = out.resources.len();
+        out.resources.push(resource(
+            format!("tm{i}"),
+            ResourceKind::Timer {
+                mode: TimerMode::Absolute,
+                unique: false,
+            },
+        ));
+        let mut events = vec![ev(
+            &name,
+            "timer",
+            EventKind::Timer {
+                timer: ResIdx(timer),
+                period: Micros::Fixed(t.period_us),
+            },
+        )];
+        let outside = t.wcet_us - t.section_us;
+        if outside > 0 {
+            events.push(ev(&name, "run", EventKind::Run(Micros::Fixed(outside))));
+        }
+        if let Some(m) = t.mutex {
+            events.push(ev(&name, "lock", EventKind::Lock(ResIdx(m))));
+            events.push(ev(
+                &name,
+                "run1",
+                EventKind::Run(Micros::Fixed(t.section_us)),
+            ));
+            events.push(ev(&name, "unlock", EventKind::Unlock(ResIdx(m))));
+        }
+        let mut tk = task(name, t.priority, 0, events);
+        tk.cpus = None;
+        out.tasks.push(tk);
+    }
+    out
+}

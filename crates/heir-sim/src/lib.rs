@@ -20,7 +20,7 @@
 //!   pass it stops with an error. Time arithmetic saturates, so a scenario
 //!   built in code with larger values cannot overflow.
 //! - Future events (thread starts, end of `run` work, wake-ups of `sleep` and
-//!   `timer`, ends of `runtime`, slice expiries) sit in a binary heap keyed by
+//!   `timer`, ends of `runtime`, slice expiries) sit in a priority queue (a radix heap) ordered by
 //!   `(time, sequence)`, `sequence` being the insertion counter: **events at
 //!   the same instant fire in the order they were scheduled**.
 //! - Each event is processed to completion before the next one: its
@@ -186,7 +186,7 @@
 //!
 //! # Counting events
 //!
-//! [`Report::events`] = future events popped from the heap (stale ones
+//! [`Report::events`] = future events popped from their queue (stale ones
 //! included) + context switches (a thread put on a CPU). This is the unit of
 //! the benchmark's "events/s".
 #![forbid(unsafe_code)]

@@ -45,3 +45,6 @@ mod donation_deadline;
 
 #[path = "sim/gang.rs"]
 mod gang;
+
+#[path = "sim/scale.rs"]
+mod scale;

@@ -5,6 +5,7 @@ mod bwi;
 mod edf;
 mod eq5;
 mod extract;
+mod gang;
 mod level_sweep;
 mod rta;
 mod soundness;

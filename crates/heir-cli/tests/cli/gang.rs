@@ -1,5 +1,6 @@
 //! Gangs (seed 003) on the command line: `--gpm on|off` on `sim`, `run`
-//! and `analyze`, the report's `gangs` object and table, and the errors.
+//! and `analyze`, the report's `gangs` object and table, and the errors
+//! (`heir run` of gangs on real threads: run_gang.rs).
 
 use serde_json::Value;
 
@@ -78,22 +79,9 @@ fn sim_table_has_the_gang_rows_and_says_gpm() {
     assert!(!stdout(&o).contains("gpm"), "{}", stdout(&o));
 }
 
+// `heir run` of gangs: run_gang.rs.
 #[test]
-fn run_and_analyze_take_gpm_and_refuse_gangs_for_now() {
-    let o = heir([
-        "run",
-        example("seed003-fig1.json").to_str().unwrap(),
-        "--gpm",
-        "off",
-    ]);
-    assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(
-        stderr(&o)
-            .contains("resources.G: gang \"G\" (seed 003, not yet) is not supported by heir run"),
-        "{}",
-        stderr(&o)
-    );
-    assert_eq!(stdout(&o), "");
+fn analyze_takes_gpm_and_bounds_a_gang_without_runs() {
     // A file without gangs: the flag is accepted.
     let o = heir([
         "analyze",
@@ -116,11 +104,12 @@ fn run_and_analyze_take_gpm_and_refuse_gangs_for_now() {
         "--gpm".as_ref(),
         "off".as_ref(),
     ]);
-    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    // No gang_run anywhere: no run, a bound of 0 and no waiter.
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("gangs (seed 003) are not analysed yet"),
+        stdout(&o).contains("G          -     -  -  0.000"),
         "{}",
-        stderr(&o)
+        stdout(&o)
     );
     let o = heir([
         "sim",
@@ -151,4 +140,46 @@ fn joining_a_second_gang_stops_the_run_at_that_event() {
         "{}",
         stderr(&o)
     );
+}
+
+/// `heir analyze` bounds each gang's latency (seed 003 Property 1) and,
+/// with `--compare`, prints the simulated maximum beside it, in text and
+/// JSON, gpm on and off.
+#[test]
+fn analyze_bounds_the_gang_latency_beside_the_simulation() {
+    let fig1 = example("seed003-fig1.json");
+    let o = heir(["analyze", fig1.to_str().unwrap(), "--compare"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("gang latency bounds (seed 003 Property 1), gpm on"),
+        "{out}"
+    );
+    assert!(
+        out.contains("G        T_L    0  FIFO 10  2.000          -"),
+        "{out}"
+    );
+    assert!(
+        out.contains("G          S    90  0.000  4.000          3.000"),
+        "{out}"
+    );
+    assert!(!out.contains("warning"), "{out}");
+    let o = heir([
+        "analyze",
+        fig1.to_str().unwrap(),
+        "--compare",
+        "--gpm",
+        "off",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let g = &v["gangs"]["G"];
+    assert_eq!(g["gpm"], false);
+    assert_eq!(g["bound_us"], 10_000.0);
+    assert_eq!(g["members"]["T_L"]["bound_us"], 10_000.0);
+    assert_eq!(g["waiters"]["S"]["bound_us"], 10_000.0);
+    assert_eq!(g["waiters"]["S"]["sim_max_us"], 8000.0);
+    assert_eq!(v["schedulable"], serde_json::Value::Null);
+    assert!(v["tasks_note"].as_str().unwrap().contains("gangs"));
 }

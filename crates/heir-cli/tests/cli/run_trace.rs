@@ -14,19 +14,19 @@ use crate::support::*;
 /// Slices overlapping a window by less than this are boundary effects of
 /// the text trace's µs timestamps (a switch-in recorded in the same µs as
 /// the marker before it), not execution inside it (µs).
-const EDGE_US: f64 = 10.0;
+pub(crate) const EDGE_US: f64 = 10.0;
 
 /// A run's trace, read back: thread names by track, the execution slices
-/// and the instants of the `tasks` process.
-struct Trace {
-    json: Value,
+/// and the instants of the `tasks` process (also read by run_gang.rs).
+pub(crate) struct Trace {
+    pub(crate) json: Value,
     /// (thread, start µs, end µs, urgency, donor).
-    slices: Vec<(String, f64, f64, String, Option<String>)>,
+    pub(crate) slices: Vec<(String, f64, f64, String, Option<String>)>,
     /// (thread, µs, name, resource).
-    instants: Vec<(String, f64, String, Option<String>)>,
+    pub(crate) instants: Vec<(String, f64, String, Option<String>)>,
 }
 
-fn read_trace(path: &std::path::Path) -> Trace {
+pub(crate) fn read_trace(path: &std::path::Path) -> Trace {
     let json: Value =
         serde_json::from_slice(&std::fs::read(path).expect("the trace file")).expect("JSON");
     let evs = json["traceEvents"].as_array().expect("traceEvents");

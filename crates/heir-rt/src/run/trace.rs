@@ -342,6 +342,14 @@ fn instant_kind(name: &str) -> Option<InstantKind> {
         "replenish" => InstantKind::Replenish,
         "spin" => InstantKind::Spin,
         "abort" => InstantKind::Abort,
+        "gang_run" => InstantKind::GangRun,
+        "gang_run_failed" => InstantKind::GangRunFailed,
+        "gang_notify" => InstantKind::GangNotify,
+        "gang_wait" => InstantKind::GangWait,
+        "gang_done" => InstantKind::GangDone,
+        "gang_timeout" => InstantKind::GangTimeout,
+        "gang_insert" => InstantKind::GangInsert,
+        "gang_remove" => InstantKind::GangRemove,
         _ => return None,
     })
 }

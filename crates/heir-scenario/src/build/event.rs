@@ -263,21 +263,7 @@ impl Builder<'_> {
                 mask: opt.map_or(Ok(GANG_ALL_BITS), |f| bits(f, "a mask"))?,
             },
             GangEv::Wait => GangOp::Wait {
-                timeout_us: match opt {
-                    Some(f) => {
-                        let t_path = key_path(path, "timeout");
-                        let us = micros_of(f, t_path.clone())?;
-                        if us == 0 {
-                            return fail(
-                                value_at(f),
-                                &t_path,
-                                "timeout must be positive (µs > 0), found 0",
-                            );
-                        }
-                        Some(us)
-                    }
-                    None => None,
-                },
+                timeout_us: opt.map(|f| positive_timeout(f, path)).transpose()?,
             },
             GangEv::Active => GangOp::Active {
                 bits: opt.map_or(Ok(GANG_DEFAULT_BITS), |f| bits(f, "bits"))?,
@@ -395,16 +381,7 @@ impl Builder<'_> {
         let timeout_us = match fields.iter().find(|f| f.key == "timeout") {
             Some(f) => {
                 needs_donation(f, "a call's \"timeout\"")?;
-                let t_path = key_path(path, "timeout");
-                let us = micros_of(f, t_path.clone())?;
-                if us == 0 {
-                    return fail(
-                        value_at(f),
-                        &t_path,
-                        "timeout must be positive (µs > 0), found 0",
-                    );
-                }
-                Some(us)
+                Some(positive_timeout(f, path)?)
             }
             None => None,
         };
@@ -694,4 +671,18 @@ fn required_str<'v>(
             &format!("a string ({what} name)"),
         )),
     }
+}
+
+/// The `timeout` member `f` of the object at `path`: µs, > 0.
+fn positive_timeout(f: &Member, path: &str) -> R<u64> {
+    let t_path = key_path(path, "timeout");
+    let us = micros_of(f, t_path.clone())?;
+    if us == 0 {
+        return fail(
+            value_at(f),
+            &t_path,
+            "timeout must be positive (µs > 0), found 0",
+        );
+    }
+    Ok(us)
 }

@@ -168,91 +168,79 @@ impl Builder<'_> {
     }
 
     fn helpers(&self, h: &Member, path: &str) -> R<Vec<TaskIdx>> {
-        let h_path = key_path(path, "helpers");
-        let Some(Kind::Array(items)) = h.value.as_ref().map(|v| &v.kind) else {
-            return Err(expected(h, h_path, "an array of task names"));
-        };
-        let mut out = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            let i_path = push_path(&h_path, &PathSeg::Index(i));
-            let Some(name) = item.as_str() else {
-                return fail(
-                    item.span.start,
-                    &i_path,
-                    format!("expected a task name (a string), found {}", item.describe()),
-                );
-            };
-            let Some(&t) = self.task_by_name.get(name) else {
-                return fail(
-                    item.span.start,
-                    &i_path,
-                    format!(
-                        "helper {} is not a task; the tasks are: {}",
-                        quote_short(name),
-                        self.task_list()
-                    ),
-                );
-            };
-            if out.contains(&t) {
-                return fail(
-                    item.span.start,
-                    &i_path,
-                    format!("helper {} is listed twice", quote_short(name)),
-                );
-            }
-            out.push(t);
-        }
-        Ok(out)
+        Ok(self
+            .task_names_at(h, path, "helpers", "helper")?
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect())
     }
 
     /// A gang's `members` (task names); a task listed in a second gang is
     /// refused (a thread is a member of at most one gang, seed 003 §2).
     fn gang_members(&mut self, h: &Member, gang: &str, path: &str) -> R<Vec<TaskIdx>> {
-        let h_path = key_path(path, "members");
-        let Some(Kind::Array(items)) = h.value.as_ref().map(|v| &v.kind) else {
-            return Err(expected(h, h_path, "an array of task names"));
-        };
-        let mut out = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            let i_path = push_path(&h_path, &PathSeg::Index(i));
-            let Some(name) = item.as_str() else {
+        let listed = self.task_names_at(h, path, "members", "member")?;
+        let mut out = Vec::with_capacity(listed.len());
+        for (t, (at, i_path)) in listed {
+            if let Some((other, first)) = self.gang_of.get(&t) {
                 return fail(
-                    item.span.start,
-                    &i_path,
-                    format!("expected a task name (a string), found {}", item.describe()),
-                );
-            };
-            let Some(&t) = self.task_by_name.get(name) else {
-                return fail(
-                    item.span.start,
+                    at,
                     &i_path,
                     format!(
-                        "member {} is not a task; the tasks are: {}",
-                        quote_short(name),
-                        self.task_list()
-                    ),
-                );
-            };
-            if out.contains(&t) {
-                return fail(
-                    item.span.start,
-                    &i_path,
-                    format!("member {} is listed twice", quote_short(name)),
-                );
-            }
-            if let Some((other, at)) = self.gang_of.get(&t) {
-                return fail(
-                    item.span.start,
-                    &i_path,
-                    format!(
-                        "task {} is already a member of gang {} (at {at}): a thread is a member of at most one gang",
-                        quote_short(name),
+                        "task {} is already a member of gang {} (at {first}): a thread is a member of at most one gang",
+                        quote_short(&self.task_names[t.0]),
                         quote_short(other)
                     ),
                 );
             }
             self.gang_of.insert(t, (gang.to_string(), i_path));
             out.push(t);
+        }
+        Ok(out)
+    }
+
+    /// The array of distinct task names under `key` of the object at
+    /// `path` (a condvar's `helpers`, a gang's `members`; `role` names an
+    /// entry in errors), with each entry's position and JSON path.
+    fn task_names_at(
+        &self,
+        h: &Member,
+        path: &str,
+        key: &str,
+        role: &str,
+    ) -> R<Vec<(TaskIdx, (usize, String))>> {
+        let h_path = key_path(path, key);
+        let Some(Kind::Array(items)) = h.value.as_ref().map(|v| &v.kind) else {
+            return Err(expected(h, h_path, "an array of task names"));
+        };
+        let mut out: Vec<(TaskIdx, (usize, String))> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let i_path = push_path(&h_path, &PathSeg::Index(i));
+            let Some(name) = item.as_str() else {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!("expected a task name (a string), found {}", item.describe()),
+                );
+            };
+            let Some(&t) = self.task_by_name.get(name) else {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!(
+                        "{role} {} is not a task; the tasks are: {}",
+                        quote_short(name),
+                        self.task_list()
+                    ),
+                );
+            };
+            if out.iter().any(|(u, _)| *u == t) {
+                return fail(
+                    item.span.start,
+                    &i_path,
+                    format!("{role} {} is listed twice", quote_short(name)),
+                );
+            }
+            out.push((t, (item.span.start, i_path)));
         }
         Ok(out)
     }

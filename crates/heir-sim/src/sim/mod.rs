@@ -350,8 +350,9 @@ pub struct Footprint {
     pub pending_events: usize,
     /// Non-empty histogram buckets, summed over threads.
     pub histogram_buckets: usize,
-    /// Histogram chunks allocated (1 KiB each), summed over threads.
-    pub histogram_chunks: usize,
+    /// Bytes allocated for histogram buckets (at most 1 KiB per thread),
+    /// summed over threads.
+    pub histogram_bytes: usize,
     /// RPC requests queued, summed over endpoints.
     pub queued_requests: usize,
     /// `unique` timers, summed over threads.
@@ -568,7 +569,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         Footprint {
             pending_events: self.evq.len(),
             histogram_buckets: self.cold.iter().map(|c| c.stats.bucket_count()).sum(),
-            histogram_chunks: self.cold.iter().map(|c| c.stats.chunk_count()).sum(),
+            histogram_bytes: self.cold.iter().map(|c| c.stats.heap_bytes()).sum(),
             queued_requests: self
                 .res_state
                 .iter()

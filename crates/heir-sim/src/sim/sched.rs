@@ -172,15 +172,19 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// Places global ready threads, most urgent first, on an allowed CPU that
     /// is idle (lowest index) or else runs the least urgent thread (lowest
     /// index among equals), if they are more urgent; marks those CPUs dirty.
+    ///
+    /// Candidates are visited lazily, and the pass stops at the first one
+    /// allowed on every CPU that finds none: every later one is no more
+    /// urgent and allowed on no more CPUs, so it would find none either
+    /// (the pass costs the threads it places, not every ready thread).
     pub(super) fn balance(&mut self) -> bool {
-        let mut cands = std::mem::take(&mut self.scratch);
-        cands.clear();
-        for l in self.global.levels_desc() {
-            cands.extend(self.global.level(l).map(|e| e.1));
-        }
+        let mut levels = std::mem::take(&mut self.scratch);
+        levels.clear();
+        levels.extend(self.global.levels_desc().map(u32::from));
         self.claimed.iter_mut().for_each(|c| *c = false);
         let mut any = false;
-        for &t in &cands {
+        let mut cursor = (0, 0);
+        while let Some(t) = self.global.next_of(&levels, &mut cursor) {
             let lt = self.threads[t as usize].rank;
             let mut target: Option<(u32, Option<Rank>)> = None;
             for c in 0..self.cpus.len() as u32 {
@@ -209,9 +213,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.claimed[c as usize] = true;
                 self.mark_dirty(c);
                 any = true;
+            } else if matches!(&self.threads[t as usize].home, Home::Global(m) if !m.contains(&false))
+            {
+                break;
             }
         }
-        self.scratch = cands;
+        self.scratch = levels;
         any
     }
 
@@ -342,7 +349,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     pub(super) fn open_slice(&mut self, c: u32, t: u32) {
-        let (urgency, donor) = self.shown(t);
+        // What the slice shows is read only by the trace.
+        let (urgency, donor) = if self.trace {
+            self.shown(t)
+        } else {
+            (self.threads[t as usize].eff.urgency, None)
+        };
         self.cpus[c as usize].slice = Some(OpenSlice {
             thread: t,
             start: self.now,

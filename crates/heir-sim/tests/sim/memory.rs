@@ -32,7 +32,7 @@ fn footprint_is_flat_over_a_ten_times_longer_run() {
         assert_eq!(jobs60, 10 * jobs6, "10× the jobs");
         assert_eq!(b6, b60, "histogram buckets per thread");
         assert_eq!(f6.histogram_buckets, f60.histogram_buckets);
-        assert_eq!(f6.histogram_chunks, f60.histogram_chunks);
+        assert_eq!(f6.histogram_bytes, f60.histogram_bytes);
         assert!(
             f60.pending_events <= f6.pending_events + 4,
             "{f6:?} vs {f60:?}"
@@ -50,4 +50,5 @@ fn response_stats_size_is_bounded() {
     }
     assert_eq!(s.count(), 2_000_000);
     assert!(s.bucket_count() <= heir_sim::ResponseStats::MAX_BUCKETS);
+    assert!(s.heap_bytes() <= 1024, "{} bytes", s.heap_bytes());
 }
