@@ -203,8 +203,9 @@ pub fn sim_json(report: &Report, cpus: u32) -> Result<serde_json::Value> {
 }
 
 /// The `--json` report of `heir run`: the [`Report`] (`mode: "real"`) with
-/// `"apply"` last — what heir-rt applied to the kernel during the run and
-/// what it could not ([`heir::thread::ApplyStats`]).
+/// `"apply"` — what heir-rt applied to the kernel during the run and
+/// what it could not ([`heir::thread::ApplyStats`]) — and `"calibration"`
+/// last ([`calibration_json`]).
 pub fn run_json(real: &RealRun) -> Result<serde_json::Value> {
     let mut value = serde_json::to_value(&real.report).context("serialising the report")?;
     if let serde_json::Value::Object(fields) = &mut value {
@@ -216,8 +217,58 @@ pub fn run_json(real: &RealRun) -> Result<serde_json::Value> {
             }
         }
         fields.insert("apply".to_string(), apply_json(real));
+        fields.insert("calibration".to_string(), calibration_json(real));
     }
     Ok(value)
+}
+
+/// `"calibration"`: ns per busy loop on each CPU of the run and how it was
+/// found, and each job's `run` CPU time against its nominal sum:
+/// `{"source":"measured"|"file","ns_per_loop":{CPU:…},"samples":{CPU:…},
+/// "run_jobs":…,"run_error_pct":{"p50":…,"p99":…},
+/// "run_wall_error_pct":{"p50":…,"p99":…}}` (errors `null` without jobs
+/// that `run`; the wall-clock error includes preemption, rt-app's `run`
+/// column's meaning).
+pub fn calibration_json(real: &RealRun) -> serde_json::Value {
+    let c = &real.calibration;
+    let a = &real.run_accuracy;
+    let per_cpu = |f: &dyn Fn(&heir::run::CpuCalibration) -> serde_json::Value| {
+        c.cpus
+            .iter()
+            .map(|x| (x.cpu.to_string(), f(x)))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    serde_json::json!({
+        "source": if c.measured { "measured" } else { "file" },
+        "ns_per_loop": per_cpu(&|x| serde_json::json!(x.ns_per_loop)),
+        "samples": per_cpu(&|x| serde_json::json!(x.samples)),
+        "run_jobs": a.jobs(),
+        "run_error_pct": {"p50": a.cpu_error_pct(0.5), "p99": a.cpu_error_pct(0.99)},
+        "run_wall_error_pct": {"p50": a.wall_error_pct(0.5), "p99": a.wall_error_pct(0.99)},
+    })
+}
+
+/// The text report's calibration line: ns per loop per CPU, and the
+/// per-job `run` error (p50 / p99, CPU time; wall clock in brackets).
+pub fn calibration_line(real: &RealRun) -> String {
+    let c = &real.calibration;
+    let a = &real.run_accuracy;
+    let cpus: Vec<String> = c
+        .cpus
+        .iter()
+        .map(|x| format!("{:.4} on CPU {}", x.ns_per_loop, x.cpu))
+        .collect();
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.3} %"));
+    format!(
+        "calibration ({}): ns per loop {}; run per job vs nominal CPU time over {} jobs: p50 {}, p99 {} (wall clock: p50 {}, p99 {})",
+        if c.measured { "measured" } else { "global.calibration" },
+        cpus.join(", "),
+        a.jobs(),
+        pct(a.cpu_error_pct(0.5)),
+        pct(a.cpu_error_pct(0.99)),
+        pct(a.wall_error_pct(0.5)),
+        pct(a.wall_error_pct(0.99)),
+    )
 }
 
 /// `--log`: `[{"at_us":…,"thread":"A","event":"tasks.A.lock"},…]`, in time

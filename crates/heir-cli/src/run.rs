@@ -4,7 +4,10 @@
 //! schema as `heir sim`, with `"mode":"real"` — plus what heir-rt could not
 //! apply to the kernel during the run (failed `sched_setattr` calls, boosts
 //! it cannot express, …): `heir run: …` lines after the table when there is
-//! any, and always the `"apply"` object in the JSON. `--compare` also
+//! any, and always the `"apply"` object in the JSON; then the calibration
+//! (ns per busy loop on each CPU of the run) and how close each job's
+//! `run` came to its nominal CPU time, p50 and p99 (a line after the
+//! table; JSON: `"calibration"`). `--compare` also
 //! simulates the same file (same protocols, PI-CV and duration; first, so a
 //! file the simulator refuses never runs) and prints the simulated figures
 //! beside the real ones (JSON: `"simulated"`).
@@ -32,10 +35,10 @@ use heir::run::{run, Placement, RunConfig, TraceConfig};
 
 use crate::exit::deadlock_exit;
 use crate::output::{
-    aborted_line, apply_lines, bwi_table, deadlock_line, gang_table, gpm_shown, log_json, ms,
-    on_off, overrides_shown, parse_override, parse_seconds, print_json, print_run_note,
-    read_scenario_with, real_vs_sim_gangs, real_vs_sim_table, report_table, run_error, run_json,
-    sim_error, sim_json, thread_scheds, PendingFile, RunOutputs,
+    aborted_line, apply_lines, bwi_table, calibration_line, deadlock_line, gang_table, gpm_shown,
+    log_json, ms, on_off, overrides_shown, parse_override, parse_seconds, print_json,
+    print_run_note, read_scenario_with, real_vs_sim_gangs, real_vs_sim_table, report_table,
+    run_error, run_json, sim_error, sim_json, thread_scheds, PendingFile, RunOutputs,
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
@@ -219,6 +222,7 @@ pub fn main(args: Args) -> CliResult {
         if let Some(line) = aborted_line(report) {
             println!("\n{line}");
         }
+        println!("\n{}", calibration_line(&real));
         if let Some(table) = bwi_table(&real) {
             print!("\n{table}");
         }

@@ -36,6 +36,7 @@
     unsafe_op_in_unsafe_fn
 )]
 
+pub mod busy;
 pub mod bwi;
 pub mod capi;
 pub mod caps;

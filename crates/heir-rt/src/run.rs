@@ -281,63 +281,11 @@ enum Res {
 /// of spinning at the thread's priority).
 pub const ZERO_TIME_EVENT_LIMIT: u64 = 1 << 20;
 
-/// The most CPU time [`Ctx::run_us`] spends between two reads of the
-/// thread's CPU clock (1 ms).
-const RUN_CHUNK_NS: u64 = 1_000_000;
-
-/// A `run` ends when less than this CPU time is left (1 µs: about the cost
-/// of reading the thread's CPU clock).
-const RUN_SLACK_NS: u64 = 1_000;
-
 /// Events of each thread kept in [`RealRun::log`] (its first ones).
 pub const LOG_EVENTS: usize = 64;
 
-/// Busy-loop work unit: a few dependent integer operations.
-#[inline(never)]
-fn waste(loops: u64) {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for i in 0..loops {
-        x = std::hint::black_box(x.rotate_left(7) ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d));
-    }
-    std::hint::black_box(x);
-}
-
-/// Loops per calibration sample: long enough (a few ms) that a sample pays
-/// the timer interrupts and virtualisation exits a `run` of milliseconds
-/// pays, short enough to stay far from RT throttling.
-const CALIBRATION_LOOPS: u64 = 2_000_000;
-
-/// Measures ns per `waste` loop on `cpu` (a pinned, short-lived
-/// `SCHED_FIFO` thread when allowed): the median of 41 samples of
-/// `CALIBRATION_LOOPS` loops after a warm-up (robust to a lucky sample).
-///
-/// A sample is measured in the thread's own CPU time
-/// (`CLOCK_THREAD_CPUTIME_ID`), not in wall-clock time: a more urgent
-/// thread of another program that preempts the calibration does not
-/// inflate it (a wall-clock calibration under such load made every `run`
-/// too short — the cause of a missed deadlock, issue 7).
-pub fn calibrate(cpu: u32) -> f64 {
-    let h = std::thread::spawn(move || {
-        let _ = sys::set_affinity(0, &[cpu]);
-        let me = sys::gettid();
-        let saved = sys::sched_getattr(me).ok();
-        let _ = sys::sched_setattr(me, &crate::sched::fifo(1));
-        waste(2_000_000);
-        let mut samples = Vec::with_capacity(41);
-        for _ in 0..41 {
-            let c0 = sys::thread_cpu_ns();
-            waste(CALIBRATION_LOOPS);
-            samples.push((sys::thread_cpu_ns() - c0) as f64 / CALIBRATION_LOOPS as f64);
-            sys::sleep_until(sys::now_ns() + 100_000);
-        }
-        if let Some(s) = saved {
-            let _ = sys::sched_setattr(me, &s);
-        }
-        samples.sort_by(f64::total_cmp);
-        samples[samples.len() / 2]
-    });
-    h.join().unwrap_or(1.0).max(0.01)
-}
+use crate::busy::waste;
+pub use crate::busy::{calibrate, Calibration, CpuCalibration, RunAccuracy};
 
 /// SplitMix64, for `Micros::Uniform` draws.
 struct Rng(u64);
@@ -406,6 +354,8 @@ struct ThreadOut {
     log: Vec<(u64, String)>,
     /// Its calls that timed out (aborted).
     aborted: u64,
+    /// Its jobs' `run` accuracy.
+    accuracy: RunAccuracy,
     /// Its `gang_wait`s, per gang.
     gang_waits: Vec<gang::Waits>,
 }
@@ -422,7 +372,9 @@ struct Shared {
     /// run is called off before it starts.
     t0_ns: AtomicU64,
     failure: Mutex<Option<RunError>>,
-    ns_per_loop: f64,
+    /// ns per busy loop on each CPU of the run (each thread's first
+    /// estimate, [`Ctx::run_us`]).
+    calibration: Calibration,
     /// The scenario's CPU → this machine's.
     cpu_map: Vec<(u32, u32)>,
     deadlock: Mutex<Option<DeadlockReport>>,
@@ -456,7 +408,7 @@ impl Shared {
         scenario: &Scenario,
         pi_cv: bool,
         duration_us: u64,
-        ns_per_loop: f64,
+        calibration: Calibration,
         cpu_map: Vec<(u32, u32)>,
     ) -> Result<Shared, Error> {
         Ok(Shared {
@@ -465,7 +417,7 @@ impl Shared {
             duration_ns: duration_us * 1000,
             t0_ns: AtomicU64::new(0),
             failure: Mutex::new(None),
-            ns_per_loop,
+            calibration,
             cpu_map,
             deadlock: Mutex::new(None),
             stopped: AtomicBool::new(false),
@@ -532,8 +484,14 @@ pub struct RealRun {
     pub report: Report,
     /// The scenario's CPUs and the CPUs of this machine they ran on.
     pub cpus: Vec<(u32, u32)>,
-    /// ns per busy loop that `run` used (calibrated, or the file's).
+    /// ns per busy loop that `run` used at first (calibrated, or the
+    /// file's) on the run's first CPU; every CPU's in [`RealRun::calibration`].
     pub ns_per_loop: f64,
+    /// ns per busy loop on each CPU of the run (calibrated, or the file's).
+    pub calibration: Calibration,
+    /// How close each job's `run` events came to their nominal CPU time
+    /// (every thread's jobs; [`RunAccuracy`]).
+    pub run_accuracy: RunAccuracy,
     /// Real-time threads of other programs that ran on those CPUs during
     /// the run (each also given to [`RunConfig::on_note`]): when not empty,
     /// the run's timing includes their work.
@@ -608,7 +566,8 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         .collect();
     let _claims = survey.keep(&physical);
     let dl_free = deadline_admission(scenario, &cpu_map, &physical)?;
-    let ns_per_loop = ns_per_loop(scenario, config, &cpu_map, &physical, &caps);
+    let calibration = calibration(scenario, config, &cpu_map, &physical, &caps);
+    let ns_per_loop = calibration.ns_per_loop(None);
     let mut instance = match &config.trace {
         Some(tc) => Some(tracefs::Instance::create(tc.buffer_kb(duration_us))?),
         None => None,
@@ -617,7 +576,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         scenario,
         pi_cv,
         duration_us,
-        ns_per_loop,
+        calibration.clone(),
         cpu_map.clone(),
     )?);
     let applied_before = thread::apply_stats();
@@ -646,6 +605,10 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     drop(instance);
     let recorded = recorded.transpose()?;
     let bwi = bwi_reports(&tids, &outs);
+    let mut run_accuracy = RunAccuracy::default();
+    for o in outs.iter().flatten() {
+        run_accuracy.merge(&o.accuracy);
+    }
     let log = merged_log(&tids, &outs, shared.t0_ns.load(Ordering::Acquire));
     let apply = thread::apply_stats().since(&applied_before);
     let t0 = shared.begin().unwrap_or_else(sys::now_ns);
@@ -707,6 +670,8 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         },
         cpus: cpu_map,
         ns_per_loop,
+        calibration,
+        run_accuracy,
         interference,
         late_starts,
         apply,
@@ -1057,31 +1022,30 @@ fn note_placement(config: &RunConfig, survey: &Survey, l: u32, p: u32) {
     }
 }
 
-/// ns per busy loop: the configuration's, the file's, or a calibration on
-/// the first task's first CPU (else the run's first CPU).
-fn ns_per_loop(
+/// ns per busy loop on each CPU of the run: the configuration's, the
+/// file's, or a calibration on each ([`calibrate`]; on the first task's
+/// first CPU, else this machine's test CPU, when the run has none).
+fn calibration(
     scenario: &Scenario,
     config: &RunConfig,
     cpu_map: &[(u32, u32)],
     physical: &[u32],
     caps: &Capabilities,
-) -> f64 {
-    let calib_cpu = scenario
-        .tasks
-        .iter()
-        .find_map(|t| t.cpus.as_ref().and_then(|c| c.first().copied()))
-        .map(|c| place(cpu_map, &[c]))
-        .unwrap_or_else(|| physical.to_vec())
-        .first()
-        .copied()
-        .unwrap_or_else(|| caps.test_cpu());
-    match config
-        .calibration_ns_per_loop
-        .or(scenario.global.calibration_ns_per_loop)
-    {
-        Some(v) => v.max(1) as f64,
-        None => calibrate(calib_cpu),
+) -> Calibration {
+    let mut cpus = physical.to_vec();
+    cpus.dedup();
+    if cpus.is_empty() {
+        let first = scenario
+            .tasks
+            .iter()
+            .find_map(|t| t.cpus.as_ref().and_then(|c| c.first().copied()))
+            .and_then(|c| place(cpu_map, &[c]).first().copied());
+        cpus.push(first.unwrap_or_else(|| caps.test_cpu()));
     }
+    let given = config
+        .calibration_ns_per_loop
+        .or(scenario.global.calibration_ns_per_loop);
+    Calibration::of(&cpus, given)
 }
 
 /// The scenario's resources, instantiated, in resource order (gangs boost
@@ -1416,6 +1380,8 @@ struct Ctx<'a> {
     has_timer: bool,
     /// This thread's estimate of ns per busy loop ([`Ctx::run_us`]).
     ns_per_loop: std::cell::Cell<f64>,
+    /// Its jobs' `run` accuracy.
+    accuracy: RunAccuracy,
     /// Zero-time events executed in a row (see [`ZERO_TIME_EVENT_LIMIT`]).
     zero_streak: u64,
     /// When the streak started (ns).
@@ -1484,28 +1450,16 @@ impl Ctx<'_> {
     /// `run`: busy until this thread has used `us` of CPU time
     /// (`CLOCK_THREAD_CPUTIME_ID`) — the simulator's meaning of `run`. Time
     /// other threads hold the CPU does not count, and neither does the CPU's
-    /// speed: the loops come in chunks of at most [`RUN_CHUNK_NS`] sized
-    /// with this thread's current estimate of ns per loop (the calibration
-    /// at first, then what each chunk measured), and the thread's CPU clock
-    /// decides when the work is done. (Loops sized once by a calibration
-    /// made `run` 2× too short or too long when a loaded host changed the
-    /// virtual CPU's speed between the calibration and the run.)
-    fn run_us(&self, us: u64) -> Result<(), Stop> {
-        let target = sys::thread_cpu_ns() + us * 1000;
-        let mut now = sys::thread_cpu_ns();
-        while now + RUN_SLACK_NS < target {
-            let chunk = (target - now).min(RUN_CHUNK_NS);
-            let est = self.ns_per_loop.get();
-            let loops = ((chunk as f64 / est) as u64).max(1);
-            self.busy_loops(loops)?;
-            let after = sys::thread_cpu_ns();
-            if loops >= 10_000 {
-                let measured = after.saturating_sub(now) as f64 / loops as f64;
-                self.ns_per_loop.set((0.5 * est + 0.5 * measured).max(0.01));
-            }
-            now = after;
-        }
-        Ok(())
+    /// speed: [`crate::busy::run_cpu_ns`] loops in chunks sized with this
+    /// thread's estimate of ns per loop (its CPU's calibration at first,
+    /// then what each chunk measured) and approaches the target from below
+    /// on the thread's CPU clock. (Loops sized once by a calibration made
+    /// `run` 2× too short or too long when a loaded host changed the virtual
+    /// CPU's speed between the calibration and the run; chunks sized to all
+    /// that was left made it 1.4–2.2 % too long.) Returns the CPU time used.
+    fn run_us(&self, us: u64) -> Result<u64, Stop> {
+        let start = sys::thread_cpu_ns();
+        crate::busy::run_cpu_ns(start, us * 1000, &self.ns_per_loop, |n| self.busy_loops(n))
     }
 
     fn lock(&mut self, r: usize) -> Result<(), Stop> {
@@ -1604,6 +1558,7 @@ impl Ctx<'_> {
     fn complete_job(&mut self, now: u64, deadline: Option<u64>) {
         let response = now.saturating_sub(self.release);
         self.stats.record(response);
+        self.accuracy.end_job();
         self.jobs += 1;
         let missed = deadline.is_some_and(|d| now >= d);
         if missed {
@@ -1846,7 +1801,11 @@ impl Ctx<'_> {
         match kind {
             EventKind::Run(m) => {
                 let us = self.rng.draw(*m);
-                self.run_us(us)
+                let wall = sys::now_ns();
+                let cpu = self.run_us(us)?;
+                let wall = sys::now_ns().saturating_sub(wall);
+                self.accuracy.add(us * 1000, cpu, wall);
+                Ok(())
             }
             EventKind::Runtime(m) => {
                 let us = self.rng.draw(*m);
@@ -2073,7 +2032,14 @@ fn run_thread(
         events: 0,
         held: Vec::new(),
         has_timer: uses_timer(task),
-        ns_per_loop: std::cell::Cell::new(sh.ns_per_loop),
+        ns_per_loop: std::cell::Cell::new(
+            sh.calibration.ns_per_loop(
+                task.cpus
+                    .as_ref()
+                    .and_then(|c| place(&sh.cpu_map, c).first().copied()),
+            ),
+        ),
+        accuracy: RunAccuracy::default(),
         zero_streak: 0,
         zero_since: 0,
         zero_nvcsw: 0,
@@ -2122,6 +2088,7 @@ fn run_thread(
         bwi: cx.bwi,
         log: cx.log,
         aborted: cx.aborted,
+        accuracy: cx.accuracy,
         gang_waits: cx.gang_waits,
     }
 }

@@ -104,7 +104,14 @@ fn boosts_the_kernel_refuses_are_reported_in_the_table_and_the_json() {
     let r = one_json(&o);
     assert_eq!(
         keys(&r),
-        ["mode", "duration_us", "tasks", "deadlock", "apply"]
+        [
+            "mode",
+            "duration_us",
+            "tasks",
+            "deadlock",
+            "apply",
+            "calibration"
+        ]
     );
     let a = &r["apply"];
     assert!(a["setattr_errors"].as_u64().unwrap() >= 1, "{a}");
