@@ -2,8 +2,12 @@
 # Runs every test heir has: formatting, lints, the whole workspace's tests
 # (engine property tests, reader, simulator, analysis, CLI, the fuzzing
 # harness for a bounded time — HEIR_FUZZ_SECONDS, 60 s under CI=true, 5 s
-# otherwise — and the real-time tests on real SCHED_FIFO threads), and the
-# C API example.
+# otherwise — and the real-time tests on real SCHED_FIFO threads), the C API
+# examples, and the Python package: its abi3 wheel built by maturin and
+# installed into a virtual environment (target/py-venv) with pytest, pandas,
+# matplotlib and Dask (crates/heir-py/requirements-test.txt), then its
+# pytest suite (the API on the examples, the Dask sweep on a 2-worker
+# LocalCluster, the example script).
 #
 # On a fresh machine it first installs what is missing (a C compiler and
 # pkg-config for the C API test; as root, Chromium for the report page's
@@ -16,6 +20,8 @@ cd "$(dirname "$0")"
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         need+=(chromium)
@@ -45,3 +51,15 @@ echo "== cargo doc (warnings are errors: broken links, missing docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== cargo test"
 cargo test --workspace
+
+echo "== Python package: wheel (maturin), pytest"
+venv=target/py-venv
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r crates/heir-py/requirements-test.txt
+rm -f target/wheels/heir-*.whl
+(cd crates/heir-py && "../../$venv/bin/maturin" build --release --quiet --out ../../target/wheels)
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/heir-*.whl
+cargo build --quiet -p heir-cli
+HEIR_BIN="$PWD/target/debug/heir" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/heir-py/tests
