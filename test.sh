@@ -3,11 +3,13 @@
 # (engine property tests, reader, simulator, analysis, CLI, the fuzzing
 # harness for a bounded time — HEIR_FUZZ_SECONDS, 60 s under CI=true, 5 s
 # otherwise — and the real-time tests on real SCHED_FIFO threads), the C API
-# examples, and the Python package: its abi3 wheel built by maturin and
-# installed into a virtual environment (target/py-venv) with pytest, pandas,
-# matplotlib and Dask (crates/heir-py/requirements-test.txt), then its
-# pytest suite (the API on the examples, the Dask sweep on a 2-worker
-# LocalCluster, the example script).
+# examples (built against the build tree, and against libheir installed by
+# cargo-c into a temporary prefix with nothing but pkg-config), and the
+# Python package: its abi3 wheel built by maturin and installed into a
+# virtual environment (target/py-venv) with pytest, pandas, matplotlib and
+# Dask (crates/heir-py/requirements-test.txt), then its pytest suite (the
+# API on the examples, the Dask sweep on a 2-worker LocalCluster, the
+# example script).
 #
 # On a fresh machine it first installs what is missing (a C compiler and
 # pkg-config for the C API test; as root, Chromium for the report page's
@@ -41,6 +43,15 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "test.sh: cargo not found: install Rust (https://rustup.rs), then run ./test.sh again" >&2
     exit 1
+fi
+
+# cargo-c (cargo cinstall) for libheir's install test; built once, kept in
+# ~/.cargo/bin (13 min of CPU time: at most ~7 min of wall time on 2 idle
+# cores; 46 min on this VM loaded by other builds). 0.10.24 builds
+# with Rust 1.95; 0.10.26, the newest, needs 1.97.
+if ! cargo cinstall --version >/dev/null 2>&1; then
+    echo "test.sh: installing cargo-c (cargo install --locked cargo-c --version 0.10.24: minutes, once)"
+    cargo install --locked --quiet cargo-c --version 0.10.24
 fi
 
 echo "== cargo fmt --check"
