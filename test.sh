@@ -2,8 +2,14 @@
 # Runs every test heir has: formatting, lints, the whole workspace's tests
 # (engine property tests, reader, simulator, analysis, CLI, the fuzzing
 # harness for a bounded time — HEIR_FUZZ_SECONDS, 60 s under CI=true, 5 s
-# otherwise — and the real-time tests on real SCHED_FIFO threads), and the
-# C API example.
+# otherwise — and the real-time tests on real SCHED_FIFO threads), the C API
+# examples (built against the build tree, and against libheir installed by
+# cargo-c into a temporary prefix with nothing but pkg-config), and the
+# Python package: its abi3 wheel built by maturin and installed into a
+# virtual environment (target/py-venv) with pytest, pandas, matplotlib and
+# Dask (crates/heir-py/requirements-test.txt), then its pytest suite (the
+# API on the examples, the Dask sweep on a 2-worker LocalCluster, the
+# example script).
 #
 # On a fresh machine it first installs what is missing (a C compiler and
 # pkg-config for the C API test; as root, Chromium for the report page's
@@ -16,6 +22,8 @@ cd "$(dirname "$0")"
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         need+=(chromium)
@@ -37,6 +45,15 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
+# cargo-c (cargo cinstall) for libheir's install test; built once, kept in
+# ~/.cargo/bin (13 min of CPU time: at most ~7 min of wall time on 2 idle
+# cores; 46 min on this VM loaded by other builds). 0.10.24 builds
+# with Rust 1.95; 0.10.26, the newest, needs 1.97.
+if ! cargo cinstall --version >/dev/null 2>&1; then
+    echo "test.sh: installing cargo-c (cargo install --locked cargo-c --version 0.10.24: minutes, once)"
+    cargo install --locked --quiet cargo-c --version 0.10.24
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
@@ -45,3 +62,15 @@ echo "== cargo doc (warnings are errors: broken links, missing docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== cargo test"
 cargo test --workspace
+
+echo "== Python package: wheel (maturin), pytest"
+venv=target/py-venv
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r crates/heir-py/requirements-test.txt
+rm -f target/wheels/heir-*.whl
+(cd crates/heir-py && "../../$venv/bin/maturin" build --release --quiet --out ../../target/wheels)
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/heir-*.whl
+cargo build --quiet -p heir-cli
+HEIR_BIN="$PWD/target/debug/heir" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/heir-py/tests

@@ -358,9 +358,26 @@ pub fn task_set(cfg: &SweepConfig, point: usize, index: usize) -> crate::model::
 /// Runs the sweep on rayon's pool; `progress(n)` is called as sets finish
 /// (from any thread).
 pub fn run(cfg: &SweepConfig, progress: &(dyn Fn(u64) + Sync)) -> SweepResult {
+    let counts = count_items(cfg, 0..cfg.points.len() * cfg.sets_per_point, progress);
+    result_from_counts(cfg, &counts)
+}
+
+/// The schedulable counts of the task sets numbered `items` (set `index` of
+/// point `point` is item `point × sets_per_point + index`; items past the
+/// end are ignored), on rayon's pool: `counts[point × protocols + k]` sets
+/// of `point` schedulable under protocol `k`. Counts add up: the counts of
+/// disjoint ranges covering every item, summed, are those of [`run`] — how
+/// a sweep is split into chunks over processes or machines (the Python
+/// package's Dask sweep) and stays the same bit for bit.
+pub fn count_items(
+    cfg: &SweepConfig,
+    items: std::ops::Range<usize>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Vec<u64> {
     let per = cfg.sets_per_point;
     let np = cfg.protocols.len();
-    let counts: Vec<u64> = (0..cfg.points.len() * per)
+    let end = items.end.min(cfg.points.len() * per);
+    (items.start.min(end)..end)
         .into_par_iter()
         .map_init(Analyzer::new, |an, item| {
             let (point, index) = (item / per, item % per);
@@ -389,7 +406,15 @@ pub fn run(cfg: &SweepConfig, progress: &(dyn Fn(u64) + Sync)) -> SweepResult {
                 a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
                 a
             },
-        );
+        )
+}
+
+/// The sweep's result from the counts of every item (as [`count_items`]
+/// returns them, summed over chunks). A shorter `counts` counts the
+/// missing entries as 0.
+pub fn result_from_counts(cfg: &SweepConfig, counts: &[u64]) -> SweepResult {
+    let np = cfg.protocols.len();
+    let count = |i: usize| counts.get(i).copied().unwrap_or(0);
     SweepResult {
         protocols: cfg.protocols.clone(),
         tasks: cfg.params.tasks,
@@ -399,8 +424,8 @@ pub fn run(cfg: &SweepConfig, progress: &(dyn Fn(u64) + Sync)) -> SweepResult {
             .enumerate()
             .map(|(k, &u)| SweepPoint {
                 utilisation: u,
-                sets: per as u64,
-                schedulable: counts[k * np..(k + 1) * np].to_vec(),
+                sets: cfg.sets_per_point as u64,
+                schedulable: (k * np..(k + 1) * np).map(count).collect(),
             })
             .collect(),
     }

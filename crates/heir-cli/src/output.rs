@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use heir::run::{RealRun, RunError};
-use heir_scenario::limits::{beyond_time_limit_s, seconds_to_us};
+use heir_scenario::limits::beyond_time_limit_s;
 use heir_scenario::{Policy, Scenario, Sched, Warning};
 use heir_sim::{Observer, Report, SimError};
 use heir_viz::{ChromeTrace, SvgGantt, SvgOptions, Tee};
@@ -137,23 +137,10 @@ pub fn parse_override(s: &str) -> Result<heir_scenario::protocols::Override, Str
 
 /// `, protocols all=bwi m=none` for a header line; empty without overrides.
 pub fn overrides_shown(raw: &[heir_scenario::protocols::Override]) -> String {
-    use heir_scenario::protocols::Choice;
     if raw.is_empty() {
         return String::new();
     }
-    let words: Vec<String> = raw
-        .iter()
-        .map(|o| {
-            let p = match o.protocol {
-                Choice::Ceiling => "ceiling".to_string(),
-                Choice::Exactly(heir_scenario::MutexProtocol::Ceiling { ceiling }) => {
-                    format!("ceiling:{ceiling}")
-                }
-                Choice::Exactly(p) => p.name().to_string(),
-            };
-            format!("{}={p}", o.mutex.as_deref().unwrap_or("all"))
-        })
-        .collect();
+    let words: Vec<String> = raw.iter().map(|o| o.shown()).collect();
     format!(", protocols {}", words.join(" "))
 }
 
@@ -161,13 +148,13 @@ pub fn overrides_shown(raw: &[heir_scenario::protocols::Override]) -> String {
 /// whole µs, within heir's time limit — the rule `global.duration` obeys,
 /// with the same message.
 pub fn parse_seconds(s: &str) -> Result<u64, String> {
+    use heir_scenario::limits::{duration_us, DurationError};
     let positive = || format!("expected seconds as a positive number (at least 1 µs), found {s:?}");
     let v: f64 = s.trim().parse().map_err(|_| positive())?;
-    match seconds_to_us(v) {
-        Some(us) if us >= 1 => Ok(us),
-        None if v > 0.0 => Err(beyond_time_limit_s("duration", s.trim())),
-        _ => Err(positive()),
-    }
+    duration_us(v).map_err(|e| match e {
+        DurationError::BeyondLimit => beyond_time_limit_s("duration", s.trim()),
+        DurationError::NotPositive => positive(),
+    })
 }
 
 /// A scenario the simulator refuses: bad input (exit 2), as

@@ -7,7 +7,14 @@
 //! is drawn on stderr when it is a terminal and the sweep is long.
 //!
 //! Writes the CSV and the SVG plot (under temporary names, renamed once both
-//! are complete) and prints the table. Exit codes: 0 ok; 2 bad input — an
+//! are complete) and prints the table.
+//!
+//! `--scheduler ADDRESS` runs the sweep on a Dask cluster instead (`local`:
+//! a `LocalCluster` of `--dask-workers` processes on this machine): this
+//! binary does not link Python; it runs `python3 -m heir.dask_sweep` (the
+//! interpreter: `$HEIR_PYTHON`, else `python3`, with the `heir` Python
+//! package installed — docs/PYTHON.md) with the same arguments, and exits
+//! with its exit code. The CSV is the same byte for byte. Exit codes: 0 ok; 2 bad input — an
 //! unreadable or invalid configuration (line:column or JSON path), an output
 //! path that cannot be created — with no file written.
 
@@ -42,10 +49,63 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Run on a Dask cluster: the scheduler's address (tcp://HOST:8786),
+    /// or `local` for a LocalCluster on this machine. Needs the `heir`
+    /// Python package ($HEIR_PYTHON, else python3; docs/PYTHON.md).
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "threads")]
+    pub scheduler: Option<String>,
+    /// With --scheduler local: the LocalCluster's worker processes.
+    #[arg(long, value_name = "N", requires = "scheduler", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub dask_workers: Option<u32>,
+}
+
+/// `heir sweep --scheduler`: `python3 -m heir.dask_sweep` with the same
+/// arguments; its exit code is ours.
+fn on_dask(args: &Args, scheduler: &str) -> CliResult {
+    let python = std::env::var_os("HEIR_PYTHON").unwrap_or_else(|| "python3".into());
+    let mut cmd = std::process::Command::new(&python);
+    cmd.args(["-m", "heir.dask_sweep"])
+        .arg(&args.config)
+        .args(["--scheduler", scheduler]);
+    if let Some(p) = &args.csv {
+        cmd.arg("--csv").arg(p);
+    }
+    if let Some(p) = &args.svg {
+        cmd.arg("--svg").arg(p);
+    }
+    if let Some(n) = args.dask_workers {
+        cmd.args(["--workers", &n.to_string()]);
+    }
+    if args.quiet {
+        cmd.arg("--quiet");
+    }
+    let status = cmd
+        .status()
+        .with_context(|| {
+            format!(
+                "--scheduler: cannot run {} (set HEIR_PYTHON to a Python with the heir package: docs/PYTHON.md)",
+                std::path::Path::new(&python).display()
+            )
+        })
+        .map_err(CliError::failure)?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(2) => Err(CliError::bad_input(anyhow!(
+            "{}: refused by heir.dask_sweep (above)",
+            args.config.display()
+        ))),
+        _ => Err(CliError::failure(anyhow!(
+            "the Dask sweep failed (above); is the heir Python package installed for {}? (docs/PYTHON.md)",
+            std::path::Path::new(&python).display()
+        ))),
+    }
 }
 
 /// Runs `heir sweep`.
 pub fn main(args: Args) -> CliResult {
+    if let Some(s) = &args.scheduler {
+        return on_dask(&args, s);
+    }
     let (name, text) = read_input(&args.config)?;
     let cfg = SweepConfig::from_json_str(&text).map_err(|e| bad_input_in(&name, e.line > 0, &e))?;
     let csv_path = args.csv.clone().unwrap_or_else(|| PathBuf::from(&cfg.csv));

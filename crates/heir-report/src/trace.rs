@@ -164,6 +164,14 @@ pub trait Observer {
     fn wants_events(&self) -> bool {
         true
     }
+    /// Asked now and then (every 65536 events of the simulator): true stops
+    /// the run early, as if its duration ended there. A caller that must
+    /// stay interruptible (the Python package, on Ctrl-C) sets it from
+    /// another thread; the report of a stopped run is the caller's to
+    /// discard.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Ignores everything.

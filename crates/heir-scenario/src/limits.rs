@@ -81,6 +81,26 @@ pub fn seconds_to_us(secs: f64) -> Option<u64> {
     }
 }
 
+/// Why a duration in seconds ([`duration_us`]) cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DurationError {
+    /// Not a positive number of at least 1 µs (zero, negative, NaN).
+    NotPositive,
+    /// Positive but beyond [`MAX_TIME_S`] (or infinite).
+    BeyondLimit,
+}
+
+/// A run's duration given in seconds — `heir sim --duration S` and the
+/// Python package's `Scenario.with_duration(s)`, which replace
+/// `global.duration` — as whole µs: at least 1 µs, at most [`MAX_TIME_S`].
+pub fn duration_us(secs: f64) -> Result<u64, DurationError> {
+    match seconds_to_us(secs) {
+        Some(us) if us >= 1 => Ok(us),
+        None if secs > 0.0 => Err(DurationError::BeyondLimit),
+        _ => Err(DurationError::NotPositive),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +112,18 @@ mod tests {
     #[test]
     fn the_time_limit_is_100_days() {
         assert_eq!(MAX_TIME_NS, 8_640_000_000_000_000);
+    }
+
+    #[test]
+    fn durations_are_positive_and_within_the_limit() {
+        assert_eq!(duration_us(1.5), Ok(1_500_000));
+        assert_eq!(duration_us(1e-6), Ok(1));
+        for bad in [0.0, 1e-7, -1.0, f64::NAN] {
+            assert_eq!(duration_us(bad), Err(DurationError::NotPositive), "{bad}");
+        }
+        for bad in [8_640_000.5, f64::INFINITY] {
+            assert_eq!(duration_us(bad), Err(DurationError::BeyondLimit), "{bad}");
+        }
     }
 
     #[test]

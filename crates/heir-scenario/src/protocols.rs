@@ -31,6 +31,17 @@ pub enum Choice {
 const EXPECTED: &str = "expected NAME=P or all=P, P one of none, inherit, bwi, ceiling, ceiling:N";
 
 impl Override {
+    /// The override as `NAME=P` / `all=P` (canonical spelling: `ceiling`,
+    /// `ceiling:N`, or the protocol's name), for the titles of outputs.
+    pub fn shown(&self) -> String {
+        let p = match self.protocol {
+            Choice::Ceiling => "ceiling".to_string(),
+            Choice::Exactly(MutexProtocol::Ceiling { ceiling }) => format!("ceiling:{ceiling}"),
+            Choice::Exactly(p) => p.name().to_string(),
+        };
+        format!("{}={p}", self.mutex.as_deref().unwrap_or("all"))
+    }
+
     /// Parses `NAME=P` / `all=P`.
     pub fn parse(s: &str) -> Result<Override, String> {
         let Some((name, p)) = s.split_once('=') else {

@@ -1,7 +1,7 @@
 //! Sweeps: the configuration format, reproducibility across thread counts,
 //! and the outputs.
 
-use heir_analysis::sweep::{run, task_set, SweepConfig};
+use heir_analysis::sweep::{count_items, result_from_counts, run, task_set, SweepConfig};
 use heir_analysis::{Analyzer, Protocol};
 
 use crate::example;
@@ -51,6 +51,27 @@ fn results_do_not_depend_on_the_thread_count() {
     let mut other = cfg.clone();
     other.seed = 2;
     assert_ne!(in_pool(2, || run(&other, &|_| {})), one);
+}
+
+#[test]
+fn chunked_counts_summed_are_the_whole_sweep() {
+    let cfg = small();
+    let whole = in_pool(2, || run(&cfg, &|_| {}));
+    let total = cfg.points.len() * cfg.sets_per_point;
+    // Uneven chunks, one past the end, one empty: the sum is the sweep.
+    let mut sum = vec![0u64; cfg.points.len() * cfg.protocols.len()];
+    for (a, b) in [(0, 7), (7, 7), (7, 500), (500, 1111), (1111, total + 40)] {
+        let part = in_pool(2, || count_items(&cfg, a..b, &|_| {}));
+        assert_eq!(part.len(), sum.len());
+        sum.iter_mut().zip(part).for_each(|(s, p)| *s += p);
+    }
+    let chunked = result_from_counts(&cfg, &sum);
+    assert_eq!(chunked, whole);
+    assert_eq!(chunked.to_csv(), whole.to_csv());
+    // A single chunk's counts are only its own sets.
+    let first = count_items(&cfg, 0..1, &|_| {});
+    assert!(first.iter().sum::<u64>() <= cfg.protocols.len() as u64);
+    assert!(first[cfg.protocols.len()..].iter().all(|&c| c == 0));
 }
 
 #[test]

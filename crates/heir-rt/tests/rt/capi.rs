@@ -155,40 +155,197 @@ fn run_c(exe: &Path, args: &[String]) -> String {
     stdout
 }
 
+/// `cargo cinstall` (cargo-c) is on the PATH: `Some(cargo)`; missing, the
+/// test skips with the reason, and fails under CI=true (test.sh installs it).
+fn cargo_c(test: &str) -> Option<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let ok = Command::new(&cargo)
+        .args(["cinstall", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    match ok {
+        true => Some(cargo),
+        false if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: cargo-c (cargo cinstall) missing under CI=true: test.sh installs it")
+        }
+        false => {
+            eprintln!("{test}: SKIPPED: cargo-c missing (cargo install --locked cargo-c --version 0.10.24)");
+            None
+        }
+    }
+}
+
+/// The files under `dir`, recursively, relative to it (symlinks as files).
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if e.file_type().expect("file type").is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).expect("under dir").to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// libheir installed the way C libraries are: `cargo cinstall` into a
+/// temporary prefix gives the versioned library behind its soname, heir.h
+/// and a generated heir.pc; the C examples build with nothing but
+/// `pkg-config --cflags --libs heir`, load libheir.so.0, and the
+/// producer/consumer example runs with its boost.
 #[test]
-fn pkg_config_file_resolves_to_the_built_library() {
-    let pc_in = std::fs::read_to_string(crate_dir().join("heir.pc.in")).expect("heir.pc.in");
-    let dir = std::env::temp_dir().join(format!("heir-pc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let pc = pc_in
-        .replace("@LIBDIR@", &lib_dir().display().to_string())
-        .replace(
-            "@INCLUDEDIR@",
-            &crate_dir().join("include").display().to_string(),
-        )
-        .replace("@VERSION@", env!("CARGO_PKG_VERSION"));
-    std::fs::write(dir.join("heir.pc"), pc).expect("write");
-    let out = Command::new("pkg-config")
+fn cinstall_into_a_prefix_then_the_examples_build_with_pkg_config_alone() {
+    let test = "capi::cinstall";
+    let Some(cc) = need_cc(test) else {
+        return;
+    };
+    let Some(cargo) = cargo_c(test) else {
+        return;
+    };
+    let root = crate_dir().join("../..");
+    let prefix = std::env::temp_dir().join(format!("heir-prefix-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&prefix);
+    // Its own target directory: the workspace's is cargo test's, and it
+    // stays between runs (only heir-rt's crates, built once).
+    let out = Command::new(&cargo)
+        .args([
+            "cinstall",
+            "--locked",
+            "--release",
+            "-p",
+            "heir-rt",
+            "--prefix",
+        ])
+        .arg(&prefix)
+        .args(["--libdir", "lib", "--manifest-path"])
+        .arg(root.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(root.join("target/cinstall"))
+        .output()
+        .expect("cargo cinstall");
+    assert!(
+        out.status.success(),
+        "cargo cinstall failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = tree(&prefix);
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    for f in [
+        "include/heir.h",
+        "lib/libheir.so.0.1.0",
+        "lib/libheir.so.0",
+        "lib/libheir.so",
+        "lib/libheir.a",
+        "lib/pkgconfig/heir.pc",
+    ] {
+        assert!(names.iter().any(|n| n == f), "{f} not installed: {names:?}");
+    }
+    // The soname chain: libheir.so -> libheir.so.0 -> libheir.so.0.1.0.
+    let lib = prefix.join("lib");
+    assert_eq!(
+        std::fs::read_link(lib.join("libheir.so.0")).expect("link"),
+        PathBuf::from("libheir.so.0.1.0")
+    );
+    assert_eq!(
+        std::fs::read_link(lib.join("libheir.so")).expect("link"),
+        PathBuf::from("libheir.so.0.1.0")
+    );
+    // The installed header is the source's.
+    assert_eq!(
+        std::fs::read(prefix.join("include/heir.h")).expect("installed heir.h"),
+        std::fs::read(crate_dir().join("include/heir.h")).expect("heir.h")
+    );
+    let pc = std::fs::read_to_string(lib.join("pkgconfig/heir.pc")).expect("heir.pc");
+    assert!(pc.contains("Name: heir"), "{pc}");
+    assert!(
+        pc.contains(&format!("Version: {}", env!("CARGO_PKG_VERSION"))),
+        "{pc}"
+    );
+
+    let flags = Command::new("pkg-config")
         .args(["--cflags", "--libs", "heir"])
-        .env("PKG_CONFIG_PATH", &dir)
+        .env("PKG_CONFIG_PATH", lib.join("pkgconfig"))
         .output();
-    let _ = std::fs::remove_dir_all(&dir);
-    let Ok(out) = out else {
+    let Ok(flags) = flags else {
         if std::env::var("CI").as_deref() == Ok("true") {
             panic!("pkg-config missing under CI=true");
         }
-        eprintln!("pkg_config: SKIPPED: no pkg-config");
+        eprintln!("{test}: SKIPPED: no pkg-config");
         return;
     };
     assert!(
-        out.status.success(),
+        flags.status.success(),
         "{}",
+        String::from_utf8_lossy(&flags.stderr)
+    );
+    let flags: Vec<String> = String::from_utf8_lossy(&flags.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert!(flags.contains(&"-lheir".to_string()), "{flags:?}");
+    assert!(
+        flags.contains(&format!("-I{}", prefix.join("include").display())),
+        "{flags:?}"
+    );
+    assert!(flags.contains(&format!("-L{}", lib.display())), "{flags:?}");
+
+    let examples = root.join("examples/c");
+    let mut built = Vec::new();
+    for src in ["producer_consumer.c", "rpc_donation.c", "gang_barrier.c"] {
+        let exe = std::env::temp_dir().join(format!(
+            "heir-installed-{}-{}",
+            src.trim_end_matches(".c"),
+            std::process::id()
+        ));
+        build_c(&cc, &examples.join(src), &flags, &exe);
+        // Linked against the soname, not the development link.
+        if let Ok(o) = Command::new("readelf").arg("-d").arg(&exe).output() {
+            let dynamic = String::from_utf8_lossy(&o.stdout).to_string();
+            assert!(dynamic.contains("[libheir.so.0]"), "{src}: {dynamic}");
+        }
+        built.push(exe);
+    }
+    let run = run_installed(test, &built[0], &lib);
+    for exe in &built {
+        let _ = std::fs::remove_file(exe);
+    }
+    let _ = std::fs::remove_dir_all(&prefix);
+    let Some(stdout) = run else {
+        return;
+    };
+    assert!(
+        stdout.contains("producer priority while consumer waits: 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("consumed 5 items in priority order"),
+        "{stdout}"
+    );
+}
+
+/// Runs an example built against the installed library (found through
+/// `LD_LIBRARY_PATH`, as for any library under a private prefix) on a
+/// real-time test CPU; `None` when real-time tests skip here.
+fn run_installed(test: &str, exe: &Path, lib: &Path) -> Option<String> {
+    let rt = rt_or_skip(test, 30)?;
+    let out = Command::new(exe)
+        .arg(rt.cpu.to_string())
+        .env("LD_LIBRARY_PATH", lib)
+        .output()
+        .expect("run the installed example");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{} failed: {stdout}{}",
+        exe.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let flags = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(flags.contains("-lheir"), "{flags}");
-    assert!(flags.contains(&format!("-I{}", crate_dir().join("include").display())));
-    assert!(flags.contains(&format!("-L{}", lib_dir().display())));
+    Some(stdout)
 }
 
 #[test]

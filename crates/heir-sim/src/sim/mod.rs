@@ -677,6 +677,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.zero_steps = 0;
             }
             self.events += 1;
+            if self.events & 0xFFFF == 0 && self.obs.cancelled() {
+                break;
+            }
             let t = ev.thread;
             let ti = t as usize;
             match ev.kind {
