@@ -31,7 +31,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         };
         let mut helpers: Vec<(CondId, u32)> = Vec::new();
         let mut gangs: Vec<super::gang::Gang> = Vec::new();
-        let res_state = scenario
+        let mut timers: Vec<TimerSlot> = Vec::new();
+        let res_state: Vec<ResState> = scenario
             .resources
             .iter()
             .enumerate()
@@ -46,6 +47,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         .then_some(pi_cv),
                     reqs: &mut reqs,
                     gangs: &mut gangs,
+                    timers: &mut timers,
                 };
                 b.build(&res.kind, &roles, g)
             })
@@ -74,6 +76,13 @@ impl<'s, 'o> Simulator<'s, 'o> {
             info: tinfo,
             ..
         } = threads;
+        let timer_of = res_state
+            .iter()
+            .map(|r| match r {
+                ResState::Timer(i) => *i,
+                _ => u32::MAX,
+            })
+            .collect();
         let has_dl = scenario.tasks.iter().any(|t| {
             t.sched.policy == Policy::Deadline
                 || t.phases
@@ -91,6 +100,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             threads,
             cold,
             res_state,
+            timers,
+            timer_of,
             info: TraceInfo {
                 cpus: ncpus as u32,
                 threads: tinfo,
@@ -184,8 +195,8 @@ fn check(scenario: &Scenario, end: Option<u64>) -> Result<(), SimError> {
 }
 
 /// The threads of every task, with their engine tasks.
-struct ThreadSet {
-    threads: Vec<Thread>,
+struct ThreadSet<'s> {
+    threads: Vec<Thread<'s>>,
     cold: Vec<Cold>,
     info: Vec<ThreadInfo>,
     /// `TaskId.0` → thread index.
@@ -194,10 +205,10 @@ struct ThreadSet {
     of_task: Vec<std::ops::Range<u32>>,
 }
 
-impl ThreadSet {
+impl<'s> ThreadSet<'s> {
     /// One thread per instance of every task, each an engine task at the
     /// task's base urgency.
-    fn build(scenario: &Scenario, engine: &mut Engine, ncpus: usize) -> ThreadSet {
+    fn build(scenario: &'s Scenario, engine: &mut Engine, ncpus: usize) -> ThreadSet<'s> {
         let mut set = ThreadSet {
             threads: Vec::new(),
             cold: Vec::new(),
@@ -304,9 +315,10 @@ fn timer_of(task: &Task) -> (bool, Option<u64>) {
     }
 }
 
-impl Thread {
+impl<'s> Thread<'s> {
     /// A thread of task `ti` that has not started, at the task's base.
-    fn new(ti: usize, eng: TaskId, task: &Task, base: Urgency, home: Home) -> Thread {
+    fn new(ti: usize, eng: TaskId, task: &'s Task, base: Urgency, home: Home) -> Thread<'s> {
+        let first = task.phases.first();
         Thread {
             task: ti,
             eng,
@@ -318,6 +330,11 @@ impl Thread {
             ev: 0,
             step: Step::Start,
             pass_start: true,
+            evs: first.map_or(&[], |p| p.events.as_slice()),
+            ploops: first.map_or(0, |p| p.loops),
+            phase_hook: first.is_some_and(|p| p.sched.is_some() || p.cpus.is_some()),
+            nphases: task.phases.len(),
+            tloops: task.loops,
             policy: task.sched.policy,
             base,
             eff: Effective {
@@ -367,7 +384,7 @@ struct ResBuilder<'a> {
     engine: &'a mut Engine,
     names: &'a mut ObjNamer,
     helpers: &'a mut Vec<(CondId, u32)>,
-    threads: &'a ThreadSet,
+    threads: &'a ThreadSet<'a>,
     /// The resource's index.
     r: usize,
     /// The donation model (with whether its objects donate: `pi_cv`).
@@ -376,6 +393,8 @@ struct ResBuilder<'a> {
     reqs: &'a mut Vec<(u32, usize, heir_core::ObjId)>,
     /// The gangs made (seed 003).
     gangs: &'a mut Vec<super::gang::Gang>,
+    /// The timers made (their index in `Simulator::timers`).
+    timers: &'a mut Vec<TimerSlot>,
 }
 
 impl ResBuilder<'_> {
@@ -417,11 +436,14 @@ impl ResBuilder<'_> {
                 cond: self.cond(Some("cond")),
                 waiting: i64::from(*users) - 1,
             },
-            ResourceKind::Timer { mode, unique } => ResState::Timer {
-                mode: *mode,
-                unique: *unique,
-                state: TimerState::default(),
-            },
+            ResourceKind::Timer { mode, unique } => {
+                self.timers.push(TimerSlot {
+                    mode: *mode,
+                    unique: *unique,
+                    state: TimerState::default(),
+                });
+                ResState::Timer(self.timers.len() as u32 - 1)
+            }
             ResourceKind::Suspend { .. } => ResState::Suspend {
                 mutex: self.mutex(Some("mutex"), engine::side_protocol(g)),
                 cond: self.cond(Some("cond")),

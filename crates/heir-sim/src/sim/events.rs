@@ -240,11 +240,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let p = self.draw(period);
         let now = self.now;
         let start = self.threads[t as usize].start_ns;
-        let Some(ResState::Timer {
+        let slot = self.timer_of.get(res).copied().unwrap_or(u32::MAX);
+        let Some(TimerSlot {
             mode,
             unique,
             state,
-        }) = self.res_state.get_mut(res)
+        }) = self.timers.get_mut(slot as usize)
         else {
             return Err(self.bad_kind(ev));
         };
