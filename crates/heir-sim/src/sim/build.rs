@@ -74,6 +74,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             cold,
             task_thread,
             info: tinfo,
+            ops,
             ..
         } = threads;
         let timer_of = res_state
@@ -102,6 +103,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             res_state,
             timers,
             timer_of,
+            ops,
             info: TraceInfo {
                 cpus: ncpus as u32,
                 threads: tinfo,
@@ -203,6 +205,8 @@ struct ThreadSet<'s> {
     task_thread: Vec<u32>,
     /// Task index → its threads.
     of_task: Vec<std::ops::Range<u32>>,
+    /// The tasks' programs, flat (`Simulator::ops`).
+    ops: Vec<EventKind>,
 }
 
 impl<'s> ThreadSet<'s> {
@@ -215,6 +219,7 @@ impl<'s> ThreadSet<'s> {
             info: Vec::new(),
             task_thread: Vec::new(),
             of_task: Vec::new(),
+            ops: Vec::new(),
         };
         for (ti, task) in scenario.tasks.iter().enumerate() {
             let first = set.threads.len() as u32;
@@ -227,6 +232,10 @@ impl<'s> ThreadSet<'s> {
                 engine::urgency(&task.sched)
             };
             let (has_timer, first_period_ns) = timer_of(task);
+            let op_first = set.ops.len() as u32;
+            for p in &task.phases {
+                set.ops.extend(p.events.iter().map(|e| e.kind.clone()));
+            }
             for name in task.thread_names() {
                 let eng = engine.add_task(base);
                 let slot = eng.0 as usize;
@@ -253,6 +262,8 @@ impl<'s> ThreadSet<'s> {
                 let mut th =
                     Thread::new(ti, eng, task, base, home_for(ncpus, task.cpus.as_deref()));
                 th.has_timer = has_timer;
+                th.op_first = op_first;
+                th.op_base = op_first;
                 th.first_period_ns = first_period_ns;
                 th.passive = passive;
                 set.threads.push(th);
@@ -334,6 +345,8 @@ impl<'s> Thread<'s> {
             ploops: first.map_or(0, |p| p.loops),
             phase_hook: first.is_some_and(|p| p.sched.is_some() || p.cpus.is_some()),
             nphases: task.phases.len(),
+            op_base: 0,
+            op_first: 0,
             tloops: task.loops,
             policy: task.sched.policy,
             base,

@@ -7,8 +7,9 @@ use super::*;
 
 impl<'s, 'o> Simulator<'s, 'o> {
     /// One micro-step of event `ev` for the running thread `t`.
-    pub(super) fn exec(&mut self, t: u32, ev: &Event) -> R<Flow> {
-        match &ev.kind {
+    /// `kind` is `ev.kind`, from the flat program (`Simulator::ops`).
+    pub(super) fn exec(&mut self, t: u32, kind: &EventKind, ev: &Event) -> R<Flow> {
+        match kind {
             EventKind::Run(m) => {
                 let ns = self.draw(*m);
                 Ok(self.start_run(t, ns, None))

@@ -170,7 +170,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.end_pass(t)?;
                 continue;
             };
-            match self.exec(t, ev)? {
+            // The kind from the flat program (`ev` is only its position).
+            let Some(kind) = self.ops.get(th.op_base as usize + th.ev).cloned() else {
+                return Err(self.internal_pc(t));
+            };
+            match self.exec(t, &kind, ev)? {
                 Flow::Next => self.finish(t),
                 Flow::Same | Flow::Leave => {}
             }
@@ -224,11 +228,13 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let sc = self.sc;
         let th = &mut self.threads[t as usize];
         th.phase += 1;
+        th.op_base += th.evs.len() as u32;
         th.ev = 0;
         th.step = Step::Start;
         th.pass_start = true;
         if th.phase >= th.nphases {
             th.phase = 0;
+            th.op_base = th.op_first;
             th.tloop += 1;
             if th.tloops.is_some_and(|l| th.tloop >= l) {
                 return self.exit_thread(t, true);

@@ -131,7 +131,7 @@ struct TimerState {
 /// The hot per-thread state (what scheduling and stepping touch); the cold
 /// part (name, statistics) lives in [`Cold`], a separate array, so that a
 /// scheduling decision touches fewer cache lines.
-#[repr(C)]
+#[repr(C, align(64))]
 struct Thread<'s> {
     // Hot: what stepping, a job and a scheduling decision read, first
     // (`repr(C)` keeps this order), so that they share few cache lines.
@@ -146,7 +146,6 @@ struct Thread<'s> {
     pass_closed: bool,
     /// The current phase changes `sched` or `cpus` at each pass.
     phase_hook: bool,
-    slice_armed: bool,
     /// Donation model: runs only on donated time (`"passive": true`).
     passive: bool,
     /// The current phase's events (`sc.tasks[task].phases[phase].events`),
@@ -156,6 +155,10 @@ struct Thread<'s> {
     ploop: u64,
     /// The current phase's `loops`.
     ploops: u64,
+    /// Where the current phase's events start in `Simulator::ops`, and
+    /// where the task's first phase's do.
+    op_base: u32,
+    op_first: u32,
     /// The task's number of phases and `loops` (cached: a pass's end
     /// reads neither the task nor, with one phase, the phase).
     nphases: usize,
@@ -165,15 +168,12 @@ struct Thread<'s> {
     cpu: u32,
     run_gen: u32,
     wall_gen: u32,
-    slice_gen: u32,
     stamp: i64,
     run_start: u64,
     job_release: Option<u64>,
     /// A timer sleep: emit the job's `Release` (with this deadline) on wake.
     release_on_wake: Option<Option<u64>>,
     start_ns: u64,
-    slice_left: u64,
-    slice_start: u64,
     base: Urgency,
     eff: Effective,
     /// Where it stands in the run queues (its level, and in the deadline
@@ -186,6 +186,11 @@ struct Thread<'s> {
     // Colder: deadline servers, synchronisation, RPC, gangs.
     /// `SCHED_DEADLINE` state: its server, Linux boost, M-BWI spinning.
     dl: dl::Dl,
+    // Time slices (`SCHED_RR`, `SCHED_OTHER` only).
+    slice_armed: bool,
+    slice_gen: u32,
+    slice_left: u64,
+    slice_start: u64,
     first_period_ns: Option<u64>,
     affinity: Option<Vec<u32>>,
     /// While waiting on a condition variable: it, and the mutex to
@@ -389,6 +394,12 @@ pub struct Simulator<'s, 'o> {
     threads: Vec<Thread<'s>>,
     cold: Vec<Cold>,
     res_state: Vec<ResState>,
+    /// Every task's program compiled into one flat array: the events'
+    /// kinds (operands only, 40 bytes each), phase after phase, task
+    /// after task; a task's threads share its range. Stepping reads an
+    /// event's kind here, contiguously, and the scenario's [`Event`] only
+    /// for an error's position.
+    ops: Vec<EventKind>,
     /// The timers' state, densely (`ResState::Timer` indexes it).
     timers: Vec<TimerSlot>,
     /// Resource index → its index in `timers` (`u32::MAX`: not a timer),
@@ -826,6 +837,19 @@ impl<'s, 'o> Simulator<'s, 'o> {
             format!(
                 "thread {}: the engine refused an operation: {e}",
                 self.cold[t as usize].name
+            ),
+        )))
+    }
+
+    /// A program counter outside the compiled program (cannot happen: the
+    /// flat program holds every phase's events).
+    fn internal_pc(&self, t: u32) -> Box<Stop> {
+        let th = &self.threads[t as usize];
+        Box::new(Stop::Error(at_task(
+            &self.sc.tasks[th.task],
+            format!(
+                "thread {}: internal error: event {} of phase {} is not in the compiled program",
+                self.cold[t as usize].name, th.ev, th.phase
             ),
         )))
     }
