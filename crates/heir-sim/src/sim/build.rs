@@ -243,12 +243,8 @@ impl<'s> ThreadSet<'s> {
                     set.task_thread.resize(slot + 1, u32::MAX);
                 }
                 set.task_thread[slot] = set.threads.len() as u32;
-                set.info.push(ThreadInfo {
-                    name: name.clone(),
-                    base,
-                });
+                set.info.push(ThreadInfo { name, base });
                 set.cold.push(Cold {
-                    name,
                     stats: ResponseStats::new(),
                     jobs: 0,
                     misses: 0,
@@ -298,7 +294,7 @@ impl<'s> ThreadSet<'s> {
                         &scenario.tasks[self.threads[th as usize].task],
                         format!(
                             "cannot register helper {}: {e}",
-                            self.cold[th as usize].name
+                            self.info[th as usize].name
                         ),
                     ))
                 }
@@ -486,7 +482,7 @@ impl ResBuilder<'_> {
         let more = self.cond(Some("more"));
         let mut replies = Vec::new();
         for caller in self.threads.of(&roles.callers[r]) {
-            let name = format!("reply[{}]", self.threads.cold[caller as usize].name);
+            let name = format!("reply[{}]", self.threads.info[caller as usize].name);
             let cond = self.cond(Some(&name));
             self.help(cond, &roles.servers[r]);
             replies.push(Reply {

@@ -159,7 +159,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
             if self.zero_steps > ZERO_TIME_STEP_LIMIT {
                 return Err(stop(at_task(
                     &sc.tasks[th.task],
-                    messages::zero_time_loop(&self.cold[t as usize].name, self.now as f64 / 1000.0),
+                    messages::zero_time_loop(
+                        &self.info.threads[t as usize].name,
+                        self.now as f64 / 1000.0,
+                    ),
                 )));
             }
             if th.pass_start {

@@ -225,9 +225,9 @@ struct Thread<'s> {
 }
 
 /// The cold per-thread state. What a job and a dispatch touch comes first
-/// (`repr(C)`, cache-line aligned: statistics, counts and last CPU share
-/// two lines).
-#[repr(C, align(64))]
+/// (`repr(C)`: statistics, counts and last CPU within two cache lines).
+/// The thread's name is `info.threads[t].name` (kept once).
+#[repr(C)]
 struct Cold {
     stats: ResponseStats,
     jobs: u64,
@@ -243,7 +243,6 @@ struct Cold {
     aborted: u64,
     /// `unique` timers of this thread.
     timers: Vec<(usize, TimerState)>,
-    name: String,
 }
 
 struct Req {
@@ -576,8 +575,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 .cold
                 .iter()
                 .zip(&self.threads)
-                .map(|(c, th)| TaskReport {
-                    name: c.name.clone(),
+                .zip(&self.info.threads)
+                .map(|((c, th), i)| TaskReport {
+                    name: i.name.clone(),
                     jobs: c.jobs,
                     deadline_misses: c.misses,
                     response_us: c.stats.summary(),
@@ -597,7 +597,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     /// Per-thread response statistics (thread name, stats), scenario order.
     pub fn thread_stats(&self) -> impl Iterator<Item = (&str, &ResponseStats)> + '_ {
-        self.cold.iter().map(|c| (c.name.as_str(), &c.stats))
+        self.cold
+            .iter()
+            .zip(&self.info.threads)
+            .map(|(c, i)| (i.name.as_str(), &c.stats))
     }
 
     /// What is allocated that could grow with simulated time.
@@ -626,8 +629,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             .check_invariants()
             .map_err(|e| format!("engine: {e}"))?;
         let mut queued = 0usize;
-        for (th, cold) in self.threads.iter().zip(&self.cold) {
-            let name = &cold.name;
+        for (th, info) in self.threads.iter().zip(&self.info.threads) {
+            let name = &info.name;
             if th.status == Status::Exited {
                 continue;
             }
@@ -836,7 +839,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             &self.sc.tasks[th.task],
             format!(
                 "thread {}: the engine refused an operation: {e}",
-                self.cold[t as usize].name
+                self.info.threads[t as usize].name
             ),
         )))
     }
@@ -849,7 +852,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             &self.sc.tasks[th.task],
             format!(
                 "thread {}: internal error: event {} of phase {} is not in the compiled program",
-                self.cold[t as usize].name, th.ev, th.phase
+                self.info.threads[t as usize].name, th.ev, th.phase
             ),
         )))
     }
@@ -859,7 +862,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             match n {
                 Node::Task(id) => self
                     .thread_of(*id)
-                    .map(|t| self.cold[t as usize].name.clone())
+                    .map(|t| self.info.threads[t as usize].name.clone())
                     .unwrap_or_else(|| format!("task#{}", id.0)),
                 Node::Object(o) => self
                     .obj_res
