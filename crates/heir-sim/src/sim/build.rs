@@ -31,7 +31,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         };
         let mut helpers: Vec<(CondId, u32)> = Vec::new();
         let mut gangs: Vec<super::gang::Gang> = Vec::new();
-        let res_state = scenario
+        let mut timers: Vec<TimerSlot> = Vec::new();
+        let res_state: Vec<ResState> = scenario
             .resources
             .iter()
             .enumerate()
@@ -46,6 +47,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         .then_some(pi_cv),
                     reqs: &mut reqs,
                     gangs: &mut gangs,
+                    timers: &mut timers,
                 };
                 b.build(&res.kind, &roles, g)
             })
@@ -72,8 +74,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
             cold,
             task_thread,
             info: tinfo,
+            ops,
             ..
         } = threads;
+        let timer_of = res_state
+            .iter()
+            .map(|r| match r {
+                ResState::Timer(i) => *i,
+                _ => u32::MAX,
+            })
+            .collect();
         let has_dl = scenario.tasks.iter().any(|t| {
             t.sched.policy == Policy::Deadline
                 || t.phases
@@ -91,6 +101,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
             threads,
             cold,
             res_state,
+            timers,
+            timer_of,
+            ops,
             info: TraceInfo {
                 cpus: ncpus as u32,
                 threads: tinfo,
@@ -184,26 +197,29 @@ fn check(scenario: &Scenario, end: Option<u64>) -> Result<(), SimError> {
 }
 
 /// The threads of every task, with their engine tasks.
-struct ThreadSet {
-    threads: Vec<Thread>,
+struct ThreadSet<'s> {
+    threads: Vec<Thread<'s>>,
     cold: Vec<Cold>,
     info: Vec<ThreadInfo>,
     /// `TaskId.0` → thread index.
     task_thread: Vec<u32>,
     /// Task index → its threads.
     of_task: Vec<std::ops::Range<u32>>,
+    /// The tasks' programs, flat (`Simulator::ops`).
+    ops: Vec<EventKind>,
 }
 
-impl ThreadSet {
+impl<'s> ThreadSet<'s> {
     /// One thread per instance of every task, each an engine task at the
     /// task's base urgency.
-    fn build(scenario: &Scenario, engine: &mut Engine, ncpus: usize) -> ThreadSet {
+    fn build(scenario: &'s Scenario, engine: &mut Engine, ncpus: usize) -> ThreadSet<'s> {
         let mut set = ThreadSet {
             threads: Vec::new(),
             cold: Vec::new(),
             info: Vec::new(),
             task_thread: Vec::new(),
             of_task: Vec::new(),
+            ops: Vec::new(),
         };
         for (ti, task) in scenario.tasks.iter().enumerate() {
             let first = set.threads.len() as u32;
@@ -216,6 +232,10 @@ impl ThreadSet {
                 engine::urgency(&task.sched)
             };
             let (has_timer, first_period_ns) = timer_of(task);
+            let op_first = set.ops.len() as u32;
+            for p in &task.phases {
+                set.ops.extend(p.events.iter().map(|e| e.kind.clone()));
+            }
             for name in task.thread_names() {
                 let eng = engine.add_task(base);
                 let slot = eng.0 as usize;
@@ -223,12 +243,8 @@ impl ThreadSet {
                     set.task_thread.resize(slot + 1, u32::MAX);
                 }
                 set.task_thread[slot] = set.threads.len() as u32;
-                set.info.push(ThreadInfo {
-                    name: name.clone(),
-                    base,
-                });
+                set.info.push(ThreadInfo { name, base });
                 set.cold.push(Cold {
-                    name,
                     stats: ResponseStats::new(),
                     jobs: 0,
                     misses: 0,
@@ -242,6 +258,8 @@ impl ThreadSet {
                 let mut th =
                     Thread::new(ti, eng, task, base, home_for(ncpus, task.cpus.as_deref()));
                 th.has_timer = has_timer;
+                th.op_first = op_first;
+                th.op_base = op_first;
                 th.first_period_ns = first_period_ns;
                 th.passive = passive;
                 set.threads.push(th);
@@ -276,7 +294,7 @@ impl ThreadSet {
                         &scenario.tasks[self.threads[th as usize].task],
                         format!(
                             "cannot register helper {}: {e}",
-                            self.cold[th as usize].name
+                            self.info[th as usize].name
                         ),
                     ))
                 }
@@ -304,9 +322,10 @@ fn timer_of(task: &Task) -> (bool, Option<u64>) {
     }
 }
 
-impl Thread {
+impl<'s> Thread<'s> {
     /// A thread of task `ti` that has not started, at the task's base.
-    fn new(ti: usize, eng: TaskId, task: &Task, base: Urgency, home: Home) -> Thread {
+    fn new(ti: usize, eng: TaskId, task: &'s Task, base: Urgency, home: Home) -> Thread<'s> {
+        let first = task.phases.first();
         Thread {
             task: ti,
             eng,
@@ -318,6 +337,13 @@ impl Thread {
             ev: 0,
             step: Step::Start,
             pass_start: true,
+            evs: first.map_or(&[], |p| p.events.as_slice()),
+            ploops: first.map_or(0, |p| p.loops),
+            phase_hook: first.is_some_and(|p| p.sched.is_some() || p.cpus.is_some()),
+            nphases: task.phases.len(),
+            op_base: 0,
+            op_first: 0,
+            tloops: task.loops,
             policy: task.sched.policy,
             base,
             eff: Effective {
@@ -367,7 +393,7 @@ struct ResBuilder<'a> {
     engine: &'a mut Engine,
     names: &'a mut ObjNamer,
     helpers: &'a mut Vec<(CondId, u32)>,
-    threads: &'a ThreadSet,
+    threads: &'a ThreadSet<'a>,
     /// The resource's index.
     r: usize,
     /// The donation model (with whether its objects donate: `pi_cv`).
@@ -376,6 +402,8 @@ struct ResBuilder<'a> {
     reqs: &'a mut Vec<(u32, usize, heir_core::ObjId)>,
     /// The gangs made (seed 003).
     gangs: &'a mut Vec<super::gang::Gang>,
+    /// The timers made (their index in `Simulator::timers`).
+    timers: &'a mut Vec<TimerSlot>,
 }
 
 impl ResBuilder<'_> {
@@ -417,11 +445,14 @@ impl ResBuilder<'_> {
                 cond: self.cond(Some("cond")),
                 waiting: i64::from(*users) - 1,
             },
-            ResourceKind::Timer { mode, unique } => ResState::Timer {
-                mode: *mode,
-                unique: *unique,
-                state: TimerState::default(),
-            },
+            ResourceKind::Timer { mode, unique } => {
+                self.timers.push(TimerSlot {
+                    mode: *mode,
+                    unique: *unique,
+                    state: TimerState::default(),
+                });
+                ResState::Timer(self.timers.len() as u32 - 1)
+            }
             ResourceKind::Suspend { .. } => ResState::Suspend {
                 mutex: self.mutex(Some("mutex"), engine::side_protocol(g)),
                 cond: self.cond(Some("cond")),
@@ -451,7 +482,7 @@ impl ResBuilder<'_> {
         let more = self.cond(Some("more"));
         let mut replies = Vec::new();
         for caller in self.threads.of(&roles.callers[r]) {
-            let name = format!("reply[{}]", self.threads.cold[caller as usize].name);
+            let name = format!("reply[{}]", self.threads.info[caller as usize].name);
             let cond = self.cond(Some(&name));
             self.help(cond, &roles.servers[r]);
             replies.push(Reply {

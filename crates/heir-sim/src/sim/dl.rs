@@ -69,7 +69,18 @@ impl Res {
 /// A thread's deadline entity: its own server when it is a
 /// `SCHED_DEADLINE` thread, or the entity Linux gives a boosted thread.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 pub(super) struct Dl {
+    // The flags the scheduling path reads for every thread first
+    // (`repr(C)`): they share the cache line that ends `Thread`'s hot part.
+    /// Spinning on its CPU for a `bwi` mutex whose owner runs elsewhere.
+    pub spinning: bool,
+    /// Ready, but with no server to run on (throttled): not queued.
+    pub parked: bool,
+    /// Queued in the spread list (affinity inheritance, `sim::aff`).
+    pub in_spread: bool,
+    /// Out of budget until the replenishment timer fires.
+    pub throttled: bool,
     /// The thread's own reservation (a `SCHED_DEADLINE` thread).
     pub own: Option<Res>,
     /// Linux inheritance: the top deadline waiter (thread) and the
@@ -79,8 +90,6 @@ pub(super) struct Dl {
     pub runtime: i64,
     /// Absolute deadline (ns).
     pub deadline: u64,
-    /// Out of budget until the replenishment timer fires.
-    pub throttled: bool,
     /// Generation of the replenishment timer (stale timers are ignored).
     pub timer_gen: u32,
     /// While running: the thread whose server this thread consumes.
@@ -91,14 +100,8 @@ pub(super) struct Dl {
     pub budget_gen: u32,
     /// The thread consuming this server right now, if any.
     pub used_by: Option<u32>,
-    /// Spinning on its CPU for a `bwi` mutex whose owner runs elsewhere.
-    pub spinning: bool,
-    /// Ready, but with no server to run on (throttled): not queued.
-    pub parked: bool,
     /// Order of blocking on a mutex (FIFO hand-off of `bwi` mutexes).
     pub block_seq: u64,
-    /// Queued in the spread list (affinity inheritance, `sim::aff`).
-    pub in_spread: bool,
 }
 
 /// How an object passes a deadline waiter's time on.

@@ -7,8 +7,9 @@ use super::*;
 
 impl<'s, 'o> Simulator<'s, 'o> {
     /// One micro-step of event `ev` for the running thread `t`.
-    pub(super) fn exec(&mut self, t: u32, ev: &Event) -> R<Flow> {
-        match &ev.kind {
+    /// `kind` is `ev.kind`, from the flat program (`Simulator::ops`).
+    pub(super) fn exec(&mut self, t: u32, kind: &EventKind, ev: &Event) -> R<Flow> {
+        match kind {
             EventKind::Run(m) => {
                 let ns = self.draw(*m);
                 Ok(self.start_run(t, ns, None))
@@ -240,11 +241,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let p = self.draw(period);
         let now = self.now;
         let start = self.threads[t as usize].start_ns;
-        let Some(ResState::Timer {
+        let slot = self.timer_of.get(res).copied().unwrap_or(u32::MAX);
+        let Some(TimerSlot {
             mode,
             unique,
             state,
-        }) = self.res_state.get_mut(res)
+        }) = self.timers.get_mut(slot as usize)
         else {
             return Err(self.bad_kind(ev));
         };

@@ -364,7 +364,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     ev,
                     format!(
                         "thread {} joins gang {this:?} but is a member of gang {other:?}: a thread is a member of at most one gang (gang_remove it from {other:?} first)",
-                        self.cold[t as usize].name
+                        self.info.threads[t as usize].name
                     ),
                 )))
             }
@@ -418,7 +418,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     waiters: waits
                         .into_iter()
                         .map(|w| heir_report::GangWaitReport {
-                            thread: self.cold[w.thread as usize].name.clone(),
+                            thread: self.info.threads[w.thread as usize].name.clone(),
                             completed: w.latency.count(),
                             timeouts: w.timeouts,
                             latency_us: w.latency.summary(),
@@ -481,7 +481,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 {
                     return Err(format!(
                         "gang {name}: member {} does not name it",
-                        self.cold[m as usize].name
+                        self.info.threads[m as usize].name
                     ));
                 }
             }

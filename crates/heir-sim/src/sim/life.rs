@@ -159,20 +159,25 @@ impl<'s, 'o> Simulator<'s, 'o> {
             if self.zero_steps > ZERO_TIME_STEP_LIMIT {
                 return Err(stop(at_task(
                     &sc.tasks[th.task],
-                    messages::zero_time_loop(&self.cold[t as usize].name, self.now as f64 / 1000.0),
+                    messages::zero_time_loop(
+                        &self.info.threads[t as usize].name,
+                        self.now as f64 / 1000.0,
+                    ),
                 )));
             }
-            let task = &sc.tasks[th.task];
             if th.pass_start {
                 self.begin_pass(t)?;
                 continue;
             }
-            let phase = &task.phases[th.phase];
-            let Some(ev) = phase.events.get(th.ev) else {
+            let Some(ev) = th.evs.get(th.ev) else {
                 self.end_pass(t)?;
                 continue;
             };
-            match self.exec(t, ev)? {
+            // The kind from the flat program (`ev` is only its position).
+            let Some(kind) = self.ops.get(th.op_base as usize + th.ev).cloned() else {
+                return Err(self.internal_pc(t));
+            };
+            match self.exec(t, &kind, ev)? {
                 Flow::Next => self.finish(t),
                 Flow::Same | Flow::Leave => {}
             }
@@ -184,12 +189,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn begin_pass(&mut self, t: u32) -> R<()> {
         let sc = self.sc;
         let th = &mut self.threads[t as usize];
-        let phase = &sc.tasks[th.task].phases[th.phase];
-        if phase.loops == 0 {
+        if th.ploops == 0 {
             th.ploop = 0;
             return self.next_phase(t);
         }
         th.pass_start = false;
+        if !th.phase_hook {
+            return Ok(());
+        }
+        let phase = &sc.tasks[th.task].phases[th.phase];
         if let Some(s) = &phase.sched {
             self.set_sched(t, s)?;
         }
@@ -202,19 +210,17 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// End of a pass: the job of a timer-less thread completes; the program
     /// counter moves to the next pass, phase, or task loop (or exits).
     pub(super) fn end_pass(&mut self, t: u32) -> R<()> {
-        let sc = self.sc;
         if std::mem::take(&mut self.threads[t as usize].pass_closed) {
             // Already closed when the last event completed.
         } else {
             self.close_pass_job(t);
         }
         let th = &mut self.threads[t as usize];
-        let phase = &sc.tasks[th.task].phases[th.phase];
         th.ev = 0;
         th.step = Step::Start;
         th.pass_start = true;
         th.ploop += 1;
-        if th.ploop >= phase.loops {
+        if th.ploop >= th.ploops {
             th.ploop = 0;
             return self.next_phase(t);
         }
@@ -224,17 +230,27 @@ impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn next_phase(&mut self, t: u32) -> R<()> {
         let sc = self.sc;
         let th = &mut self.threads[t as usize];
-        let task = &sc.tasks[th.task];
         th.phase += 1;
+        th.op_base += th.evs.len() as u32;
         th.ev = 0;
         th.step = Step::Start;
         th.pass_start = true;
-        if th.phase >= task.phases.len() {
+        if th.phase >= th.nphases {
             th.phase = 0;
+            th.op_base = th.op_first;
             th.tloop += 1;
-            if task.loops.is_some_and(|l| th.tloop >= l) {
+            if th.tloops.is_some_and(|l| th.tloop >= l) {
                 return self.exit_thread(t, true);
             }
+            if th.nphases == 1 {
+                // Back to the same phase: the cached events still hold.
+                return Ok(());
+            }
+        }
+        if let Some(p) = sc.tasks[th.task].phases.get(th.phase) {
+            th.evs = &p.events;
+            th.ploops = p.loops;
+            th.phase_hook = p.sched.is_some() || p.cpus.is_some();
         }
         Ok(())
     }

@@ -131,40 +131,68 @@ struct TimerState {
 /// The hot per-thread state (what scheduling and stepping touch); the cold
 /// part (name, statistics) lives in [`Cold`], a separate array, so that a
 /// scheduling decision touches fewer cache lines.
-struct Thread {
-    task: usize,
-    eng: TaskId,
+#[repr(C, align(64))]
+struct Thread<'s> {
+    // Hot: what stepping, a job and a scheduling decision read, first
+    // (`repr(C)` keeps this order), so that they share few cache lines.
     status: Status,
     act: Act,
-    // Program counter.
-    tloop: u64,
-    phase: usize,
-    ploop: u64,
-    ev: usize,
     step: Step,
     pass_start: bool,
-    // Scheduling.
-    policy: Policy,
+    queued: bool,
+    has_timer: bool,
+    /// Timer-less threads: the current pass's job was already closed when
+    /// its last event completed (the thread was not on a CPU then).
+    pass_closed: bool,
+    /// The current phase changes `sched` or `cpus` at each pass.
+    phase_hook: bool,
+    /// Donation model: runs only on donated time (`"passive": true`).
+    passive: bool,
+    /// The current phase's events (`sc.tasks[task].phases[phase].events`),
+    /// cached so that stepping reads neither the task nor the phase.
+    evs: &'s [Event],
+    ev: usize,
+    ploop: u64,
+    /// The current phase's `loops`.
+    ploops: u64,
+    /// Where the current phase's events start in `Simulator::ops`, and
+    /// where the task's first phase's do.
+    op_base: u32,
+    op_first: u32,
+    /// The task's number of phases and `loops` (cached: a pass's end
+    /// reads neither the task nor, with one phase, the phase).
+    nphases: usize,
+    tloops: Option<u64>,
+    phase: usize,
+    tloop: u64,
+    cpu: u32,
+    run_gen: u32,
+    wall_gen: u32,
+    stamp: i64,
+    run_start: u64,
+    job_release: Option<u64>,
+    /// A timer sleep: emit the job's `Release` (with this deadline) on wake.
+    release_on_wake: Option<Option<u64>>,
+    start_ns: u64,
     base: Urgency,
     eff: Effective,
     /// Where it stands in the run queues (its level, and in the deadline
     /// class the deadline of the server it runs on).
     rank: Rank,
+    policy: Policy,
+    task: usize,
+    eng: TaskId,
+    home: Home,
+    // Colder: deadline servers, synchronisation, RPC, gangs.
     /// `SCHED_DEADLINE` state: its server, Linux boost, M-BWI spinning.
     dl: dl::Dl,
-    home: Home,
-    affinity: Option<Vec<u32>>,
-    queued: bool,
-    stamp: i64,
-    cpu: u32,
-    run_start: u64,
-    run_gen: u32,
-    wall_gen: u32,
+    // Time slices (`SCHED_RR`, `SCHED_OTHER` only).
+    slice_armed: bool,
     slice_gen: u32,
     slice_left: u64,
     slice_start: u64,
-    slice_armed: bool,
-    // Synchronisation.
+    first_period_ns: Option<u64>,
+    affinity: Option<Vec<u32>>,
     /// While waiting on a condition variable: it, and the mutex to
     /// re-acquire when woken.
     wait: Option<(SimCond, SimMutex)>,
@@ -175,8 +203,6 @@ struct Thread {
     serving: Option<(u32, u64)>,
     /// Call: the work drawn for the request.
     call_run: u64,
-    /// Donation model: runs only on donated time (`"passive": true`).
-    passive: bool,
     /// Donation model: the thread's call in progress.
     call: Option<rpc::Call>,
     /// Donation model: generation of the call (stale timeouts).
@@ -188,17 +214,6 @@ struct Thread {
     unhelped: Option<heir_core::ObjId>,
     /// Donation model: its request object per endpoint it calls.
     reqs: Vec<(usize, heir_core::ObjId)>,
-    // Jobs.
-    start_ns: u64,
-    has_timer: bool,
-    first_period_ns: Option<u64>,
-    job_release: Option<u64>,
-    /// Timer-less threads: the current pass's job was already closed when
-    /// its last event completed (the thread was not on a CPU then).
-    pass_closed: bool,
-    /// A timer sleep: emit the job's `Release` (with this deadline) on wake.
-    release_on_wake: Option<Option<u64>>,
-    // Gangs (seed 003).
     /// The gang (index into `gangs`) the thread is a member of.
     gang: Option<u32>,
     /// Its membership bits (the control word's lower 28 bits).
@@ -209,23 +224,25 @@ struct Thread {
     gang_gen: u32,
 }
 
-/// The cold per-thread state.
+/// The cold per-thread state. What a job and a dispatch touch comes first
+/// (`repr(C)`: statistics, counts and last CPU within two cache lines).
+/// The thread's name is `info.threads[t].name` (kept once).
+#[repr(C)]
 struct Cold {
-    name: String,
     stats: ResponseStats,
     jobs: u64,
     misses: u64,
-    /// Deadline servers: times throttled, times replenished.
-    throttles: u64,
-    replenishments: u64,
     /// The CPU it last ran on (for a positive time), and how many times
     /// it ran on another one than the last.
     last_cpu: Option<u32>,
     migrations: u64,
-    /// `unique` timers of this thread.
-    timers: Vec<(usize, TimerState)>,
+    /// Deadline servers: times throttled, times replenished.
+    throttles: u64,
+    replenishments: u64,
     /// Calls that timed out (donation model).
     aborted: u64,
+    /// `unique` timers of this thread.
+    timers: Vec<(usize, TimerState)>,
 }
 
 struct Req {
@@ -287,6 +304,14 @@ enum Step {
     Leave,
 }
 
+/// Runtime state of a timer resource (`ResState::Timer`).
+struct TimerSlot {
+    mode: TimerMode,
+    unique: bool,
+    /// Its state when not `unique` (else each thread's, in [`Cold`]).
+    state: TimerState,
+}
+
 /// Runtime state of a scenario resource.
 enum ResState {
     Mutex(SimMutex),
@@ -306,11 +331,9 @@ enum ResState {
         /// Arrivals still missing before the barrier opens, minus one.
         waiting: i64,
     },
-    Timer {
-        mode: TimerMode,
-        unique: bool,
-        state: TimerState,
-    },
+    /// A timer: its index in `Simulator::timers` (a dense array, read
+    /// once per job).
+    Timer(u32),
     Suspend {
         mutex: SimMutex,
         cond: SimCond,
@@ -367,9 +390,21 @@ pub struct Simulator<'s, 'o> {
     sc: &'s Scenario,
     obs: &'o mut dyn Observer,
     engine: Engine,
-    threads: Vec<Thread>,
+    threads: Vec<Thread<'s>>,
     cold: Vec<Cold>,
     res_state: Vec<ResState>,
+    /// Every task's program compiled into one flat array: the events'
+    /// kinds (operands only, 40 bytes each), phase after phase, task
+    /// after task; a task's threads share its range. Stepping reads an
+    /// event's kind here, contiguously, and the scenario's [`Event`] only
+    /// for an error's position.
+    ops: Vec<EventKind>,
+    /// The timers' state, densely (`ResState::Timer` indexes it).
+    timers: Vec<TimerSlot>,
+    /// Resource index → its index in `timers` (`u32::MAX`: not a timer),
+    /// so that a job reads 4 bytes here rather than the resource's
+    /// `ResState`.
+    timer_of: Vec<u32>,
     info: TraceInfo,
     /// `ObjId.0` → `info.resources` index.
     obj_res: Vec<usize>,
@@ -540,8 +575,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 .cold
                 .iter()
                 .zip(&self.threads)
-                .map(|(c, th)| TaskReport {
-                    name: c.name.clone(),
+                .zip(&self.info.threads)
+                .map(|((c, th), i)| TaskReport {
+                    name: i.name.clone(),
                     jobs: c.jobs,
                     deadline_misses: c.misses,
                     response_us: c.stats.summary(),
@@ -561,7 +597,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     /// Per-thread response statistics (thread name, stats), scenario order.
     pub fn thread_stats(&self) -> impl Iterator<Item = (&str, &ResponseStats)> + '_ {
-        self.cold.iter().map(|c| (c.name.as_str(), &c.stats))
+        self.cold
+            .iter()
+            .zip(&self.info.threads)
+            .map(|(c, i)| (i.name.as_str(), &c.stats))
     }
 
     /// What is allocated that could grow with simulated time.
@@ -590,8 +629,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             .check_invariants()
             .map_err(|e| format!("engine: {e}"))?;
         let mut queued = 0usize;
-        for (th, cold) in self.threads.iter().zip(&self.cold) {
-            let name = &cold.name;
+        for (th, info) in self.threads.iter().zip(&self.info.threads) {
+            let name = &info.name;
             if th.status == Status::Exited {
                 continue;
             }
@@ -803,7 +842,20 @@ impl<'s, 'o> Simulator<'s, 'o> {
             &self.sc.tasks[th.task],
             format!(
                 "thread {}: the engine refused an operation: {e}",
-                self.cold[t as usize].name
+                self.info.threads[t as usize].name
+            ),
+        )))
+    }
+
+    /// A program counter outside the compiled program (cannot happen: the
+    /// flat program holds every phase's events).
+    fn internal_pc(&self, t: u32) -> Box<Stop> {
+        let th = &self.threads[t as usize];
+        Box::new(Stop::Error(at_task(
+            &self.sc.tasks[th.task],
+            format!(
+                "thread {}: internal error: event {} of phase {} is not in the compiled program",
+                self.info.threads[t as usize].name, th.ev, th.phase
             ),
         )))
     }
@@ -813,7 +865,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             match n {
                 Node::Task(id) => self
                     .thread_of(*id)
-                    .map(|t| self.cold[t as usize].name.clone())
+                    .map(|t| self.info.threads[t as usize].name.clone())
                     .unwrap_or_else(|| format!("task#{}", id.0)),
                 Node::Object(o) => self
                     .obj_res

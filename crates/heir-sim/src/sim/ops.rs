@@ -51,7 +51,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
             // The engine checks ownership and leaves its state unchanged.
             Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
                 ev,
-                messages::mutex_not_held(&self.cold[t as usize].name, &self.info.resources[m.res]),
+                messages::mutex_not_held(
+                    &self.info.threads[t as usize].name,
+                    &self.info.resources[m.res],
+                ),
             ))),
             Err(e) => Err(self.internal(t, e)),
         }
@@ -71,7 +74,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 return Err(stop(at_event(
                     ev,
                     messages::mutex_not_held(
-                        &self.cold[t as usize].name,
+                        &self.info.threads[t as usize].name,
                         &self.info.resources[m.res],
                     ),
                 )))
@@ -132,7 +135,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             Err(EngineError::NotOwner { .. }) => Err(stop(at_event(
                 ev,
                 messages::wait_without_mutex(
-                    &self.cold[t as usize].name,
+                    &self.info.threads[t as usize].name,
                     &self.info.resources[c.res],
                     &self.info.resources[m.res],
                 ),

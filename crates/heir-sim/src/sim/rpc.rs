@@ -632,7 +632,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     ///   most urgent context it may use (checked with the run queues).
     pub(super) fn check_donation(&self) -> Result<(), String> {
         for (i, th) in self.threads.iter().enumerate() {
-            let name = &self.cold[i].name;
+            let name = &self.info.threads[i].name;
             if th.status == Status::Exited {
                 continue;
             }
@@ -666,7 +666,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         if self.engine.targets(call.req).ok() != Some(&[srv.eng][..]) {
                             return Err(format!(
                                 "{name}: its request does not target its server {}",
-                                self.cold[s as usize].name
+                                self.info.threads[s as usize].name
                             ));
                         }
                         match srv.dserve {
@@ -674,7 +674,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                             _ => {
                                 return Err(format!(
                                     "{name}: its call is taken by {}, which does not serve it",
-                                    self.cold[s as usize].name
+                                    self.info.threads[s as usize].name
                                 ))
                             }
                         }
@@ -692,7 +692,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         if !ok {
                             return Err(format!(
                                 "{name}: serves a call of {} that is not taken by it",
-                                self.cold.get(c as usize).map_or("?", |x| x.name.as_str())
+                                self.info
+                                    .threads
+                                    .get(c as usize)
+                                    .map_or("?", |x| x.name.as_str())
                             ));
                         }
                     }
