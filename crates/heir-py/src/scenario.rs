@@ -68,37 +68,13 @@ impl NativeScenario {
     fn with_protocol(&self, py: Python<'_>, overrides: Vec<String>) -> PyResult<NativeScenario> {
         let mut parsed = Vec::new();
         for o in &overrides {
-            let p = Override::parse(o).map_err(|m| {
-                raise(
-                    py,
-                    "ScenarioError",
-                    format!("{}: --protocol: {m}", self.file),
-                    At {
-                        file: &self.file,
-                        line: 0,
-                        column: 0,
-                        path: None,
-                    },
-                    &m,
-                )
-            })?;
+            let p = Override::parse(o)
+                .map_err(|m| self.file_error(py, format!("{}: --protocol: {m}", self.file), &m))?;
             parsed.push(p);
         }
         let mut s = (*self.scenario).clone();
-        protocols::apply(&mut s, &parsed).map_err(|m| {
-            raise(
-                py,
-                "ScenarioError",
-                format!("{}: {m}", self.file),
-                At {
-                    file: &self.file,
-                    line: 0,
-                    column: 0,
-                    path: None,
-                },
-                &m,
-            )
-        })?;
+        protocols::apply(&mut s, &parsed)
+            .map_err(|m| self.file_error(py, format!("{}: {m}", self.file), &m))?;
         let mut all = self.overrides.clone();
         all.extend(parsed);
         Ok(NativeScenario {
@@ -128,18 +104,7 @@ impl NativeScenario {
                     "expected seconds as a positive number (at least 1 µs), found {seconds}"
                 ),
             };
-            raise(
-                py,
-                "ScenarioError",
-                format!("{}: {m}", self.file),
-                At {
-                    file: &self.file,
-                    line: 0,
-                    column: 0,
-                    path: None,
-                },
-                &m,
-            )
+            self.file_error(py, format!("{}: {m}", self.file), &m)
         })?;
         Ok(NativeScenario {
             duration_us: Some(us),
@@ -201,5 +166,25 @@ impl NativeScenario {
             .iter()
             .map(|w| format!("{}:{w}", self.file))
             .collect()
+    }
+}
+
+impl NativeScenario {
+    /// A `heir.ScenarioError` about the whole file (no line, column or
+    /// path): `text` is the full message, `message` its part after the
+    /// file name.
+    fn file_error(&self, py: Python<'_>, text: String, message: &str) -> PyErr {
+        raise(
+            py,
+            "ScenarioError",
+            text,
+            At {
+                file: &self.file,
+                line: 0,
+                column: 0,
+                path: None,
+            },
+            message,
+        )
     }
 }
