@@ -82,27 +82,7 @@ pub fn gen(seed: u64) -> Scenario {
                 _ => evs.push(EventKind::Pop(q)),
             }
         }
-        let policy = if r.uniform(0, 5) == 0 {
-            Policy::Other
-        } else if r.uniform(0, 5) == 0 {
-            Policy::Rr
-        } else {
-            Policy::Fifo
-        };
-        let prio = if policy == Policy::Other {
-            r.uniform(0, 10) as i32 - 5
-        } else {
-            r.uniform(1, 70) as i32
-        };
-        let affinity = match r.uniform(0, 2) {
-            0 => None,
-            _ => Some(vec![r.uniform(0, u64::from(cpus) - 1) as u32]),
-        };
-        let loops = if r.uniform(0, 1) == 0 {
-            None
-        } else {
-            Some(r.uniform(1, 20))
-        };
+        let (policy, prio, affinity, loops) = thread_knobs(&mut r, cpus, true);
         b.task(
             fifo(&format!("T{t}"), prio, evs)
                 .policy(policy)
@@ -204,25 +184,7 @@ pub fn gen_gang(seed: u64) -> Scenario {
             }
             evs.push(EventKind::Run(Micros::Fixed(r.uniform(1, 200))));
         }
-        let policy = if r.uniform(0, 5) == 0 {
-            Policy::Other
-        } else {
-            Policy::Fifo
-        };
-        let prio = if policy == Policy::Other {
-            r.uniform(0, 10) as i32 - 5
-        } else {
-            r.uniform(1, 70) as i32
-        };
-        let affinity = match r.uniform(0, 2) {
-            0 => None,
-            _ => Some(vec![r.uniform(0, u64::from(cpus) - 1) as u32]),
-        };
-        let loops = if r.uniform(0, 1) == 0 {
-            None
-        } else {
-            Some(r.uniform(1, 20))
-        };
+        let (policy, prio, affinity, loops) = thread_knobs(&mut r, cpus, false);
         b.task(
             fifo(&format!("T{t}"), prio, evs)
                 .policy(policy)
@@ -566,4 +528,37 @@ proptest! {
             prop_assert!(false, "seed {}: {}\n{}", seed, e, text);
         }
     }
+}
+
+/// A random thread's policy (SCHED_OTHER 1 in 5, then SCHED_RR 1 in 5 when
+/// `rr`, else SCHED_FIFO), priority (nice −5..5 or 1..70), affinity (none
+/// or one of `cpus` CPUs) and loop count (none or 1..20), drawn in that
+/// order.
+fn thread_knobs(
+    r: &mut SplitMix64,
+    cpus: u32,
+    rr: bool,
+) -> (Policy, i32, Option<Vec<u32>>, Option<u64>) {
+    let policy = if r.uniform(0, 5) == 0 {
+        Policy::Other
+    } else if rr && r.uniform(0, 5) == 0 {
+        Policy::Rr
+    } else {
+        Policy::Fifo
+    };
+    let prio = if policy == Policy::Other {
+        r.uniform(0, 10) as i32 - 5
+    } else {
+        r.uniform(1, 70) as i32
+    };
+    let affinity = match r.uniform(0, 2) {
+        0 => None,
+        _ => Some(vec![r.uniform(0, u64::from(cpus) - 1) as u32]),
+    };
+    let loops = if r.uniform(0, 1) == 0 {
+        None
+    } else {
+        Some(r.uniform(1, 20))
+    };
+    (policy, prio, affinity, loops)
 }
