@@ -36,8 +36,10 @@
 //!    mutex: back to back (a strict alternation through the mutex: ns per
 //!    turn), and once the waiter sleeps in lock (ns from the unlock call
 //!    to the waiter's lock returning, and of the unlock call).
-//!    `HEIR_HANDOFF=heir|glibc` runs only the back-to-back part of one
-//!    side (for a profiler).
+//!    Back to back also against a robust glibc PI mutex (`RawPiMutex` is
+//!    robust: both keep a held mutex on the thread's robust list).
+//!    `HEIR_HANDOFF=heir|glibc|glibc-robust` runs only the back-to-back
+//!    part of one side (for a profiler).
 //!
 //! All threads are SCHED_FIFO and pinned to the last CPU (deadline threads:
 //! unpinned, as the kernel requires); every loop is bounded in count and
@@ -1437,7 +1439,9 @@ impl HandOff for RawPiMutex {
     }
 }
 
-/// A glibc `PTHREAD_PRIO_INHERIT` mutex.
+/// A glibc `PTHREAD_PRIO_INHERIT` mutex (`PTHREAD_MUTEX_ROBUST` too with
+/// [`GlibcPi::robust`]: then glibc keeps it on the thread's robust list,
+/// as `RawPiMutex` always does).
 struct GlibcPi(std::cell::UnsafeCell<libc::pthread_mutex_t>);
 // SAFETY: pthread mutexes are made for sharing between threads.
 unsafe impl Sync for GlibcPi {}
@@ -1446,12 +1450,23 @@ unsafe impl Send for GlibcPi {}
 
 impl GlibcPi {
     fn new() -> Self {
+        Self::with(false)
+    }
+
+    fn robust() -> Self {
+        Self::with(true)
+    }
+
+    fn with(robust: bool) -> Self {
         // SAFETY: a zeroed mutex initialised at once with a PI attribute.
         unsafe {
             let m = GlibcPi(std::cell::UnsafeCell::new(std::mem::zeroed()));
             let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
             libc::pthread_mutexattr_init(&mut attr);
             libc::pthread_mutexattr_setprotocol(&mut attr, libc::PTHREAD_PRIO_INHERIT);
+            if robust {
+                libc::pthread_mutexattr_setrobust(&mut attr, libc::PTHREAD_MUTEX_ROBUST);
+            }
             libc::pthread_mutex_init(m.0.get(), &attr);
             libc::pthread_mutexattr_destroy(&mut attr);
             m
@@ -1674,18 +1689,22 @@ fn handoff(rounds: u32, runs: usize) {
             gu.push(u);
         }
     }
-    let (mut ha, mut ga) = (Vec::new(), Vec::new());
+    let (mut ha, mut ga, mut gr) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
-        if which != "glibc" {
+        if which.is_empty() || which == "heir" {
             if let Some(x) = alternate_run(Arc::new(RawPiMutex::new()), two, rounds * 10) {
                 ha.push(x);
             }
         }
-        if which == "heir" {
-            continue;
+        if which.is_empty() || which == "glibc" {
+            if let Some(x) = alternate_run(Arc::new(GlibcPi::new()), two, rounds * 10) {
+                ga.push(x);
+            }
         }
-        if let Some(x) = alternate_run(Arc::new(GlibcPi::new()), two, rounds * 10) {
-            ga.push(x);
+        if which.is_empty() || which == "glibc-robust" {
+            if let Some(x) = alternate_run(Arc::new(GlibcPi::robust()), two, rounds * 10) {
+                gr.push(x);
+            }
         }
     }
     let runs_of = |v: &[f64]| v.iter().map(|x| x.round() as i64).collect::<Vec<_>>();
@@ -1697,6 +1716,12 @@ fn handoff(rounds: u32, runs: usize) {
         median(&mut ha.clone()) / median(&mut ga.clone()),
         runs_of(&ha),
         runs_of(&ga)
+    );
+    println!(
+        "back-to-back, glibc PRIO_INHERIT + ROBUST (what RawPiMutex is) {:>7.0}   RawPiMutex / it {:.2}   (runs: {:?})",
+        median(&mut gr.clone()),
+        median(&mut ha.clone()) / median(&mut gr.clone()),
+        runs_of(&gr)
     );
     println!(
         "hand-off  RawPiMutex {:>7.0}   pthread_mutex PRIO_INHERIT {:>7.0}   ratio {:.2}   (runs: heir {:?}, glibc {:?})",

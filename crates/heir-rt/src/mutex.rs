@@ -302,7 +302,9 @@ impl RawPiMutex {
             Ordering::Release,
         );
         sh.lazy.store(rt::LAZY_WAITING, Ordering::SeqCst);
-        rt::LAZY_WAITS.fetch_add(1, Ordering::SeqCst);
+        if rt::LAZY_ANY.load(Ordering::SeqCst) == 0 {
+            rt::LAZY_ANY.store(1, Ordering::SeqCst);
+        }
         // Withdraw if an operation that may add a wait on something else
         // started meanwhile (it may not have seen this wait: see
         // `rt::state`), unless it promoted this one already.
@@ -317,10 +319,7 @@ impl RawPiMutex {
         let r = sys::futex_lock_pi(&self.w.word, deadline_ns);
         if !promoted && self.end_lazy(&sh) {
             return match r {
-                0 => Ok(Lazy::Got(
-                    self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel) & FUTEX_OWNER_DIED
-                        != 0,
-                )),
+                0 => Ok(Lazy::Got(self.clear_owner_died())),
                 e if e == libc::ETIMEDOUT => Err(Error::TimedOut),
                 // The kernel saw a cycle of PI futexes: the engine path
                 // names it (every lazy wait in it is promoted first).
@@ -343,19 +342,14 @@ impl RawPiMutex {
     /// Ends the caller's lazy wait if nobody promoted it: true if it was
     /// still lazy (the engine never heard of it).
     fn end_lazy(&self, sh: &rt::ThreadShared) -> bool {
-        let ok = sh
-            .lazy
+        sh.lazy
             .compare_exchange(
                 rt::LAZY_WAITING,
                 rt::LAZY_IDLE,
                 Ordering::SeqCst,
                 Ordering::SeqCst,
             )
-            .is_ok();
-        if ok {
-            rt::LAZY_WAITS.fetch_sub(1, Ordering::SeqCst);
-        }
-        ok
+            .is_ok()
     }
 
     /// Under the engine lock ([`State::reconcile`]): tells the engine of
@@ -479,9 +473,18 @@ impl RawPiMutex {
             st.apply(&ch);
         }
         self.w.tracked.store(rt::tid() as u32, Ordering::Relaxed);
-        // The kernel keeps FUTEX_OWNER_DIED when it hands over the futex of
-        // a dead owner (or lets us take it over).
-        Ok(self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel) & FUTEX_OWNER_DIED != 0)
+        Ok(self.clear_owner_died())
+    }
+
+    /// After the kernel made the caller the owner: clears
+    /// `FUTEX_OWNER_DIED`, which the kernel keeps when it hands over the
+    /// futex of a dead owner (or lets the caller take it over); true if it
+    /// was set. Read first: only the kernel sets the bit, and not while a
+    /// live thread owns the word, so the common case costs no
+    /// read-modify-write of the contended line.
+    fn clear_owner_died(&self) -> bool {
+        self.w.word.load(Ordering::Acquire) & FUTEX_OWNER_DIED != 0
+            && self.w.word.fetch_and(!FUTEX_OWNER_DIED, Ordering::AcqRel) & FUTEX_OWNER_DIED != 0
     }
 
     /// Makes the engine's owner of this mutex `owner_t` (dropping a stale
@@ -564,7 +567,9 @@ impl RawPiMutex {
                 .compare_exchange(0, me | RELEASING, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
-                let r = self.release_word(me);
+                // `take_back` failed: `FUTEX_WAITERS` is set, and only the
+                // kernel's hand-over clears it — straight to the kernel.
+                let r = self.unlock_in_kernel();
                 let _ = self.w.tracked.compare_exchange(
                     me | RELEASING,
                     0,
@@ -587,11 +592,17 @@ impl RawPiMutex {
         if self.take_back(me) {
             Ok(())
         } else {
-            sys::futex_unlock_pi(&self.w.word).map_err(|errno| Error::Os {
-                op: "FUTEX_UNLOCK_PI",
-                errno,
-            })
+            self.unlock_in_kernel()
         }
+    }
+
+    /// `FUTEX_UNLOCK_PI`: the kernel hands the futex to its top waiter (or
+    /// clears it if there is none).
+    fn unlock_in_kernel(&self) -> Result<(), Error> {
+        sys::futex_unlock_pi(&self.w.word).map_err(|errno| Error::Os {
+            op: "FUTEX_UNLOCK_PI",
+            errno,
+        })
     }
 
     /// CAS `me → 0`.

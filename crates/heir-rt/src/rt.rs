@@ -108,9 +108,15 @@ pub(crate) const LAZY_PROMOTED: u32 = 2;
 /// inheritance) and is told to the engine lazily.
 pub(crate) static HEIR_WAITS: AtomicU32 = AtomicU32::new(0);
 
-/// How many lazy waits are published ([`LAZY_WAITING`]), wrapping: not
-/// zero means [`State::reconcile`] has work.
-pub(crate) static LAZY_WAITS: AtomicU32 = AtomicU32::new(0);
+/// Non-zero if a lazy wait ([`LAZY_WAITING`]) may have been published
+/// since [`State::reconcile`] last looked: a waiter publishes its wait,
+/// then sets this if it reads zero; `reconcile` (under the engine lock)
+/// clears it, then scans every thread (all SeqCst), so it either sees
+/// the wait or the waiter sees zero and sets it again. A flag rather than
+/// a count: while lazy waits follow each other it stays set, and a
+/// contended lock only reads it — no read-modify-write of a line that
+/// both CPUs of a hand-off would pull back and forth every turn.
+pub(crate) static LAZY_ANY: AtomicU32 = AtomicU32::new(0);
 
 /// What heir-rt last applied to each registered thread, readable without
 /// the engine lock: a slot per `tid % APPLIED_SLOTS` holding `tid << 32 |
@@ -531,7 +537,7 @@ fn lock_state(heir: bool) -> StateGuard {
         });
     }
     if heir {
-        // Before reading `LAZY_WAITS`: a lazy waiter publishes itself,
+        // Before reading `LAZY_ANY`: a lazy waiter publishes itself,
         // then reads this (both SeqCst), so either it sees the flag and
         // withdraws, or this sees its wait and promotes it.
         HEIR_WAITS.store(1, Ordering::SeqCst);
@@ -590,9 +596,12 @@ impl State {
     /// contended lock's steps 1-2 would have, and its waiter finishes it
     /// under the engine lock.
     fn reconcile(&mut self) {
-        if LAZY_WAITS.load(Ordering::SeqCst) == 0 {
+        if LAZY_ANY.load(Ordering::SeqCst) == 0 {
             return;
         }
+        // Cleared before the scan: a wait published after it sets the
+        // flag again (see `LAZY_ANY`).
+        LAZY_ANY.store(0, Ordering::SeqCst);
         let waiting: Vec<(TaskId, Arc<ThreadShared>)> = self
             .threads
             .iter()
@@ -614,7 +623,6 @@ impl State {
             {
                 continue;
             }
-            LAZY_WAITS.fetch_sub(1, Ordering::SeqCst);
             // SAFETY: the waiter published `m`, a `RawPiMutex` it borrows
             // for its whole `lock` call, before `LAZY_WAITING`; once
             // promoted it does not return from `lock` before it has taken
