@@ -6,7 +6,11 @@
 //! - The engine lock is a kernel PI futex (`FUTEX_LOCK_PI2`), so a thread that
 //!   holds it inherits the priority of every thread waiting for it: a helper
 //!   de-boosted under the lock cannot be starved by a middle-priority thread
-//!   while a more urgent thread needs the lock.
+//!   while a more urgent thread needs the lock. Except a thread lowering
+//!   *itself*: after a hand-over the kernel may not lend the remaining
+//!   waiters' priority to the new owner, so the caller's own de-boost waits
+//!   until the lock is let go while others wait for it
+//!   (`self_lowering_waits`).
 //! - It is never held across a system call that can sleep. Under it heir-rt
 //!   only calls `sched_setattr` on `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`
 //!   threads (never on another thread that is `SCHED_DEADLINE`, by its base
