@@ -941,4 +941,99 @@ mod tests {
         // SAFETY: a null pointer is refused before any use.
         assert!(unsafe { ControlWord::from_ptr(std::ptr::null_mut()) }.is_none());
     }
+
+    /// A member's notify under the engine lock while another thread waits
+    /// for the lock: its own de-boost is not written until the lock is let
+    /// go (the kernel may not lend the waiter's priority to a holder that
+    /// got the lock by hand-over: `rt::self_lowering_waits`). Real threads:
+    /// the member at FIFO 10 boosted to 16 on one CPU, a FIFO 16 thread
+    /// blocked on the engine lock on the other; the member's user priority
+    /// read with `sched_getattr` under the lock and after.
+    #[test]
+    fn own_deboost_waits_until_the_engine_lock_is_let_go() {
+        let caps = crate::caps::Capabilities::detect();
+        let missing = caps
+            .realtime_missing()
+            .or_else(|| (caps.cpus.len() < 2).then(|| "needs 2 CPUs".to_string()));
+        if let Some(why) = missing {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "real-time capability missing under CI=true: {why}"
+            );
+            eprintln!("own_deboost_waits_until_the_engine_lock_is_let_go: SKIPPED: {why}");
+            return;
+        }
+        let _across = crate::caps::FileLock::acquire(&crate::caps::rt_tests_lock_path())
+            .expect("the real-time tests' lock");
+        let (c0, c1) = (caps.cpus[0], caps.cpus[1]);
+        let limit = sys::now_ns() + 10_000_000_000;
+        let r = std::thread::spawn(move || {
+            let _ = sys::set_affinity(0, &[c0]);
+            crate::thread::set_sched(&crate::sched::fifo(10)).expect("FIFO 10");
+            let g = Arc::new(Gang::new().expect("gang"));
+            // The passive member that makes the gang priority 16.
+            let (ptx, prx) = std::sync::mpsc::channel::<()>();
+            let (tid_tx, tid_rx) = std::sync::mpsc::channel::<i32>();
+            let passive = std::thread::spawn(move || {
+                let _ = sys::set_affinity(0, &[c1]);
+                crate::thread::set_sched(&crate::sched::fifo(16)).expect("FIFO 16");
+                tid_tx.send(rt::tid()).expect("send");
+                let _ = prx.recv();
+            });
+            let ptid = tid_rx.recv().expect("tid");
+            g.insert(ptid, &ControlWord::new(0))
+                .expect("insert passive");
+            let me = rt::tid();
+            g.insert(me, &ControlWord::new(1)).expect("insert");
+            let out = g.run(1).expect("run");
+            assert_eq!((out.active, out.boosted), (1, 1));
+            let prio = || sys::sched_getattr(0).expect("getattr").sched_priority;
+            assert_eq!(prio(), 16, "boosted by the run");
+            // The waiter: FIFO 16 on the other CPU, takes the engine lock.
+            let go = Arc::new(AtomicBool::new(false));
+            let (rtx, rrx) = std::sync::mpsc::channel::<()>();
+            let waiter = {
+                let go = go.clone();
+                std::thread::spawn(move || {
+                    let _ = sys::set_affinity(0, &[c1]);
+                    crate::thread::set_sched(&crate::sched::fifo(16)).expect("FIFO 16");
+                    rtx.send(()).expect("send");
+                    while !go.load(Ordering::Acquire) && sys::now_ns() < limit {
+                        std::thread::yield_now();
+                    }
+                    get(me)
+                })
+            };
+            rrx.recv().expect("waiter ready");
+            let mut st = rt::state();
+            go.store(true, Ordering::Release);
+            while !rt::engine_lock_waited() && sys::now_ns() < limit {
+                std::hint::spin_loop();
+            }
+            assert!(rt::engine_lock_waited(), "the waiter blocked on the lock");
+            let t = st.lookup_tid(me).expect("registered");
+            let (n, changes, _wake) = discount(&mut st, t);
+            st.apply(&changes);
+            let under = prio();
+            drop(st);
+            let after = prio();
+            let seen = waiter.join().expect("waiter");
+            let _ = remove(me);
+            let _ = remove(ptid);
+            drop(ptx);
+            passive.join().expect("passive");
+            (n, under, after, seen, g.id())
+        })
+        .join()
+        .expect("member thread");
+        let (n, under, after, seen, id) = r;
+        assert_eq!(n, Notified::Counted { completed: true });
+        assert_eq!(
+            under, 16,
+            "not lowered while a thread waits for the engine lock"
+        );
+        assert_eq!(after, 10, "lowered once the lock is let go");
+        assert_eq!(seen, Some(id), "the waiter had the lock");
+    }
 }

@@ -6,7 +6,11 @@
 //! - The engine lock is a kernel PI futex (`FUTEX_LOCK_PI2`), so a thread that
 //!   holds it inherits the priority of every thread waiting for it: a helper
 //!   de-boosted under the lock cannot be starved by a middle-priority thread
-//!   while a more urgent thread needs the lock.
+//!   while a more urgent thread needs the lock. Except a thread lowering
+//!   *itself*: after a hand-over the kernel may not lend the remaining
+//!   waiters' priority to the new owner, so the caller's own de-boost waits
+//!   until the lock is let go while others wait for it
+//!   (`self_lowering_waits`).
 //! - It is never held across a system call that can sleep. Under it heir-rt
 //!   only calls `sched_setattr` on `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`
 //!   threads (never on another thread that is `SCHED_DEADLINE`, by its base
@@ -41,6 +45,7 @@
 //! it is exact too.
 
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -387,6 +392,10 @@ pub(crate) struct State {
     pub stats: ApplyStats,
     /// Every gang ([`crate::gang`]), under the engine lock.
     pub(crate) gangs: crate::gang::Gangs,
+    /// The calling thread's own de-boost, left for after the engine lock
+    /// because other threads waited for it ([`self_lowering_waits`]):
+    /// re-applied by the guard once the lock is let go.
+    self_lowering: Option<TaskId>,
 }
 
 thread_local! {
@@ -460,7 +469,10 @@ static STATE: Mutex<PiFutex, Option<State>> = Mutex::from_raw(PiFutex::new(), No
 
 /// The engine lock, held. `heir`: taken for something other than a
 /// `PiMutex` (see [`HEIR_WAITS`]), recomputed when it is let go.
-pub(crate) struct StateGuard(MutexGuard<'static, PiFutex, Option<State>>, bool);
+pub(crate) struct StateGuard(
+    ManuallyDrop<MutexGuard<'static, PiFutex, Option<State>>>,
+    bool,
+);
 
 impl Drop for StateGuard {
     fn drop(&mut self) {
@@ -473,7 +485,62 @@ impl Drop for StateGuard {
             let w = self.0.as_ref().is_some_and(State::heir_waits);
             HEIR_WAITS.store(u32::from(w), Ordering::SeqCst);
         }
+        let lowering = self.0.as_mut().and_then(|st| st.self_lowering.take());
+        // SAFETY: the guard is dropped exactly once, here, and `self.0` is
+        // not used after (`drop` consumes the `StateGuard`).
+        unsafe { ManuallyDrop::drop(&mut self.0) };
+        if let Some(t) = lowering {
+            // The engine lock is let go: its waiters have had it. Apply the
+            // caller's own de-boost now, under the lock again (at most
+            // `SELF_LOWERING_RETRIES` times deferred once more).
+            SELF_LOWERING_DEPTH.with(|d| d.set(d.get() + 1));
+            state().sync(t);
+            SELF_LOWERING_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        }
     }
+}
+
+thread_local! {
+    /// How many deferred self de-boosts the calling thread is re-applying
+    /// (nested: each may be deferred once more by new waiters).
+    static SELF_LOWERING_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// After this many deferrals in a row, a thread's own de-boost is applied
+/// under the engine lock even while others wait for it (bounded work; the
+/// kernel's priority inheritance then covers every waiter that blocked
+/// while this thread held the lock, only not one queued before a hand-over).
+const SELF_LOWERING_RETRIES: u32 = 4;
+
+/// `FUTEX_WAITERS` of a PI futex word: threads wait in the kernel.
+const FUTEX_WAITERS: u32 = 0x8000_0000;
+
+/// True while threads wait in the kernel for the engine lock.
+pub(crate) fn engine_lock_waited() -> bool {
+    STATE.raw().word.load(Ordering::Relaxed) & FUTEX_WAITERS != 0
+}
+
+/// True if `sched_setattr` of thread `tid` from `applied` to `want`
+/// must wait until the engine lock is let go: it is the calling
+/// thread lowering itself while other threads wait for the lock.
+///
+/// The kernel does not always lend the lock's waiters' priority to its
+/// holder then: a thread that got the lock *handed over* by
+/// `FUTEX_UNLOCK_PI` while another waiter stayed queued has that waiter
+/// among its PI waiters, but its cached top PI waiter is refreshed only
+/// when a waiter blocks, leaves or changes priority — not at the hand-
+/// over, when the new owner was the top waiter and needed no boost.
+/// `sched_setattr` computes the effective priority from that stale
+/// cache, so a holder that lowers itself runs at its lowered priority
+/// with a more urgent thread waiting for the lock, and a thread in
+/// between preempts it (seen with ftrace in the `gang` bench: a gang
+/// member's notify de-boosted it to FIFO 12 with the last member, at
+/// 16, queued; a FIFO 13 load ran its 5 ms burst first).
+fn self_lowering_waits(tid: i32, applied: Urgency, want: Urgency) -> bool {
+    tid == self::tid()
+        && want < applied
+        && engine_lock_waited()
+        && SELF_LOWERING_DEPTH.with(|d| d.get()) < SELF_LOWERING_RETRIES
 }
 
 impl Deref for StateGuard {
@@ -534,6 +601,7 @@ fn lock_state(heir: bool) -> StateGuard {
             pi_futex: std::collections::HashSet::new(),
             stats: ApplyStats::default(),
             gangs: crate::gang::Gangs::default(),
+            self_lowering: None,
         });
     }
     if heir {
@@ -542,7 +610,7 @@ fn lock_state(heir: bool) -> StateGuard {
         // withdraws, or this sees its wait and promotes it.
         HEIR_WAITS.store(1, Ordering::SeqCst);
     }
-    let mut st = StateGuard(g, heir);
+    let mut st = StateGuard(ManuallyDrop::new(g), heir);
     st.reconcile();
     st
 }
@@ -832,6 +900,12 @@ impl State {
                     self.stats.last_unexpressible_tid = tid;
                 }
                 rec.applied = want;
+                true
+            }
+            Some(_) if self_lowering_waits(tid, rec.applied, want) => {
+                // Left as applied (still the higher urgency); the guard
+                // re-applies it once the lock is let go.
+                self.self_lowering = Some(t);
                 true
             }
             Some(attr) => {
