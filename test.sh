@@ -24,6 +24,12 @@ command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+# cargo-c (cargo cinstall) for libheir's install test: Debian's package
+# installs in seconds (building it with cargo install takes 13 min of CPU).
+cargo cinstall --version >/dev/null 2>&1 || need+=(cargo-c)
+# rt-app's own example files (/usr/share/doc/rt-app/examples/), read by the
+# reader's and the fuzzer's tests.
+[ -d /usr/share/doc/rt-app/examples ] || need+=(rt-app)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         need+=(chromium)
@@ -43,15 +49,6 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "test.sh: cargo not found: install Rust (https://rustup.rs), then run ./test.sh again" >&2
     exit 1
-fi
-
-# cargo-c (cargo cinstall) for libheir's install test; built once, kept in
-# ~/.cargo/bin (13 min of CPU time: at most ~7 min of wall time on 2 idle
-# cores; 46 min on this VM loaded by other builds). 0.10.24 builds
-# with Rust 1.95; 0.10.26, the newest, needs 1.97.
-if ! cargo cinstall --version >/dev/null 2>&1; then
-    echo "test.sh: installing cargo-c (cargo install --locked cargo-c --version 0.10.24: minutes, once)"
-    cargo install --locked --quiet cargo-c --version 0.10.24
 fi
 
 echo "== cargo fmt --check"
