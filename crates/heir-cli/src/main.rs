@@ -3,6 +3,7 @@
 
 mod analyze;
 mod demo;
+mod disturb;
 mod exit;
 mod output;
 mod report;

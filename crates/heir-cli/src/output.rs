@@ -13,6 +13,7 @@ use heir_scenario::{Policy, Scenario, Sched, Warning};
 use heir_sim::{Observer, Report, SimError};
 use heir_viz::{ChromeTrace, SvgGantt, SvgOptions, Tee};
 
+use crate::disturb::{disturbance_json, task_disturbance_json};
 use crate::CliError;
 
 /// µs → ms with three decimals; `-` when there is no value.
@@ -40,18 +41,23 @@ pub fn sched_label(s: &Sched) -> String {
 }
 
 /// The scheduling label of every thread of `scenario`, by thread name.
-/// With `passive`, a passive server (donation model, seed 002: no
-/// scheduling context of its own) is shown as `passive` (`heir sim`);
-/// otherwise by the policy its thread is given (`heir run`, which runs it
-/// as an ordinary thread).
+/// A passive server (donation model, seed 002: no scheduling context of
+/// its own) is shown, with `passive`, as `passive` (`heir sim`); otherwise
+/// as what its thread runs as on real threads: `SCHED_IDLE (passive)`
+/// (`heir run` runs it at `SCHED_IDLE`, and the kernel lends it each
+/// caller's priority while it serves).
 pub fn thread_scheds(scenario: &Scenario, passive: bool) -> Vec<(String, String)> {
     scenario
         .tasks
         .iter()
         .enumerate()
         .flat_map(|(i, t)| {
-            let label = if passive && scenario.rpc.is_passive(heir_scenario::TaskIdx(i)) {
-                "passive".to_string()
+            let label = if scenario.rpc.is_passive(heir_scenario::TaskIdx(i)) {
+                if passive {
+                    "passive".to_string()
+                } else {
+                    "SCHED_IDLE (passive)".to_string()
+                }
             } else {
                 sched_label(&t.sched)
             };
@@ -202,7 +208,13 @@ pub fn run_json(real: &RealRun) -> Result<serde_json::Value> {
                     t.insert("bwi".to_string(), bwi_json(b));
                 }
             }
+            for d in real.disturbance.threads.iter().filter(|d| d.lost_ns > 0) {
+                if let Some(serde_json::Value::Object(t)) = tasks.get_mut(&d.thread) {
+                    t.insert("disturbance".to_string(), task_disturbance_json(real, d));
+                }
+            }
         }
+        fields.insert("disturbance".to_string(), disturbance_json(real));
         fields.insert("apply".to_string(), apply_json(real));
         fields.insert("calibration".to_string(), calibration_json(real));
     }

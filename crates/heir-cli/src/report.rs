@@ -168,7 +168,10 @@ pub fn run_real(
     };
     loop {
         match heir::run::run(scenario, &config) {
-            Ok(r) => return Ok(Some(r)),
+            Ok(r) => {
+                disturbance_notes(&r, pi_cv, notes);
+                return Ok(Some(r));
+            }
             Err(RunError::NoPrivilege(why)) => {
                 notes.push(format!("No real run: {why}."));
                 return Ok(None);
@@ -186,6 +189,32 @@ pub fn run_real(
                 ))))
             }
         }
+    }
+}
+
+/// What took the real run's CPUs ([`crate::disturb::disturbance_lines`]),
+/// as the page's notes: the verdict and each disturbed thread, and the
+/// fair server's setting once per page. A disturbed run also says so on
+/// stderr.
+fn disturbance_notes(real: &RealRun, pi_cv: bool, notes: &mut Vec<String>) {
+    let lines = crate::disturb::disturbance_lines(real);
+    let split = lines
+        .iter()
+        .position(|l| l.starts_with("fair server"))
+        .unwrap_or(lines.len());
+    let (verdict, fair) = lines.split_at(split);
+    for (i, line) in verdict.iter().enumerate() {
+        if i == 0 && real.disturbance.lost_ns > 0 {
+            eprintln!("heir: warning: real run, PI-CV {}: {line}", on_off(pi_cv));
+        }
+        notes.push(format!(
+            "Real run, PI-CV {}: {}",
+            on_off(pi_cv),
+            line.trim_start()
+        ));
+    }
+    if !notes.iter().any(|n| n.starts_with("fair server")) {
+        notes.extend(fair.iter().map(|l| l.trim_start().to_string()));
     }
 }
 

@@ -33,6 +33,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use heir::run::{run, Placement, RunConfig, TraceConfig};
 
+use crate::disturb::disturbance_lines;
 use crate::exit::deadlock_exit;
 use crate::output::{
     aborted_line, apply_lines, bwi_table, calibration_line, deadlock_line, gang_table, gpm_shown,
@@ -180,6 +181,11 @@ pub fn main(args: Args) -> CliResult {
         }
         None => Vec::new(),
     };
+    if real.disturbance.lost_ns > 0 {
+        if let Some(first) = disturbance_lines(&real).first() {
+            eprintln!("heir: warning: the run was {first}");
+        }
+    }
     if let Some(t) = &real.trace {
         if let Some(w) = dropped_warning(t) {
             eprintln!("heir: warning: {w}");
@@ -223,6 +229,7 @@ pub fn main(args: Args) -> CliResult {
             println!("\n{line}");
         }
         println!("\n{}", calibration_line(&real));
+        println!("{}", disturbance_lines(&real).join("\n"));
         if let Some(table) = bwi_table(&real) {
             print!("\n{table}");
         }

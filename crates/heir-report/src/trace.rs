@@ -83,6 +83,13 @@ pub enum InstantKind {
     GangInsert,
     /// The thread left the gang (`gang_remove`, or its exit).
     GangRemove,
+    /// Real runs: the thread is runnable while a thread outside the run
+    /// holds its CPU (another program, the fair server, a kernel thread:
+    /// `heir run`'s measured disturbance; no resource).
+    Displaced,
+    /// Real runs: the thread's CPU is no longer held by a thread outside
+    /// the run (it runs, or stops being runnable).
+    Undisplaced,
 }
 
 /// One event. Times are ns since the start.

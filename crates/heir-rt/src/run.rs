@@ -71,6 +71,7 @@ use heir_scenario::{
     Scenario, Task, TimerMode,
 };
 
+pub mod disturb;
 mod donation;
 mod gang;
 mod trace;
@@ -358,7 +359,18 @@ struct ThreadOut {
     accuracy: RunAccuracy,
     /// Its `gang_wait`s, per gang.
     gang_waits: Vec<gang::Waits>,
+    /// Its jobs' windows (release, completion — or the end of the run for
+    /// a job that did not complete; ns), at most [`MAX_JOB_WINDOWS`]: what
+    /// [`disturb::measure`] charges each job with.
+    windows: Vec<(u64, u64)>,
+    /// Its jobs still pending at the end whose deadline had passed: misses
+    /// of jobs that did not complete (also in `misses`).
+    unfinished: u64,
 }
+
+/// The most job windows a thread keeps for the disturbance measure
+/// (16 B each); later jobs are counted, not charged.
+pub const MAX_JOB_WINDOWS: usize = 1 << 18;
 
 /// Run-wide shared state.
 struct Shared {
@@ -496,6 +508,11 @@ pub struct RealRun {
     /// the run (each also given to [`RunConfig::on_note`]): when not empty,
     /// the run's timing includes their work.
     pub interference: Vec<cpus::RtThread>,
+    /// What took the run's CPUs from its threads, measured from the
+    /// kernel's scheduler records of those CPUs ([`disturb`]): per job,
+    /// per thread, and who (another program, the fair server, a kernel or
+    /// IRQ thread).
+    pub disturbance: disturb::Disturbance,
     /// Threads the file has run first on their CPU that woke more than
     /// [`LATE_START_NS`] after their start, and by how much (µs): something
     /// outside the run held the CPU then — another program, or a hypervisor
@@ -572,6 +589,12 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         Some(tc) => Some(tracefs::Instance::create(tc.buffer_kb(duration_us))?),
         None => None,
     };
+    // The kernel's records of every thread on the run's CPUs: what took
+    // them from the run (disturb.rs). Without tracefs the run goes on,
+    // unmeasured, and says why.
+    let mut watch_instance =
+        tracefs::Instance::create_watch(watch_buffer_kb(duration_us), &physical)
+            .map_err(|e| e.to_string());
     let shared = Arc::new(Shared::new(
         scenario,
         pi_cv,
@@ -588,6 +611,11 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         Some(i) => i.start(&threads.tids),
         None => Ok(()),
     };
+    if let Ok(w) = &mut watch_instance {
+        if let Err(e) = w.start_watch() {
+            watch_instance = Err(e.to_string());
+        }
+    }
     if failed.is_some() || setup.is_err() || traced.is_err() {
         // Tell every thread to stop at once.
         shared.t0_ns.store(ABORTED, Ordering::Release);
@@ -604,6 +632,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     let instance_name = instance.as_ref().map(|i| i.dir().display().to_string());
     drop(instance);
     let recorded = recorded.transpose()?;
+    let watched = watch_instance.and_then(|mut w| w.collect().map_err(|e| e.to_string()));
     let bwi = bwi_reports(&tids, &outs);
     let mut run_accuracy = RunAccuracy::default();
     for o in outs.iter().flatten() {
@@ -634,14 +663,44 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             .collect();
         gang::reports(&shared, &waits)
     };
+    let disturbance = match watched {
+        Ok(rec) => {
+            let parsed = tracefs::parse_text(&rec.text);
+            let dropped = rec.dropped.iter().map(|&(_, n)| n).sum::<u64>() + parsed.lost;
+            let rt = thread_is_rt(scenario);
+            let threads: Vec<disturb::RunThread<'_>> = names
+                .iter()
+                .zip(&tids)
+                .zip(&outs)
+                .map(|((n, (_, tid)), o)| {
+                    (
+                        n.as_str(),
+                        *tid,
+                        o.as_ref().map_or(&[][..], |o| o.windows.as_slice()),
+                    )
+                })
+                .collect();
+            disturb::measure(
+                &parsed,
+                dropped,
+                &physical,
+                &disturb::RunThreads {
+                    threads,
+                    window: (t0, actual_end.max(t0)),
+                    rt,
+                },
+            )
+        }
+        Err(why) => disturb::Disturbance::unmeasured(why),
+    };
     let (tasks, events, late_starts) =
         task_reports(scenario, &cpu_map, (names, outs), count_aborts);
-    note_disturbances(config, &physical, &interference, &late_starts);
+    note_disturbances(config, &physical, &interference, &late_starts, &disturbance);
     let deadlock = shared.deadlock.lock().ok().and_then(|d| d.clone());
     if let Some(e) = shared.failure.lock().ok().and_then(|mut f| f.take()) {
         return Err(e);
     }
-    let trace = recorded.map(|rec| {
+    let mut trace = recorded.map(|rec| {
         let facts = trace::RunFacts {
             tids: &tids,
             bases: thread_bases(scenario),
@@ -659,6 +718,9 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             &facts,
         )
     });
+    if let Some(t) = &mut trace {
+        t.add_displacements(&disturbance.spans, t0);
+    }
     Ok(RealRun {
         report: Report {
             mode: "real",
@@ -673,6 +735,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         calibration,
         run_accuracy,
         interference,
+        disturbance,
         late_starts,
         apply,
         tids,
@@ -863,7 +926,20 @@ fn note_disturbances(
     physical: &[u32],
     interference: &[cpus::RtThread],
     late_starts: &[(String, f64)],
+    disturbance: &disturb::Disturbance,
 ) {
+    // Measured, the run's report says who took what; the snapshots of
+    // other programs' real-time threads only stand in when it is not.
+    let interference = if disturbance.not_measured.is_some() {
+        interference
+    } else {
+        &[]
+    };
+    if let Some(why) = &disturbance.not_measured {
+        config.note(format!(
+            "the run's disturbance was not measured ({why}): only other programs' real-time threads seen at its start and end are reported"
+        ));
+    }
     for t in interference {
         config.note(format!(
             "during the run, another program's real-time thread ran on its CPUs {physical:?}: {t}; the run's timing includes that work"
@@ -883,6 +959,28 @@ impl RunConfig {
             f(&msg);
         }
     }
+}
+
+/// The watch instance's buffer per CPU (KiB): 1 MiB per second of run,
+/// between 2 and 64 MiB (a CPU switching 5,000 times a second fills about
+/// 0.4 MiB a second; a full buffer drops the newest records, and the
+/// measure says so).
+fn watch_buffer_kb(duration_us: u64) -> u32 {
+    let secs = duration_us.div_ceil(1_000_000);
+    (secs.saturating_mul(1024)).clamp(2048, 65_536) as u32
+}
+
+/// Per thread (start order): its task runs at a real-time or deadline
+/// policy.
+fn thread_is_rt(scenario: &Scenario) -> Vec<bool> {
+    scenario
+        .tasks
+        .iter()
+        .flat_map(|t| {
+            let rt = matches!(t.sched.policy, Policy::Fifo | Policy::Rr | Policy::Deadline);
+            std::iter::repeat_n(rt, t.instance as usize)
+        })
+        .collect()
 }
 
 /// The run's length (µs): the configuration's, else the file's finite
@@ -1320,6 +1418,7 @@ fn task_reports(
     let leaders = first_on_their_cpu(scenario, cpu_map);
     for (i, (name, out)) in names.into_iter().zip(outs).enumerate() {
         let out = out.unwrap_or_default();
+        debug_assert!(out.unfinished <= out.misses, "unfinished misses are misses");
         if leaders.contains(&i) && out.late_ns > LATE_START_NS {
             late_starts.push((name.clone(), out.late_ns as f64 / 1000.0));
         }
@@ -1398,6 +1497,13 @@ struct Ctx<'a> {
     aborted: u64,
     /// Its first release is marked (traced runs).
     first_marked: bool,
+    /// Its jobs' windows ([`ThreadOut::windows`]).
+    windows: Vec<(u64, u64)>,
+    /// A job is released and not completed.
+    in_job: bool,
+    /// The current job's deadline (the next timer; the first job's from the
+    /// first timer's fixed period), `None` without one.
+    job_deadline: Option<u64>,
     /// When the earliest timeout of the request this thread serves passes
     /// (`u64::MAX`: none): it then yields for a while
     /// ([`TIMEOUT_YIELD_NS`]; donation model).
@@ -1557,6 +1663,10 @@ impl Ctx<'_> {
 
     fn complete_job(&mut self, now: u64, deadline: Option<u64>) {
         let response = now.saturating_sub(self.release);
+        self.in_job = false;
+        if self.windows.len() < MAX_JOB_WINDOWS {
+            self.windows.push((self.release, now));
+        }
         self.stats.record(response);
         self.accuracy.end_job();
         self.jobs += 1;
@@ -1643,6 +1753,8 @@ impl Ctx<'_> {
             next
         };
         self.release = release;
+        self.in_job = true;
+        self.job_deadline = Some(release + period);
         self.mark_release(release, Some(release + period));
         Ok(())
     }
@@ -2048,6 +2160,9 @@ fn run_thread(
         log_suffix: None,
         aborted: 0,
         first_marked: false,
+        windows: Vec::new(),
+        in_job: true,
+        job_deadline: first_timer_period(task).map(|p| start + p * 1000),
         yield_at: std::cell::Cell::new(u64::MAX),
         gang: sh.task_gang.get(ti).copied().flatten(),
         gang_waits: Vec::new(),
@@ -2065,6 +2180,19 @@ fn run_thread(
                 f.get_or_insert(e);
             }
             sh.stopped.store(true, Ordering::Relaxed);
+        }
+    }
+    // A job still pending whose deadline passed is a miss of a job that
+    // did not complete (the simulator's rule).
+    let mut unfinished = 0;
+    if start < end && cx.in_job {
+        let stop = sys::now_ns().min(end);
+        if cx.job_deadline.is_some_and(|d| d <= end) {
+            unfinished = 1;
+            cx.misses += 1;
+        }
+        if cx.windows.len() < MAX_JOB_WINDOWS {
+            cx.windows.push((cx.release, stop));
         }
     }
     // Leave nothing locked behind.
@@ -2090,7 +2218,25 @@ fn run_thread(
         aborted: cx.aborted,
         accuracy: cx.accuracy,
         gang_waits: cx.gang_waits,
+        windows: cx.windows,
+        unfinished,
     }
+}
+
+/// The period (µs) of the first `timer` event of `task`'s program when it
+/// is fixed: the first job's deadline is its start plus that.
+fn first_timer_period(task: &Task) -> Option<u64> {
+    task.phases
+        .iter()
+        .flat_map(|p| &p.events)
+        .find_map(|e| match e.kind {
+            EventKind::Timer { period, .. } => Some(period),
+            _ => None,
+        })
+        .and_then(|p| match p {
+            Micros::Fixed(us) => Some(us),
+            Micros::Uniform { .. } => None,
+        })
 }
 
 fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
@@ -2120,6 +2266,7 @@ fn run_phases(cx: &mut Ctx<'_>, task: &Task) -> Result<(), Stop> {
                 // each later one when the previous one completes.
                 if !cx.has_timer && !first_job {
                     cx.release = sys::now_ns();
+                    cx.in_job = true;
                 }
                 if !cx.has_timer {
                     cx.mark_release(cx.release, None);

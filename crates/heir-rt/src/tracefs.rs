@@ -74,13 +74,18 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TraceError + '_ {
 pub struct Instance {
     dir: PathBuf,
     marker: Option<File>,
+    /// Its slot in [`CLEANUP_DIRS`], if it got one.
+    slot: Option<usize>,
 }
 
 /// The trace_marker fd heir-rt writes its events into (-1: not tracing).
 static MARKER_FD: AtomicI32 = AtomicI32::new(-1);
-/// The instance's directory for the signal handler (a leaked C string;
-/// null when there is none).
-static CLEANUP_DIR: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+/// The instances' directories for the signal handler (leaked C strings;
+/// null where there is none): a run's traced instance and its watch.
+static CLEANUP_DIRS: [AtomicPtr<libc::c_char>; 2] = [
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+];
 
 /// The tracefs mount point: one from `/proc/mounts`, else tracefs mounted
 /// at [`TRACEFS_MOUNT`].
@@ -110,17 +115,36 @@ fn tracefs_root() -> Result<PathBuf, TraceError> {
     }
 }
 
-/// Removes `instances/heir-<pid>` directories whose process is gone.
+/// Removes the instances left by heir processes that no longer exist
+/// (killed while tracing: their buffers stay allocated, and tracing on,
+/// until removed). Any heir command calls it at its start; it never mounts
+/// tracefs, and does nothing where tracefs is not mounted or the process
+/// may not write it.
+pub fn remove_stale_instances() {
+    let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
+    for line in mounts.lines() {
+        let mut f = line.split_whitespace();
+        if let (_, Some(dir), Some("tracefs")) = (f.next(), f.next(), f.next()) {
+            remove_stale(&Path::new(dir).join("instances"));
+        }
+    }
+}
+
+/// Removes `instances/heir-<pid>` (and `heir-<pid>-watch`) directories
+/// whose process is gone.
 fn remove_stale(instances: &Path) {
     let Ok(dir) = fs::read_dir(instances) else {
         return;
     };
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("heir-")
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+        // `heir-<pid>` and `heir-<pid>-watch`.
+        let Some(pid) = name.strip_prefix("heir-").and_then(|p| {
+            p.split('-')
+                .next()
+                .filter(|n| !n.is_empty())
+                .and_then(|n| n.parse::<u32>().ok())
+        }) else {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {
@@ -147,10 +171,31 @@ impl Instance {
     /// or the instance cannot be made (with what to do), [`TraceError::Io`]
     /// when setting it up fails; nothing is left behind.
     pub fn create(buffer_kb: u32) -> Result<Instance, TraceError> {
+        let inst = Instance::make(&format!("heir-{}", std::process::id()))?;
+        inst.setup(buffer_kb)?;
+        Ok(inst)
+    }
+
+    /// Makes and sets up the instance `heir-<pid>-watch`, tracing off: the
+    /// kernel's scheduler records of *every* thread on the machine's
+    /// `cpus` (`sched_switch` recorded there, wake-ups and migrations to
+    /// or from them), with no pid filter — what measures a run's
+    /// disturbance ([`crate::run::disturb`]). `buffer_kb` per CPU.
+    ///
+    /// # Errors
+    /// As [`Instance::create`].
+    pub fn create_watch(buffer_kb: u32, cpus: &[u32]) -> Result<Instance, TraceError> {
+        let inst = Instance::make(&format!("heir-{}-watch", std::process::id()))?;
+        inst.setup_watch(buffer_kb, cpus)?;
+        Ok(inst)
+    }
+
+    /// Makes the directory `instances/NAME` (removing stale ones first).
+    fn make(name: &str) -> Result<Instance, TraceError> {
         let root = tracefs_root()?;
         let instances = root.join("instances");
         remove_stale(&instances);
-        let dir = instances.join(format!("heir-{}", std::process::id()));
+        let dir = instances.join(name);
         if dir.exists() {
             // Left by an earlier run of this process that could not remove it.
             let _ = fs::remove_dir(&dir);
@@ -161,18 +206,58 @@ impl Instance {
                 dir.display()
             ))
         })?;
-        arm_cleanup(&dir);
-        let inst = Instance { dir, marker: None };
-        inst.setup(buffer_kb)?;
-        Ok(inst)
+        let slot = arm_cleanup(&dir);
+        Ok(Instance {
+            dir,
+            marker: None,
+            slot,
+        })
     }
 
-    fn setup(&self, buffer_kb: u32) -> Result<(), TraceError> {
+    fn setup_common(&self, buffer_kb: u32) -> Result<(), TraceError> {
         let d = &self.dir;
         write_file(&d.join("tracing_on"), "0")?;
         write_file(&d.join("trace_clock"), "mono")?;
         write_file(&d.join("buffer_size_kb"), &buffer_kb.max(64).to_string())?;
-        write_file(&d.join("options/overwrite"), "0")?;
+        write_file(&d.join("options/overwrite"), "0")
+    }
+
+    fn setup_watch(&self, buffer_kb: u32, cpus: &[u32]) -> Result<(), TraceError> {
+        self.setup_common(buffer_kb)?;
+        let any = |field: &str| {
+            cpus.iter()
+                .map(|c| format!("{field} == {c}"))
+                .collect::<Vec<_>>()
+                .join(" || ")
+        };
+        let migrate = format!("{} || {}", any("orig_cpu"), any("dest_cpu"));
+        for (ev, filter) in [
+            ("sched/sched_switch", any("common_cpu")),
+            ("sched/sched_wakeup", any("target_cpu")),
+            ("sched/sched_wakeup_new", any("target_cpu")),
+            ("sched/sched_migrate_task", migrate),
+        ] {
+            let e = self.dir.join("events").join(ev);
+            if !cpus.is_empty() {
+                write_file(&e.join("filter"), &filter)?;
+            }
+            write_file(&e.join("enable"), "1")?;
+        }
+        Ok(())
+    }
+
+    /// Turns recording on, without a pid filter or heir's markers (a watch
+    /// instance: [`Instance::create_watch`]).
+    ///
+    /// # Errors
+    /// A tracefs file that cannot be written.
+    pub fn start_watch(&mut self) -> Result<(), TraceError> {
+        write_file(&self.dir.join("tracing_on"), "1")
+    }
+
+    fn setup(&self, buffer_kb: u32) -> Result<(), TraceError> {
+        self.setup_common(buffer_kb)?;
+        let d = &self.dir;
         for ev in EVENTS {
             write_file(&d.join("events").join(ev).join("enable"), "1")?;
         }
@@ -207,7 +292,9 @@ impl Instance {
 
     /// Stops recording (heir's markers first).
     pub fn stop(&mut self) {
-        MARKER_FD.store(-1, Ordering::Release);
+        if self.marker.is_some() {
+            MARKER_FD.store(-1, Ordering::Release);
+        }
         let _ = write_file(&self.dir.join("tracing_on"), "0");
         self.marker = None;
     }
@@ -252,7 +339,7 @@ impl Instance {
 impl Drop for Instance {
     fn drop(&mut self) {
         self.stop();
-        disarm_cleanup();
+        disarm_cleanup(self.slot);
         let _ = fs::remove_dir(&self.dir);
     }
 }
@@ -285,11 +372,13 @@ extern "C" fn cleanup_handler(sig: libc::c_int) {
         // (its File is not used after this: the process is ending).
         unsafe { libc::close(fd) };
     }
-    let dir = CLEANUP_DIR.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    if !dir.is_null() {
-        // SAFETY: `dir` is a leaked, NUL-terminated C string (never freed);
-        // rmdir(2) is async-signal-safe.
-        unsafe { libc::rmdir(dir) };
+    for slot in &CLEANUP_DIRS {
+        let dir = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if !dir.is_null() {
+            // SAFETY: `dir` is a leaked, NUL-terminated C string (never
+            // freed); rmdir(2) is async-signal-safe.
+            unsafe { libc::rmdir(dir) };
+        }
     }
     // SA_RESETHAND restored the default action: do it.
     // SAFETY: raise(3) is async-signal-safe.
@@ -300,12 +389,25 @@ extern "C" fn cleanup_handler(sig: libc::c_int) {
 const CLEANUP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// Removes `dir` on SIGINT/SIGTERM/SIGHUP from now on (for each of them
-/// whose action is the default).
-fn arm_cleanup(dir: &Path) {
-    let Ok(c) = CString::new(dir.as_os_str().as_encoded_bytes()) else {
-        return;
+/// whose action is the default, or already ours); its slot in
+/// [`CLEANUP_DIRS`], `None` when none is free.
+fn arm_cleanup(dir: &Path) -> Option<usize> {
+    let c = CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    let raw = c.into_raw();
+    let Some(slot) = CLEANUP_DIRS.iter().position(|s| {
+        s.compare_exchange(
+            std::ptr::null_mut(),
+            raw,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_ok()
+    }) else {
+        // SAFETY: `raw` came from `CString::into_raw` just above and was
+        // not stored anywhere.
+        drop(unsafe { CString::from_raw(raw) });
+        return None;
     };
-    CLEANUP_DIR.store(c.into_raw(), Ordering::Release);
     for sig in CLEANUP_SIGNALS {
         // SAFETY: an all-zero sigaction is a valid value (SIG_DFL, no
         // flags, empty mask).
@@ -324,12 +426,21 @@ fn arm_cleanup(dir: &Path) {
         // async-signal-safe calls.
         unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) };
     }
+    Some(slot)
 }
 
-/// Gives the signals back their default action (where ours is set).
-fn disarm_cleanup() {
-    let dir = CLEANUP_DIR.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    for sig in CLEANUP_SIGNALS {
+/// Frees `slot` of [`CLEANUP_DIRS`]; with none left in use, gives the
+/// signals back their default action (where ours is set).
+fn disarm_cleanup(slot: Option<usize>) {
+    let dir = slot
+        .and_then(|i| CLEANUP_DIRS.get(i))
+        .map_or(std::ptr::null_mut(), |s| {
+            s.swap(std::ptr::null_mut(), Ordering::AcqRel)
+        });
+    let in_use = CLEANUP_DIRS
+        .iter()
+        .any(|s| !s.load(Ordering::Acquire).is_null());
+    for sig in CLEANUP_SIGNALS.into_iter().filter(|_| !in_use) {
         // SAFETY: as in `arm_cleanup`.
         let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: reads the current action into `old`.
@@ -593,6 +704,8 @@ pub enum RecordKind {
         next_pid: i32,
         /// Its kernel priority.
         next_prio: i32,
+        /// Its name (`next_comm`).
+        next_comm: String,
     },
     /// `sched_wakeup` / `sched_wakeup_new`.
     Wakeup {
@@ -600,6 +713,8 @@ pub enum RecordKind {
         pid: i32,
         /// Its kernel priority.
         prio: i32,
+        /// The CPU it will run on (`target_cpu`).
+        target_cpu: Option<u32>,
     },
     /// `sched_pi_setprio`: the kernel's PI boost (or its end).
     PiSetprio {
@@ -717,11 +832,16 @@ fn parse_line(line: &str) -> Option<Option<Record>> {
                 prev_runnable: state.starts_with('R'),
                 next_pid: field(r, " next_pid=")? as i32,
                 next_prio: field(r, " next_prio=")? as i32,
+                next_comm: r
+                    .strip_prefix("next_comm=")
+                    .and_then(|c| c.rsplit_once(" next_pid="))
+                    .map_or_else(String::new, |(c, _)| c.to_string()),
             }
         }
         "sched_wakeup" | "sched_wakeup_new" => RecordKind::Wakeup {
             pid: n(" pid=")? as i32,
             prio: n(" prio=")? as i32,
+            target_cpu: n(" target_cpu=").map(|c| c as u32),
         },
         "sched_pi_setprio" => RecordKind::PiSetprio {
             pid: n(" pid=")? as i32,
@@ -806,7 +926,8 @@ CPU:0 [LOST 12 EVENTS]
                     prev_prio: 120,
                     prev_runnable: true,
                     next_pid: 1234,
-                    next_prio: 69
+                    next_prio: 69,
+                    next_comm: "Task-1 x".into()
                 }
             }
         );
@@ -846,7 +967,8 @@ CPU:0 [LOST 12 EVENTS]
             p.records[5].kind,
             RecordKind::Wakeup {
                 pid: 1234,
-                prio: 69
+                prio: 69,
+                target_cpu: Some(1)
             }
         );
     }

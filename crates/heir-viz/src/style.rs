@@ -71,6 +71,8 @@ pub(crate) fn instant_name(kind: InstantKind) -> &'static str {
         InstantKind::GangTimeout => "gang_timeout",
         InstantKind::GangInsert => "gang_insert",
         InstantKind::GangRemove => "gang_remove",
+        InstantKind::Displaced => "displaced",
+        InstantKind::Undisplaced => "undisplaced",
         InstantKind::LockBlocked => "blocked",
         InstantKind::Unlock => "unlock",
         InstantKind::Wait => "wait",

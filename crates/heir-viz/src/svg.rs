@@ -7,7 +7,9 @@
 //! misses in red (the missed deadline's arrow, and a ✕ where the late job
 //! completed), `SCHED_DEADLINE` servers' throttled spans (from the
 //! throttle to the replenishment instant) as grey cross-hatching across the
-//! lane, a `→CPU n` label where a thread's execution moves to another CPU
+//! lane, in a real run the spans in which a thread was runnable while a
+//! thread outside the run held its CPU (`heir run`'s measured disturbance)
+//! as red-orange stripes, a `→CPU n` label where a thread's execution moves to another CPU
 //! than its previous bar's (a migration), and a time axis in ms.
 //!
 //! Only events inside the window are kept, so memory is bounded by the
@@ -122,6 +124,11 @@ pub struct SvgGantt {
     throttled: Vec<Span>,
     /// Per thread: since when its server is throttled, if it is now.
     throttled_since: Vec<Option<u64>>,
+    /// Real runs: spans in which a thread was displaced (runnable, its
+    /// CPU held by a thread outside the run).
+    displaced: Vec<Span>,
+    /// Per thread: since when it is displaced, if it is now.
+    displaced_since: Vec<Option<u64>>,
     /// Per thread: for each job released in the window and not yet
     /// complete, the index of its deadline mark (if drawn).
     pending: Vec<VecDeque<Option<usize>>>,
@@ -148,6 +155,8 @@ impl SvgGantt {
             misses: Vec::new(),
             throttled: Vec::new(),
             throttled_since: Vec::new(),
+            displaced: Vec::new(),
+            displaced_since: Vec::new(),
             pending: Vec::new(),
             end_ns: None,
             truncated: false,
@@ -178,6 +187,15 @@ impl SvgGantt {
             .collect()
     }
 
+    /// The displaced spans kept (real runs), as (thread, start ns, end ns),
+    /// clipped to the window.
+    pub fn displaced_spans(&self) -> Vec<(usize, u64, u64)> {
+        self.displaced
+            .iter()
+            .map(|s| (s.thread, s.start_ns, s.end_ns))
+            .collect()
+    }
+
     /// True when [`SvgOptions::max_items`] cut the window short.
     pub fn truncated(&self) -> bool {
         self.truncated
@@ -199,19 +217,35 @@ impl SvgGantt {
             + self.deadlines.len()
             + self.misses.len()
             + self.throttled.len()
+            + self.displaced.len()
     }
 
     /// Thread `thread`'s server was throttled from `start_ns` to `end_ns`.
     fn throttled_span(&mut self, thread: usize, start_ns: u64, end_ns: u64) {
+        if let Some(s) = self.clipped_span(thread, start_ns, end_ns) {
+            self.throttled.push(s);
+        }
+    }
+
+    /// Thread `thread` was displaced from `start_ns` to `end_ns`.
+    fn displaced_span(&mut self, thread: usize, start_ns: u64, end_ns: u64) {
+        if let Some(s) = self.clipped_span(thread, start_ns, end_ns) {
+            self.displaced.push(s);
+        }
+    }
+
+    /// The span clipped to the window, if any of it is inside and there
+    /// is room for it.
+    fn clipped_span(&mut self, thread: usize, start_ns: u64, end_ns: u64) -> Option<Span> {
         let (ws, we) = (self.opts.window_start_ns, self.window_end());
         if end_ns <= ws || start_ns >= we || end_ns <= start_ns || !self.room() {
-            return;
+            return None;
         }
-        self.throttled.push(Span {
+        Some(Span {
             thread,
             start_ns: start_ns.max(ws),
             end_ns: end_ns.min(we),
-        });
+        })
     }
 
     /// Room for one more item; records the truncation otherwise.
@@ -263,6 +297,7 @@ impl Observer for SvgGantt {
         self.threads = info.threads.clone();
         self.pending = vec![VecDeque::new(); info.threads.len()];
         self.throttled_since = vec![None; info.threads.len()];
+        self.displaced_since = vec![None; info.threads.len()];
     }
 
     fn event(&mut self, ev: &TraceEvent) {
@@ -363,6 +398,26 @@ impl Observer for SvgGantt {
                     self.throttled_span(thread, start, at_ns);
                 }
             }
+            TraceEvent::Instant {
+                thread,
+                at_ns,
+                kind: InstantKind::Displaced,
+                ..
+            } => {
+                if let Some(open) = self.displaced_since.get_mut(thread) {
+                    open.get_or_insert(at_ns);
+                }
+            }
+            TraceEvent::Instant {
+                thread,
+                at_ns,
+                kind: InstantKind::Undisplaced,
+                ..
+            } => {
+                if let Some(start) = self.displaced_since.get_mut(thread).and_then(Option::take) {
+                    self.displaced_span(thread, start, at_ns);
+                }
+            }
             TraceEvent::Instant { .. } | TraceEvent::Boost { .. } => {}
         }
     }
@@ -373,6 +428,11 @@ impl Observer for SvgGantt {
         for thread in 0..self.throttled_since.len() {
             if let Some(start) = self.throttled_since[thread].take() {
                 self.throttled_span(thread, start, end_ns);
+            }
+        }
+        for thread in 0..self.displaced_since.len() {
+            if let Some(start) = self.displaced_since[thread].take() {
+                self.displaced_span(thread, start, end_ns);
             }
         }
     }
@@ -400,6 +460,8 @@ const TOP: f64 = 58.0;
 const AXIS: f64 = 34.0;
 const MISS_RED: &str = "#d62728";
 const MARK_GREY: &str = "#333333";
+/// Displaced spans (real runs): red-orange, apart from the thread colours.
+const DISPLACED: &str = "#e6550d";
 
 impl<'a> Renderer<'a> {
     fn new(g: &'a SvgGantt) -> Self {
@@ -520,6 +582,12 @@ impl<'a> Renderer<'a> {
                 r##"<pattern id="throttled" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,0L6,6M6,0L0,6" stroke="#999999" stroke-width="0.8"/></pattern>"##
             );
         }
+        if !self.g.displaced.is_empty() {
+            let _ = writeln!(
+                self.out,
+                r##"<pattern id="displaced" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><rect x="0" y="0" width="2.5" height="6" fill="{DISPLACED}"/></pattern>"##
+            );
+        }
         let _ = writeln!(self.out, "</defs>");
     }
 
@@ -545,6 +613,11 @@ impl<'a> Renderer<'a> {
         }
         if !self.g.throttled.is_empty() {
             sub.push_str("; grey cross-hatch: server throttled");
+        }
+        if !self.g.displaced.is_empty() {
+            sub.push_str(
+                "; red-orange stripes: runnable while a thread outside the run held the CPU",
+            );
         }
         if self.g.truncated {
             sub.push_str("; truncated (too many items)");
@@ -645,6 +718,25 @@ impl<'a> Renderer<'a> {
             let _ = writeln!(
                 self.out,
                 r##"<rect class="throttled" x="{x0:.2}" y="{:.2}" width="{w:.2}" height="{:.2}" fill="url(#throttled)" stroke="#999999" stroke-width="0.5"><title>{tip}</title></rect>"##,
+                y + self.lane * 0.3,
+                self.lane * 0.6
+            );
+        }
+        for sp in &self.g.displaced {
+            let Some(y) = self.lane_top(sp.thread) else {
+                continue;
+            };
+            let x0 = self.x(sp.start_ns);
+            let w = (self.x(sp.end_ns) - x0).max(0.3);
+            let tip = xml(&format!(
+                "{}: runnable, its CPU held by a thread outside the run {}–{} ms (heir run's disturbance report names it)",
+                self.name(sp.thread),
+                ms(sp.start_ns),
+                ms(sp.end_ns)
+            ));
+            let _ = writeln!(
+                self.out,
+                r##"<rect class="displaced" x="{x0:.2}" y="{:.2}" width="{w:.2}" height="{:.2}" fill="url(#displaced)" stroke="{DISPLACED}" stroke-width="0.5"><title>{tip}</title></rect>"##,
                 y + self.lane * 0.3,
                 self.lane * 0.6
             );
@@ -836,6 +928,16 @@ impl<'a> Renderer<'a> {
             let _ = writeln!(
                 self.out,
                 r##"<rect class="legend-throttled" x="{x:.2}" y="{:.2}" width="24" height="10" fill="url(#throttled)" stroke="#999999" stroke-width="0.5"/><text x="{:.2}" y="{:.2}">throttled</text>"##,
+                base_y - 9.0,
+                x + 30.0,
+                base_y
+            );
+        }
+        if !self.g.displaced.is_empty() {
+            x += 100.0;
+            let _ = writeln!(
+                self.out,
+                r##"<rect class="legend-displaced" x="{x:.2}" y="{:.2}" width="24" height="10" fill="url(#displaced)" stroke="{DISPLACED}" stroke-width="0.5"/><text x="{:.2}" y="{:.2}">CPU taken by another program</text>"##,
                 base_y - 9.0,
                 x + 30.0,
                 base_y

@@ -76,6 +76,26 @@ impl TraceStats {
 }
 
 impl RealTrace {
+    /// Adds the run's measured disturbance ([`super::disturb`]) as
+    /// `Displaced` / `Undisplaced` instants of each displaced thread, at
+    /// the end of the stream (in time order per thread): the Gantt chart
+    /// marks those spans. `t0` is the run's start (ns).
+    pub fn add_displacements(&mut self, spans: &[super::disturb::Displacement], t0: u64) {
+        for s in spans {
+            for (at, kind) in [
+                (s.start_ns, InstantKind::Displaced),
+                (s.end_ns, InstantKind::Undisplaced),
+            ] {
+                self.events.push(TraceEvent::Instant {
+                    thread: s.thread,
+                    at_ns: at.saturating_sub(t0),
+                    kind,
+                    resource: None,
+                });
+            }
+        }
+    }
+
     /// Streams the trace into `obs`, as a simulation does.
     pub fn replay(&self, obs: &mut dyn Observer) {
         obs.start(&self.info);
@@ -421,6 +441,7 @@ pub(crate) fn convert(
                 prev_runnable,
                 next_pid,
                 next_prio,
+                ..
             } => {
                 let cpu = c.cpu(r.cpu);
                 let (p, n) = (
