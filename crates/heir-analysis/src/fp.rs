@@ -73,7 +73,13 @@ pub enum Unbounded {
     NestedWithoutInheritance { mutex: usize, holder: usize },
     /// The work at this priority level and above exceeds the CPU.
     Overload { utilisation: f64 },
-    /// The level busy period did not close within the iteration limit.
+    /// The work at this priority level and above fills the CPU exactly
+    /// (utilisation 1) and something more arrives in the busy period —
+    /// `blocking` (ns), or a reservation's carried-in budget
+    /// (`reservations`): the busy period never closes.
+    FullLoad { blocking: Nanos, reservations: bool },
+    /// The level busy period did not close within the iteration limit
+    /// ([`MAX_ITERATIONS`] steps, every job of the busy period counted).
     BusyPeriod,
     /// `SCHED_DEADLINE`: the CPU's reservations fail the admission test
     /// (`load` is this reservation's left-hand side).
@@ -142,7 +148,17 @@ impl Unbounded {
             Unbounded::Overload { utilisation } => format!(
                 "the load at this priority and above is {utilisation:.3} > 1: the busy period never ends"
             ),
-            Unbounded::BusyPeriod => "the busy period did not close within the analysis limit".to_string(),
+            Unbounded::FullLoad { blocking, reservations } => format!(
+                "the load at this priority and above is exactly 1 and {} comes on top: the busy period never closes",
+                if *reservations {
+                    "a SCHED_DEADLINE reservation's carried-in budget".to_string()
+                } else {
+                    format!("{} µs of blocking", crate::model::fmt_us(*blocking))
+                }
+            ),
+            Unbounded::BusyPeriod => format!(
+                "the busy period did not close within the analysis limit ({MAX_ITERATIONS} fixed-point steps)"
+            ),
             Unbounded::NotAdmitted { load } => format!(
                 "SCHED_DEADLINE admission fails on this CPU (load {load:.3} > 1)"
             ),
@@ -217,8 +233,9 @@ impl TaskResult {
     }
 }
 
-/// Inner fixed-point iterations allowed per task before giving up.
-const MAX_ITERATIONS: u32 = 1_000_000;
+/// Fixed-point steps allowed per task before giving up: every step of the
+/// inner iteration and every further job `q` of the busy period count.
+pub const MAX_ITERATIONS: u32 = 1_000_000;
 
 #[derive(Clone, Copy, Debug)]
 enum Row {
@@ -1091,6 +1108,20 @@ pub fn busy_window(
         if !edf::sum_le_one(&terms) {
             return Err(Unbounded::Overload { utilisation: util });
         }
+        // Exactly 1 (the level fills the CPU): a busy period that closes at
+        // w ≤ (q+1)·T would have w ≥ b + extra + U·w = b + extra + w, so it
+        // closes only when nothing comes on top of the periodic work — no
+        // blocking, no reservation (whose window term carries one budget
+        // in). Otherwise the jobs q = 0, 1, … never end it.
+        if edf::sum_ge_one(&terms) {
+            let reservations = dl.iter().any(|&(q, _)| q > 0);
+            if b > 0 || reservations {
+                return Err(Unbounded::FullLoad {
+                    blocking: b,
+                    reservations,
+                });
+            }
+        }
     }
     // All values stay below LIMIT; ⌈w/T⌉·E ≤ w + T (E ≤ T is validated,
     // and Q ≤ P), so checked u64 arithmetic never saturates in practice.
@@ -1150,6 +1181,12 @@ pub fn busy_window(
         }
         if early && r_max > d {
             return Ok(r_max);
+        }
+        // The next job of the busy period is a step too: a busy period of
+        // many short jobs ends at the limit, never in a hang.
+        budget = budget.saturating_sub(1);
+        if budget == 0 {
+            return Err(Unbounded::BusyPeriod);
         }
         q += 1;
     }

@@ -1452,13 +1452,15 @@ impl<'a> Analysis<'a> {
                 return Ok((l, b));
             }
             if next > HORIZON {
-                break;
+                return Err(format!(
+                    "the fixed point exceeds {} s: the interference leaves the level no time",
+                    HORIZON / 1_000_000_000
+                ));
             }
             l = next;
         }
         Err(format!(
-            "the fixed point exceeds {} s: the interference leaves the level no time",
-            HORIZON / 1_000_000_000
+            "the fixed point did not converge within {MAX_ITERATIONS} steps: the interference leaves the level almost no time"
         ))
     }
 }

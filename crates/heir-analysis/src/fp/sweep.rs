@@ -556,6 +556,11 @@ impl Analyzer {
             if w <= (q + 1) * t {
                 return Some(Ok(r_max as Nanos));
             }
+            // Each further job counts as a step, as in `busy_window`.
+            budget = budget.saturating_sub(1);
+            if budget == 0 {
+                return None;
+            }
             q += 1;
         }
     }

@@ -5,6 +5,7 @@ mod bwi;
 mod edf;
 mod eq5;
 mod extract;
+mod full_load;
 mod gang;
 mod level_sweep;
 mod rta;
