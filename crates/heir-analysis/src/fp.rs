@@ -317,6 +317,8 @@ pub struct Analyzer {
     /// (`None`: [`SWEEP_FROM`]).
     sweep_from: Option<usize>,
     sw: sweep::Sweep,
+    /// Set by the caller to stop early ([`Analyzer::cancel_with`]).
+    cancel: Option<crate::CancelFlag>,
 }
 
 /// From this many fixed-priority tasks on one CPU, [`Analyzer::analyze`]
@@ -339,6 +341,19 @@ impl Analyzer {
         self
     }
 
+    /// Stops the analyses once `flag` is set: checked between tasks and
+    /// every [`CANCEL_EVERY`] fixed-point steps; the tasks left are then
+    /// reported [`Unbounded::BusyPeriod`] (the caller, who set the flag,
+    /// drops the result: [`crate::analyze_set_cancellable`]).
+    pub fn cancel_with(&mut self, flag: crate::CancelFlag) -> &mut Analyzer {
+        self.cancel = Some(flag);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        crate::error::is_cancelled(self.cancel.as_ref())
+    }
+
     /// Analyses every task of a set (which must have passed
     /// [`TaskSet::validate`]). One result per task, in order.
     pub fn analyze(&mut self, set: &TaskSet) -> Vec<TaskResult> {
@@ -350,7 +365,7 @@ impl Analyzer {
             self.sweep(set, &cpus, &mut out);
         }
         for (i, slot) in out.iter_mut().enumerate() {
-            if slot.is_none() {
+            if slot.is_none() && !self.cancelled() {
                 *slot = Some(self.analyze_fixed(set, i, false));
             }
         }
@@ -379,7 +394,7 @@ impl Analyzer {
         }
         (0..set.tasks.len())
             .filter(|&i| set.tasks[i].priority().is_some())
-            .all(|i| self.analyze_fixed(set, i, true).schedulable)
+            .all(|i| !self.cancelled() && self.analyze_fixed(set, i, true).schedulable)
     }
 
     /// Seed 000 Eq. 5 for client `i` exactly as the paper states it (PI-CV,
@@ -827,14 +842,15 @@ impl Analyzer {
         let blocking = self.blocking(set, i);
         self.interference(set, i);
         let ti = &set.tasks[i];
-        match busy_window(
+        let cancel = self.cancel.as_ref();
+        match busy_window_until(
             ti.demand,
             ti.period,
             ti.deadline,
             blocking,
-            &self.hp,
-            &self.dl,
+            (&self.hp, &self.dl),
             early,
+            &|| crate::error::is_cancelled(cancel),
         ) {
             Ok(r) => TaskResult::bounded(r, blocking, ti.deadline),
             Err(why) => TaskResult::unbounded(why, Some(blocking)),
@@ -1096,6 +1112,26 @@ pub fn busy_window(
     dl: &[(Nanos, Nanos)],
     early: bool,
 ) -> Result<Nanos, Unbounded> {
+    busy_window_until(e, t, d, b, (hp, dl), early, &|| false)
+}
+
+/// `(E_h, T_h)` of the higher tasks and `(Q_d, P_d)` of the reservations.
+pub(crate) type Interferers<'a> = (&'a [(Nanos, Nanos)], &'a [(Nanos, Nanos)]);
+
+/// Fixed-point steps between two looks at a cancel flag.
+pub const CANCEL_EVERY: u32 = 4096;
+
+/// [`busy_window`] that gives up ([`Unbounded::BusyPeriod`]) once
+/// `cancelled()` says so, asked every [`CANCEL_EVERY`] steps.
+pub(crate) fn busy_window_until(
+    e: Nanos,
+    t: Nanos,
+    d: Nanos,
+    b: Nanos,
+    (hp, dl): Interferers<'_>,
+    early: bool,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Nanos, Unbounded> {
     // Level utilisation: > 1 means the busy period never closes.
     let util: f64 = e as f64 / t as f64
         + hp.iter().map(|&(e, t)| e as f64 / t as f64).sum::<f64>()
@@ -1168,7 +1204,7 @@ pub fn busy_window(
             }
             w = next;
             budget = budget.saturating_sub(1);
-            if budget == 0 {
+            if budget == 0 || (budget.is_multiple_of(CANCEL_EVERY) && cancelled()) {
                 return Err(Unbounded::BusyPeriod);
             }
             if early && w.saturating_sub(q * t) > d {
@@ -1185,7 +1221,7 @@ pub fn busy_window(
         // The next job of the busy period is a step too: a busy period of
         // many short jobs ends at the limit, never in a hang.
         budget = budget.saturating_sub(1);
-        if budget == 0 {
+        if budget == 0 || (budget.is_multiple_of(CANCEL_EVERY) && cancelled()) {
             return Err(Unbounded::BusyPeriod);
         }
         q += 1;

@@ -2,6 +2,7 @@
 
 mod blocking;
 mod bwi;
+mod cancel;
 mod edf;
 mod eq5;
 mod extract;
