@@ -13,6 +13,7 @@
 //! with a relative tolerance of 1e-12.
 
 use crate::model::Nanos;
+use std::cmp::Ordering;
 
 /// One reservation, and the blocking it can suffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,42 +82,60 @@ fn gcd(mut a: u128, mut b: u128) -> u128 {
 /// Exactly whether `Σ num/den ≤ 1` (zero denominators count as +∞ unless the
 /// numerator is 0).
 pub(crate) fn sum_le_one(terms: &[(u64, u64)]) -> bool {
+    sum_vs_one(terms) != Ordering::Greater
+}
+
+/// Exactly whether `Σ num/den ≥ 1` (as [`sum_le_one`]).
+pub(crate) fn sum_ge_one(terms: &[(u64, u64)]) -> bool {
+    sum_vs_one(terms) != Ordering::Less
+}
+
+/// `Σ num/den` against 1, exactly as 128-bit rationals (when they would
+/// overflow, in `f64` with 10⁻¹² counted as equal). Zero denominators count
+/// as +∞ unless the numerator is 0.
+fn sum_vs_one(terms: &[(u64, u64)]) -> Ordering {
     let (mut n, mut d): (u128, u128) = (0, 1);
     for &(a, b) in terms {
         if a == 0 {
             continue;
         }
         if b == 0 {
-            return false;
+            return Ordering::Greater;
         }
         let (a, b) = (a as u128, b as u128);
         let g = gcd(d, b);
         let lcm = match (d / g).checked_mul(b) {
             Some(l) => l,
-            None => return sum_le_one_f64(terms),
+            None => return sum_vs_one_f64(terms),
         };
         let (Some(x), Some(y)) = (n.checked_mul(lcm / d), a.checked_mul(lcm / b)) else {
-            return sum_le_one_f64(terms);
+            return sum_vs_one_f64(terms);
         };
         let Some(s) = x.checked_add(y) else {
-            return sum_le_one_f64(terms);
+            return sum_vs_one_f64(terms);
         };
         let g2 = gcd(s, lcm);
         n = s / g2;
         d = lcm / g2;
         if n > d {
-            return false;
+            return Ordering::Greater;
         }
     }
-    n <= d
+    n.cmp(&d)
 }
 
-fn sum_le_one_f64(terms: &[(u64, u64)]) -> bool {
+fn sum_vs_one_f64(terms: &[(u64, u64)]) -> Ordering {
     let s: f64 = terms
         .iter()
         .map(|&(a, b)| if a == 0 { 0.0 } else { a as f64 / b as f64 })
         .sum();
-    s <= 1.0 + 1e-12
+    if s > 1.0 + 1e-12 {
+        Ordering::Greater
+    } else if s < 1.0 - 1e-12 {
+        Ordering::Less
+    } else {
+        Ordering::Equal
+    }
 }
 
 #[cfg(test)]
@@ -129,5 +148,9 @@ mod tests {
         assert!(sum_le_one(&[(1, 2), (1, 3), (1, 6)]));
         assert!(!sum_le_one(&[(1, 2), (1, 3), (1, 6), (1, 1_000_000_007)]));
         assert!(sum_le_one(&[]));
+        assert!(sum_ge_one(&[(1, 2), (1, 3), (1, 6)]));
+        assert!(!sum_ge_one(&[(1, 2), (1, 3)]));
+        assert!(sum_ge_one(&[(999, 1000), (1, 1000)]));
+        assert!(!sum_ge_one(&[]));
     }
 }

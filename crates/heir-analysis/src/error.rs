@@ -46,6 +46,9 @@ pub enum ErrorKind {
     LockCycle,
     /// An inconsistent task set (an index out of range, a zero period, ...).
     Invalid,
+    /// The caller's cancel flag was set while the analysis ran (Ctrl-C in
+    /// Python): no result.
+    Cancelled,
 }
 
 /// A scenario or task set the analysis refuses, with where and why. The CLI
@@ -67,4 +70,21 @@ impl AnalysisError {
             message: message.into(),
         }
     }
+}
+
+impl AnalysisError {
+    /// The analysis stopped because its cancel flag was set.
+    pub fn cancelled() -> AnalysisError {
+        AnalysisError::new(ErrorKind::Cancelled, None, "the analysis was cancelled")
+    }
+}
+
+/// A flag the caller sets to stop an analysis early
+/// ([`crate::analyze_scenario_cancellable`], [`crate::Analyzer::cancel_with`]):
+/// it is read between tasks and every few thousand fixed-point steps.
+pub type CancelFlag = std::sync::Arc<std::sync::atomic::AtomicBool>;
+
+/// Whether `flag` is set (`None`: never).
+pub(crate) fn is_cancelled(flag: Option<&CancelFlag>) -> bool {
+    flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
 }

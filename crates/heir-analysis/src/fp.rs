@@ -73,7 +73,13 @@ pub enum Unbounded {
     NestedWithoutInheritance { mutex: usize, holder: usize },
     /// The work at this priority level and above exceeds the CPU.
     Overload { utilisation: f64 },
-    /// The level busy period did not close within the iteration limit.
+    /// The work at this priority level and above fills the CPU exactly
+    /// (utilisation 1) and something more arrives in the busy period —
+    /// `blocking` (ns), or a reservation's carried-in budget
+    /// (`reservations`): the busy period never closes.
+    FullLoad { blocking: Nanos, reservations: bool },
+    /// The level busy period did not close within the iteration limit
+    /// ([`MAX_ITERATIONS`] steps, every job of the busy period counted).
     BusyPeriod,
     /// `SCHED_DEADLINE`: the CPU's reservations fail the admission test
     /// (`load` is this reservation's left-hand side).
@@ -142,7 +148,17 @@ impl Unbounded {
             Unbounded::Overload { utilisation } => format!(
                 "the load at this priority and above is {utilisation:.3} > 1: the busy period never ends"
             ),
-            Unbounded::BusyPeriod => "the busy period did not close within the analysis limit".to_string(),
+            Unbounded::FullLoad { blocking, reservations } => format!(
+                "the load at this priority and above is exactly 1 and {} comes on top: the busy period never closes",
+                if *reservations {
+                    "a SCHED_DEADLINE reservation's carried-in budget".to_string()
+                } else {
+                    format!("{} µs of blocking", crate::model::fmt_us(*blocking))
+                }
+            ),
+            Unbounded::BusyPeriod => format!(
+                "the busy period did not close within the analysis limit ({MAX_ITERATIONS} fixed-point steps)"
+            ),
             Unbounded::NotAdmitted { load } => format!(
                 "SCHED_DEADLINE admission fails on this CPU (load {load:.3} > 1)"
             ),
@@ -217,8 +233,9 @@ impl TaskResult {
     }
 }
 
-/// Inner fixed-point iterations allowed per task before giving up.
-const MAX_ITERATIONS: u32 = 1_000_000;
+/// Fixed-point steps allowed per task before giving up: every step of the
+/// inner iteration and every further job `q` of the busy period count.
+pub const MAX_ITERATIONS: u32 = 1_000_000;
 
 #[derive(Clone, Copy, Debug)]
 enum Row {
@@ -300,6 +317,8 @@ pub struct Analyzer {
     /// (`None`: [`SWEEP_FROM`]).
     sweep_from: Option<usize>,
     sw: sweep::Sweep,
+    /// Set by the caller to stop early ([`Analyzer::cancel_with`]).
+    cancel: Option<crate::CancelFlag>,
 }
 
 /// From this many fixed-priority tasks on one CPU, [`Analyzer::analyze`]
@@ -322,6 +341,19 @@ impl Analyzer {
         self
     }
 
+    /// Stops the analyses once `flag` is set: checked between tasks and
+    /// every [`CANCEL_EVERY`] fixed-point steps; the tasks left are then
+    /// reported [`Unbounded::BusyPeriod`] (the caller, who set the flag,
+    /// drops the result: [`crate::analyze_set_cancellable`]).
+    pub fn cancel_with(&mut self, flag: crate::CancelFlag) -> &mut Analyzer {
+        self.cancel = Some(flag);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        crate::error::is_cancelled(self.cancel.as_ref())
+    }
+
     /// Analyses every task of a set (which must have passed
     /// [`TaskSet::validate`]). One result per task, in order.
     pub fn analyze(&mut self, set: &TaskSet) -> Vec<TaskResult> {
@@ -333,7 +365,7 @@ impl Analyzer {
             self.sweep(set, &cpus, &mut out);
         }
         for (i, slot) in out.iter_mut().enumerate() {
-            if slot.is_none() {
+            if slot.is_none() && !self.cancelled() {
                 *slot = Some(self.analyze_fixed(set, i, false));
             }
         }
@@ -362,7 +394,7 @@ impl Analyzer {
         }
         (0..set.tasks.len())
             .filter(|&i| set.tasks[i].priority().is_some())
-            .all(|i| self.analyze_fixed(set, i, true).schedulable)
+            .all(|i| !self.cancelled() && self.analyze_fixed(set, i, true).schedulable)
     }
 
     /// Seed 000 Eq. 5 for client `i` exactly as the paper states it (PI-CV,
@@ -810,14 +842,15 @@ impl Analyzer {
         let blocking = self.blocking(set, i);
         self.interference(set, i);
         let ti = &set.tasks[i];
-        match busy_window(
+        let cancel = self.cancel.as_ref();
+        match busy_window_until(
             ti.demand,
             ti.period,
             ti.deadline,
             blocking,
-            &self.hp,
-            &self.dl,
+            (&self.hp, &self.dl),
             early,
+            &|| crate::error::is_cancelled(cancel),
         ) {
             Ok(r) => TaskResult::bounded(r, blocking, ti.deadline),
             Err(why) => TaskResult::unbounded(why, Some(blocking)),
@@ -1079,6 +1112,26 @@ pub fn busy_window(
     dl: &[(Nanos, Nanos)],
     early: bool,
 ) -> Result<Nanos, Unbounded> {
+    busy_window_until(e, t, d, b, (hp, dl), early, &|| false)
+}
+
+/// `(E_h, T_h)` of the higher tasks and `(Q_d, P_d)` of the reservations.
+pub(crate) type Interferers<'a> = (&'a [(Nanos, Nanos)], &'a [(Nanos, Nanos)]);
+
+/// Fixed-point steps between two looks at a cancel flag.
+pub const CANCEL_EVERY: u32 = 4096;
+
+/// [`busy_window`] that gives up ([`Unbounded::BusyPeriod`]) once
+/// `cancelled()` says so, asked every [`CANCEL_EVERY`] steps.
+pub(crate) fn busy_window_until(
+    e: Nanos,
+    t: Nanos,
+    d: Nanos,
+    b: Nanos,
+    (hp, dl): Interferers<'_>,
+    early: bool,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Nanos, Unbounded> {
     // Level utilisation: > 1 means the busy period never closes.
     let util: f64 = e as f64 / t as f64
         + hp.iter().map(|&(e, t)| e as f64 / t as f64).sum::<f64>()
@@ -1090,6 +1143,20 @@ pub fn busy_window(
         terms.extend_from_slice(dl);
         if !edf::sum_le_one(&terms) {
             return Err(Unbounded::Overload { utilisation: util });
+        }
+        // Exactly 1 (the level fills the CPU): a busy period that closes at
+        // w ≤ (q+1)·T would have w ≥ b + extra + U·w = b + extra + w, so it
+        // closes only when nothing comes on top of the periodic work — no
+        // blocking, no reservation (whose window term carries one budget
+        // in). Otherwise the jobs q = 0, 1, … never end it.
+        if edf::sum_ge_one(&terms) {
+            let reservations = dl.iter().any(|&(q, _)| q > 0);
+            if b > 0 || reservations {
+                return Err(Unbounded::FullLoad {
+                    blocking: b,
+                    reservations,
+                });
+            }
         }
     }
     // All values stay below LIMIT; ⌈w/T⌉·E ≤ w + T (E ≤ T is validated,
@@ -1137,7 +1204,7 @@ pub fn busy_window(
             }
             w = next;
             budget = budget.saturating_sub(1);
-            if budget == 0 {
+            if budget == 0 || (budget.is_multiple_of(CANCEL_EVERY) && cancelled()) {
                 return Err(Unbounded::BusyPeriod);
             }
             if early && w.saturating_sub(q * t) > d {
@@ -1150,6 +1217,12 @@ pub fn busy_window(
         }
         if early && r_max > d {
             return Ok(r_max);
+        }
+        // The next job of the busy period is a step too: a busy period of
+        // many short jobs ends at the limit, never in a hang.
+        budget = budget.saturating_sub(1);
+        if budget == 0 || (budget.is_multiple_of(CANCEL_EVERY) && cancelled()) {
+            return Err(Unbounded::BusyPeriod);
         }
         q += 1;
     }

@@ -265,6 +265,16 @@ enum It {
 /// program too long to walk; everything outside the model is an unbounded
 /// gang with its reason.
 pub fn analyze_gangs(sc: &Scenario, cpus: Option<u32>) -> Result<Vec<GangBound>, AnalysisError> {
+    analyze_gangs_with(sc, cpus, None)
+}
+
+/// [`analyze_gangs`], stopping with [`ErrorKind::Cancelled`] once `cancel`
+/// is set (checked per gang and in every fixed-point step).
+pub(crate) fn analyze_gangs_with(
+    sc: &Scenario,
+    cpus: Option<u32>,
+    cancel: Option<&crate::CancelFlag>,
+) -> Result<Vec<GangBound>, AnalysisError> {
     let ncpus = heir_scenario::messages::cpu_count(sc, cpus).map_err(|r| {
         let at = Location {
             path: r.path,
@@ -273,11 +283,15 @@ pub fn analyze_gangs(sc: &Scenario, cpus: Option<u32>) -> Result<Vec<GangBound>,
         };
         AnalysisError::new(ErrorKind::Invalid, Some(at), r.message)
     })?;
-    let a = Analysis::new(sc, ncpus)?;
+    let mut a = Analysis::new(sc, ncpus)?;
+    a.cancel = cancel.cloned();
     let mut out = Vec::new();
     for (r, res) in sc.resources.iter().enumerate() {
         if let ResourceKind::Gang { .. } = res.kind {
             out.push(a.gang(r));
+            if crate::error::is_cancelled(cancel) {
+                return Err(AnalysisError::cancelled());
+            }
         }
     }
     Ok(out)
@@ -298,6 +312,8 @@ struct Analysis<'a> {
     boost: Vec<Option<i32>>,
     /// Response-time checks of absolute-timer threads: `None` in progress.
     checked: RefCell<HashMap<usize, Option<Result<(), String>>>>,
+    /// Set by the caller to stop early (the result is then dropped).
+    cancel: Option<crate::CancelFlag>,
 }
 
 fn class_of(t: &ScTask) -> Cls {
@@ -510,6 +526,7 @@ impl<'a> Analysis<'a> {
             boost: vec![None; th.len()],
             th,
             checked: RefCell::new(HashMap::new()),
+            cancel: None,
         };
         if sc.global.gpm {
             for (r, res) in sc.resources.iter().enumerate() {
@@ -1444,6 +1461,9 @@ impl<'a> Analysis<'a> {
         let base = demand.saturating_add(b);
         let mut l = base;
         for _ in 0..MAX_ITERATIONS {
+            if crate::error::is_cancelled(self.cancel.as_ref()) {
+                return Err("the analysis was cancelled".to_string());
+            }
             let mut next = base;
             for (_, load) in inter {
                 next = next.saturating_add(load.within(l).unwrap_or(Nanos::MAX));
@@ -1452,13 +1472,15 @@ impl<'a> Analysis<'a> {
                 return Ok((l, b));
             }
             if next > HORIZON {
-                break;
+                return Err(format!(
+                    "the fixed point exceeds {} s: the interference leaves the level no time",
+                    HORIZON / 1_000_000_000
+                ));
             }
             l = next;
         }
         Err(format!(
-            "the fixed point exceeds {} s: the interference leaves the level no time",
-            HORIZON / 1_000_000_000
+            "the fixed point did not converge within {MAX_ITERATIONS} steps: the interference leaves the level almost no time"
         ))
     }
 }

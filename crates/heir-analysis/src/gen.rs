@@ -224,10 +224,31 @@ pub fn generate(params: &GenParams, utilisation: f64, rng: &mut Rng) -> TaskSet 
 fn utilisations(params: &GenParams, utilisation: f64, rng: &mut Rng) -> Vec<f64> {
     let n = params.tasks;
     match params.generator {
+        UtilGenerator::Uunifast if utilisation > 1.0 => uunifast_discard(rng, n, utilisation),
         UtilGenerator::Uunifast => uunifast(rng, n, utilisation),
         UtilGenerator::Randfixedsum => randfixedsum(rng, n, utilisation, 0.0, 1.0)
             .unwrap_or_else(|| uunifast(rng, n, utilisation)),
     }
+}
+
+/// Draws UUniFast-Discard makes before it gives the draw to RandFixedSum.
+pub const DISCARD_TRIES: usize = 1000;
+
+/// UUniFast-Discard (Davis & Burns, "Improved priority assignment for
+/// global fixed priority pre-emptive scheduling in multiprocessor real-time
+/// systems"): UUniFast draws of sum `total`, discarded until every task is
+/// at most 1 — uniform over the vectors of that sum in `[0, 1]ⁿ`. After
+/// [`DISCARD_TRIES`] discarded draws (a total near `n` is rarely drawn),
+/// RandFixedSum's draw, which has that same distribution. A total above
+/// `n` cannot be drawn: each task gets `total / n`, clamped to 1 later.
+pub fn uunifast_discard(rng: &mut Rng, n: usize, total: f64) -> Vec<f64> {
+    for _ in 0..DISCARD_TRIES {
+        let u = uunifast(rng, n, total);
+        if u.iter().all(|&x| x <= 1.0) {
+            return u;
+        }
+    }
+    randfixedsum(rng, n, total, 0.0, 1.0).unwrap_or_else(|| vec![total / n as f64; n])
 }
 
 /// The tasks' periods (µs), log-uniform and rounded to the granularity,
@@ -805,6 +826,28 @@ mod tests {
             assert!((mean_r[k] - 0.3).abs() < 0.01, "{mean_r:?}");
         }
         assert_eq!(over_half, 0);
+    }
+
+    #[test]
+    fn uunifast_discard_keeps_the_total_above_one() {
+        // UUniFast alone draws tasks above 1 (clamped, the total shrank:
+        // issue 21); the discard variant keeps every task ≤ 1 and the sum.
+        let params = GenParams {
+            tasks: 3,
+            ..GenParams::default()
+        };
+        for seed in 0..200 {
+            for total in [1.5, 2.0, 2.9, 3.0] {
+                let mut rng = Rng::new(seed);
+                let u = uunifast_discard(&mut rng, 3, total);
+                assert!(u.iter().all(|&x| (0.0..=1.0 + 1e-12).contains(&x)), "{u:?}");
+                assert!((u.iter().sum::<f64>() - total).abs() < 1e-9, "{u:?}");
+                let set = generate(&params, total, &mut Rng::new(seed));
+                let sum: f64 = set.tasks.iter().map(|t| t.utilisation()).sum();
+                // Whole µs: each task within 1 µs of its share.
+                assert!((sum - total).abs() < 0.01, "seed {seed}: {sum} for {total}");
+            }
+        }
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub mod rng;
 pub mod svg;
 pub mod sweep;
 
-pub use error::{AnalysisError, ErrorKind, Location};
+pub use error::{AnalysisError, CancelFlag, ErrorKind, Location};
 pub use fp::{Analyzer, TaskResult, Unbounded};
 pub use model::{Protocol, TaskSet};
 pub use report::{AnalysisReport, TaskBound};
@@ -100,6 +100,27 @@ pub fn analyze_scenario_on(
     options: &Options,
     cpus: Option<u32>,
 ) -> Result<AnalysisReport, AnalysisError> {
+    analyze_scenario_with(scenario, options, cpus, None)
+}
+
+/// [`analyze_scenario_on`] that stops early, with
+/// [`ErrorKind::Cancelled`], once `cancel` is set (checked between tasks
+/// and gangs and every few thousand fixed-point steps): Python's Ctrl-C.
+pub fn analyze_scenario_cancellable(
+    scenario: &Scenario,
+    options: &Options,
+    cpus: Option<u32>,
+    cancel: &CancelFlag,
+) -> Result<AnalysisReport, AnalysisError> {
+    analyze_scenario_with(scenario, options, cpus, Some(cancel))
+}
+
+fn analyze_scenario_with(
+    scenario: &Scenario,
+    options: &Options,
+    cpus: Option<u32>,
+    cancel: Option<&CancelFlag>,
+) -> Result<AnalysisReport, AnalysisError> {
     if gang::has_gangs(scenario) {
         // Seed 003: the gang bounds. The per-task model has no gang boosts
         // (a member runs above its own priority while a run is pending), so
@@ -110,7 +131,7 @@ pub fn analyze_scenario_on(
             tasks: Vec::new(),
             skipped: Vec::new(),
             admissions: Vec::new(),
-            gangs: gang::analyze_gangs(scenario, cpus)?,
+            gangs: gang::analyze_gangs_with(scenario, cpus, cancel)?,
             tasks_note: Some(GANG_TASKS_NOTE.to_string()),
         });
     }
@@ -125,7 +146,7 @@ pub fn analyze_scenario_on(
             (ex.set, label)
         }
     };
-    let mut report = analyze_set(&set)?;
+    let mut report = analyze_set_with(&set, cancel)?;
     report.protocol = protocol;
     report.skipped = ex.skipped;
     Ok(report)
@@ -133,9 +154,31 @@ pub fn analyze_scenario_on(
 
 /// Validates and analyses a task set (the `protocol` label is "as written").
 pub fn analyze_set(set: &TaskSet) -> Result<AnalysisReport, AnalysisError> {
+    analyze_set_with(set, None)
+}
+
+/// [`analyze_set`] that stops early, with [`ErrorKind::Cancelled`], once
+/// `cancel` is set.
+pub fn analyze_set_cancellable(
+    set: &TaskSet,
+    cancel: &CancelFlag,
+) -> Result<AnalysisReport, AnalysisError> {
+    analyze_set_with(set, Some(cancel))
+}
+
+fn analyze_set_with(
+    set: &TaskSet,
+    cancel: Option<&CancelFlag>,
+) -> Result<AnalysisReport, AnalysisError> {
     set.validate()?;
     let mut analyzer = Analyzer::new();
+    if let Some(c) = cancel {
+        analyzer.cancel_with(c.clone());
+    }
     let results = analyzer.analyze(set);
+    if error::is_cancelled(cancel) {
+        return Err(AnalysisError::cancelled());
+    }
     let tasks: Vec<TaskBound> = set
         .tasks
         .iter()

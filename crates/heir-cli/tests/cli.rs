@@ -14,6 +14,8 @@ mod demo;
 mod donation;
 #[path = "cli/donation_sim.rs"]
 mod donation_sim;
+#[path = "cli/full_load.rs"]
+mod full_load;
 #[path = "cli/gang.rs"]
 mod gang;
 

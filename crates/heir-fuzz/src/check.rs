@@ -174,6 +174,9 @@ fn write_traces(sc: &Scenario, cfg: &SimConfig) -> Result<(), Failure> {
 /// with a bounded message) and simulated for [`SIM_US`] twice, with the
 /// same report, the same trace and the same error if any, the engine's
 /// invariants intact, no more jobs missed than completed, and a run no
+/// The longest an analysis of one input may take.
+const ANALYSIS_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// longer than asked.
 pub fn check(bytes: &[u8], cpus: Option<u32>) -> Result<Outcome, Failure> {
     let read = guarded("reader", || parse_bytes(bytes, "fuzz.json"))?;
@@ -198,7 +201,20 @@ pub fn check(bytes: &[u8], cpus: Option<u32>) -> Result<Outcome, Failure> {
         Ok(sc) => sc,
     };
 
+    // Every fixed point of the analysis is bounded (issue 21: a task at
+    // utilisation exactly 1 with blocking spun forever): a slow one is a
+    // failure too.
+    let started = std::time::Instant::now();
     let analysis = guarded("analysis", || analyze_scenario(&sc, &Options::default()))?;
+    if started.elapsed() > ANALYSIS_LIMIT {
+        return Err(broken(
+            "analysis",
+            format!(
+                "took {:?} (more than {ANALYSIS_LIMIT:?})",
+                started.elapsed()
+            ),
+        ));
+    }
     if let Err(e) = &analysis {
         let shown = e.to_string();
         if shown.len() > MAX_MESSAGE_BYTES {
@@ -262,4 +278,25 @@ pub fn check(bytes: &[u8], cpus: Option<u32>) -> Result<Outcome, Failure> {
         simulated,
         analysed: analysis.is_ok(),
     })
+}
+
+#[cfg(test)]
+mod full_load_tests {
+    use super::*;
+
+    #[test]
+    fn a_task_at_utilisation_one_with_blocking_is_analysed_promptly() {
+        // The members mutate.rs adds (F, G, H): exactly 1 per task with a
+        // mutex, above 1 per CPU, above 1 per task.
+        let input = br#"{"global": {"default_policy": "SCHED_FIFO"}, "resources": {"m": {"type": "mutex", "protocol": "inherit"}}, "tasks": {
+            "F": {"priority": 60, "cpus": [0], "run": 1, "lock": "m", "run1": 999, "unlock": "m", "timer": {"ref": "f", "period": 1000}},
+            "L": {"priority": 10, "cpus": [0], "lock": "m", "run": 50, "unlock": "m", "timer": {"ref": "l", "period": 10000}}}}"#;
+        let start = std::time::Instant::now();
+        let out = check(input, None);
+        assert!(start.elapsed() < ANALYSIS_LIMIT);
+        assert!(
+            matches!(out, Ok(Outcome::Read { analysed: true, .. })),
+            "{out:?}"
+        );
+    }
 }

@@ -129,6 +129,12 @@ const MEMBERS: &[&str] = &[
     r#""A": {"loop": 5, "run": 100, "lock": "m", "signal": "c", "unlock": "m"}"#,
     r#""B": {"priority": 20, "lock": "m", "wait": {"ref": "c", "mutex": "m"}, "unlock": "m", "run": 50}"#,
     r#""S": {"serve": "e"}"#,
+    // Utilisation exactly 1 per task with a mutex (F), above 1 per CPU with
+    // F (G), above 1 per task (H), a timer a run of 1000 fills (issue 21).
+    r#""F": {"priority": 60, "cpus": [0], "run": 1, "lock": "m", "run1": 999, "unlock": "m", "timer": {"ref": "f", "period": 1000}}"#,
+    r#""G": {"priority": 55, "cpus": [0], "lock": "m", "run": 500, "unlock": "m", "timer": {"ref": "g", "period": 1000}}"#,
+    r#""H": {"priority": 40, "cpus": [0], "run": 1500, "timer": {"ref": "h", "period": 1000}}"#,
+    r#""timer": {"ref": "full", "period": 1000}"#,
     r#""resources": {"m": {"type": "mutex"}}"#,
     r#""global": {"duration": 1}"#,
 ];

@@ -7,8 +7,11 @@ use heir_analysis::gen::{
 use heir_analysis::model::{Class, LockProtocol, TaskSet};
 use heir_analysis::rng::Rng;
 use heir_analysis::{
-    analyze_scenario_on, analyze_set, AnalysisError, AnalysisReport, Options, Protocol,
+    analyze_scenario_cancellable, analyze_set_cancellable, AnalysisError, AnalysisReport,
+    CancelFlag, Options, Protocol,
 };
+use std::sync::atomic::Ordering;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::{json, Value};
@@ -99,9 +102,14 @@ pub fn analyze(
         protocol: family(protocol)?,
     };
     let sc = scenario.scenario.clone();
-    let r = py
-        .detach(move || analyze_scenario_on(&sc, &options, cpus))
-        .map_err(|e| analysis_error(py, &scenario.file, &e))?;
+    let cancel = CancelFlag::default();
+    let flag = cancel.clone();
+    let r = crate::interruptible(
+        py,
+        move || analyze_scenario_cancellable(&sc, &options, cpus, &flag),
+        Some(&|| cancel.store(true, Ordering::Relaxed)),
+    )?
+    .map_err(|e| analysis_error(py, &scenario.file, &e))?;
     Ok(report_json(&r))
 }
 
@@ -167,7 +175,14 @@ impl NativeTaskSet {
             Some(p) => self.set.with_protocol(p),
             None => self.set.clone(),
         };
-        let mut r = analyze_set(&set).map_err(|e| analysis_error(py, "<generated>", &e))?;
+        let cancel = CancelFlag::default();
+        let flag = cancel.clone();
+        let mut r = crate::interruptible(
+            py,
+            move || analyze_set_cancellable(&set, &flag),
+            Some(&|| cancel.store(true, Ordering::Relaxed)),
+        )?
+        .map_err(|e| analysis_error(py, "<generated>", &e))?;
         if let Some(p) = protocol {
             r.protocol = p.to_string();
         }
@@ -175,20 +190,23 @@ impl NativeTaskSet {
     }
 
     /// A scenario that runs the set (`heir_analysis::gen::to_scenario`):
-    /// `duration_s` simulated seconds, `global.seed` = the set's seed.
-    fn to_scenario(&self, duration_s: f64) -> NativeScenario {
+    /// `duration_s` simulated seconds, `global.seed` = the set's seed. The
+    /// duration is checked as `Scenario.with_duration` checks it (positive,
+    /// at least 1 µs, within heir's time limit; the same `ScenarioError`).
+    fn to_scenario(&self, py: Python<'_>, duration_s: f64) -> PyResult<NativeScenario> {
         let opts = ScenarioOptions {
             duration_s,
             seed: self.seed,
             ..ScenarioOptions::default()
         };
         let mut rng = Rng::new(self.seed);
-        NativeScenario {
+        let sc = NativeScenario {
             scenario: std::sync::Arc::new(to_scenario(&self.set, &opts, &mut rng)),
             file: "<generated>".to_string(),
             overrides: Vec::new(),
             duration_us: None,
-        }
+        };
+        sc.with_duration(py, duration_s)
     }
 }
 

@@ -96,7 +96,7 @@ impl NativeScenario {
 
     /// `--duration S`: replaces `global.duration` (at least 1 µs, at most
     /// heir's time limit).
-    fn with_duration(&self, py: Python<'_>, seconds: f64) -> PyResult<NativeScenario> {
+    pub(crate) fn with_duration(&self, py: Python<'_>, seconds: f64) -> PyResult<NativeScenario> {
         let us = duration_us(seconds).map_err(|e| {
             let m = match e {
                 DurationError::BeyondLimit => beyond_time_limit_s("duration", &seconds.to_string()),

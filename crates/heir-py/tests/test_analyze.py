@@ -4,6 +4,10 @@ JSON, errors."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -119,3 +123,66 @@ def test_a_generated_set_is_analysed_and_simulated():
 def test_generate_refuses_bad_parameters(kwargs, words):
     with pytest.raises(ValueError, match=words):
         heir.generate(**kwargs)
+
+
+SLOW_ANALYSIS = r'''
+import sys, heir
+n = 200
+tasks = {
+    f"T{k}": {"priority": 50, "cpus": [0], "run": 1000 + k,
+              "timer": {"ref": f"t{k}", "period": n * (1000 + k)}}
+    for k in range(n)
+}
+# One priority level at utilisation exactly 1: every busy window runs to
+# the step limit (minutes of work in all).
+s = heir.Scenario.from_dict({"global": {"duration": 1, "default_policy": "SCHED_FIFO"}, "tasks": tasks})
+print("started", flush=True)
+try:
+    heir.analyze(s)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(0)
+print("done", flush=True)
+'''
+
+
+def test_analyze_is_interrupted_by_ctrl_c(tmp_path):
+    # In a subprocess: SIGINT a second after a long analysis starts; the
+    # KeyboardInterrupt must come within a few seconds (it used to be
+    # ignored until the analysis ended).
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW_ANALYSIS)
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "started\n"
+        time.sleep(1.0)
+        assert p.poll() is None, "the analysis ended before the signal: not long enough"
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=10)
+        assert time.monotonic() - sent < 5.0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert (out, p.returncode) == ("interrupted\n", 0), err
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, float("nan"), 1e-7])
+def test_to_scenario_checks_the_duration_as_with_duration(seconds):
+    # One rule for durations everywhere: the same error type and words.
+    ts = heir.generate(3, 0.5, generator="uunifast", seed=1)
+    with pytest.raises(heir.ScenarioError) as from_set:
+        ts.to_scenario(seconds)
+    with pytest.raises(heir.ScenarioError) as from_scenario:
+        ts.to_scenario(1.0).with_duration(seconds)
+    assert from_set.value.message == from_scenario.value.message
+    assert "expected seconds as a positive number (at least 1 µs)" in from_set.value.message
+
+
+def test_uunifast_draws_the_total_asked_above_one():
+    # UUniFast-Discard: 3.0 requested on 3 tasks is 3.0 drawn (it was 2.19).
+    for total in (1.5, 2.5, 3.0):
+        ts = heir.generate(3, total, generator="uunifast", seed=4)
+        assert abs(ts.utilization - total) < 0.01
+        assert all(t["utilisation"] <= 1.0 for t in ts.tasks)

@@ -312,6 +312,9 @@ impl Analyzer {
         let mut chain = util_above < 1.0 - 1e-7 && self.advance(&mut y, &mut gsum, &mut pops);
         let mut e_above: u128 = 0;
         for a in 0..self.sw.levels.len() {
+            if self.cancelled() {
+                return;
+            }
             let (_, s0, s1) = self.sw.levels[a];
             for k in s0..s1 {
                 let i = self.sw.ord[k];
@@ -335,6 +338,7 @@ impl Analyzer {
     /// Raises the chain's `Y` to the least fixed point of `G'` (false when
     /// it passes the limit or the step budget).
     fn advance(&mut self, y: &mut u64, gsum: &mut u128, pops: &mut u64) -> bool {
+        let cancel = self.cancel.as_ref();
         let sw = &mut self.sw;
         loop {
             if *gsum <= *y as u128 {
@@ -354,7 +358,10 @@ impl Analyzer {
                 e.key = k.saturating_mul(e.period);
                 sw.sift_down(0);
                 *pops += 1;
-                if *pops > CHAIN_POPS {
+                if *pops > CHAIN_POPS
+                    || ((*pops).is_multiple_of(u64::from(CANCEL_EVERY))
+                        && crate::error::is_cancelled(cancel))
+                {
                     return false;
                 }
             }
@@ -462,7 +469,10 @@ impl Analyzer {
             Some(r) => r,
             None => {
                 self.interference(set, i);
-                busy_window(e, t, d, blocking, &self.hp, &self.dl, false)
+                let cancel = self.cancel.as_ref();
+                busy_window_until(e, t, d, blocking, (&self.hp, &self.dl), false, &|| {
+                    crate::error::is_cancelled(cancel)
+                })
             }
         };
         match r {
@@ -548,13 +558,18 @@ impl Analyzer {
                 }
                 w = next;
                 budget = budget.saturating_sub(1);
-                if budget == 0 {
+                if budget == 0 || (budget.is_multiple_of(CANCEL_EVERY) && self.cancelled()) {
                     return None;
                 }
             }
             r_max = r_max.max(w.saturating_sub(q * t));
             if w <= (q + 1) * t {
                 return Some(Ok(r_max as Nanos));
+            }
+            // Each further job counts as a step, as in `busy_window`.
+            budget = budget.saturating_sub(1);
+            if budget == 0 || (budget.is_multiple_of(CANCEL_EVERY) && self.cancelled()) {
+                return None;
             }
             q += 1;
         }

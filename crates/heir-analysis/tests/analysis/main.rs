@@ -2,9 +2,11 @@
 
 mod blocking;
 mod bwi;
+mod cancel;
 mod edf;
 mod eq5;
 mod extract;
+mod full_load;
 mod gang;
 mod level_sweep;
 mod rta;

@@ -431,7 +431,8 @@ def generate(
     """One random task set of ``n_tasks`` tasks and total ``utilization``,
     reproducible from ``seed``.
 
-    ``generator``: ``"uunifast"`` or ``"randfixedsum"``. The other parameters
+    ``generator``: ``"uunifast"`` (above a total of 1, UUniFast-Discard:
+    every task at most 1, the total as asked) or ``"randfixedsum"``. The other parameters
     are those of a sweep configuration (docs/ANALYSIS.md), None for the
     defaults: 4 resources used with probability 0.3 for 1–100 µs, no
     nesting, 2 servers called with probability 0.2 for 10–500 µs, periods
