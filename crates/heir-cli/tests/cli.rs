@@ -10,6 +10,8 @@ mod deadline;
 mod deadlock;
 #[path = "cli/demo.rs"]
 mod demo;
+#[path = "cli/disturbance.rs"]
+mod disturbance;
 #[path = "cli/donation.rs"]
 mod donation;
 #[path = "cli/donation_sim.rs"]

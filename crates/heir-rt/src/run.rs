@@ -665,6 +665,9 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
     };
     let disturbance = match watched {
         Ok(rec) => {
+            if let Ok(path) = std::env::var("HEIR_DEBUG_WATCH") {
+                let _ = std::fs::write(path, &rec.text);
+            }
             let parsed = tracefs::parse_text(&rec.text);
             let dropped = rec.dropped.iter().map(|&(_, n)| n).sum::<u64>() + parsed.lost;
             let rt = thread_is_rt(scenario);

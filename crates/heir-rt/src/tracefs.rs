@@ -696,6 +696,8 @@ pub enum RecordKind {
     Switch {
         /// The thread leaving the CPU.
         prev_pid: i32,
+        /// Its name (`prev_comm`).
+        prev_comm: String,
         /// Its kernel priority.
         prev_prio: i32,
         /// It is still runnable (`prev_state=R`, preempted).
@@ -828,6 +830,10 @@ fn parse_line(line: &str) -> Option<Option<Record>> {
             let state = l.rsplit_once("prev_state=")?.1.trim();
             RecordKind::Switch {
                 prev_pid: field(l, " prev_pid=")? as i32,
+                prev_comm: l
+                    .split_once("prev_comm=")
+                    .and_then(|(_, c)| c.rsplit_once(" prev_pid="))
+                    .map_or_else(String::new, |(c, _)| c.to_string()),
                 prev_prio: field(l, " prev_prio=")? as i32,
                 prev_runnable: state.starts_with('R'),
                 next_pid: field(r, " next_pid=")? as i32,
@@ -923,6 +929,7 @@ CPU:0 [LOST 12 EVENTS]
                 pid: 0,
                 kind: RecordKind::Switch {
                     prev_pid: 0,
+                    prev_comm: "swapper/1".into(),
                     prev_prio: 120,
                     prev_runnable: true,
                     next_pid: 1234,

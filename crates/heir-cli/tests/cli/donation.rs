@@ -17,28 +17,20 @@ use crate::support::*;
 const SERVERS: [&str; 4] = ["S", "Y", "Z", "s"];
 
 /// `heir run EXAMPLE --log --json` on a free CPU: its exit code, its JSON
-/// and its stderr. A run that another program disturbed (a thread started
-/// late, another real-time thread ran on its CPU: the run says so on
-/// stderr) is retried, at most twice.
+/// and its stderr, from a run nothing outside it disturbed (its measured
+/// disturbance, [`run_undisturbed`]: disturbed runs are retried).
 fn run_logged(file: &Path) -> (i32, Value, String) {
-    let mut last = None;
-    for _ in 0..3 {
-        let o = heir([
+    run_undisturbed(
+        &format!("heir run {}", file.display()),
+        &[
             "run".as_ref(),
             file.as_os_str(),
             "--placement".as_ref(),
             "free".as_ref(),
             "--log".as_ref(),
             "--json".as_ref(),
-        ]);
-        let err = stderr(&o);
-        let disturbed = err.contains(" late: ") || err.contains("during the run");
-        last = Some((code(&o), one_json(&o), err));
-        if !disturbed {
-            break;
-        }
-    }
-    last.expect("one run")
+        ],
+    )
 }
 
 /// The real run's order of events: `X reply` (a server's reply, logged

@@ -150,3 +150,73 @@ pub fn rt_or_skip(test: &str) -> Option<Rt> {
     }
     Some(rt)
 }
+
+/// A real run that lost at least this much (ms, summed over its threads)
+/// to threads outside it — another program, the kernel's fair server, a
+/// kernel thread — counts as disturbed for a test that asserts an exact
+/// order: 100 µs, a tenth of the shortest step of the scenarios tested.
+pub const DISTURBED_MS: f64 = 0.1;
+
+/// How often [`run_undisturbed`] runs a scenario at most.
+pub const ATTEMPTS: usize = 5;
+
+/// Why `heir run --json`'s output `v` (with its `stderr`) is no run to
+/// assert an exact order on, if it is not: its measured disturbance
+/// (`"disturbance"`) reached [`DISTURBED_MS`], could not be measured, or
+/// a thread started late.
+pub fn disturbed(v: &Value, stderr: &str) -> Option<String> {
+    let d = &v["disturbance"];
+    if d["measured"] == Value::Bool(false) {
+        return Some(format!("not measured: {}", d["why"]));
+    }
+    let lost = d["lost_ms"].as_f64().unwrap_or(0.0);
+    if lost >= DISTURBED_MS {
+        let by: Vec<String> = d["by"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .take(3)
+                    .map(|b| {
+                        format!(
+                            "{} {} ({}) {:.3} ms",
+                            b["tid"],
+                            b["comm"],
+                            b["what"],
+                            b["lost_ms"].as_f64().unwrap_or(0.0)
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Some(format!("lost {lost:.3} ms to {}", by.join(", ")));
+    }
+    if d["dropped"].as_u64().unwrap_or(0) > 0 {
+        return Some("the kernel dropped scheduler records".into());
+    }
+    stderr
+        .lines()
+        .find(|l| l.contains(" late: "))
+        .map(|l| l.to_string())
+}
+
+/// Runs `heir` with `args` (a `run … --json`) until a run is undisturbed
+/// ([`disturbed`]), at most [`ATTEMPTS`] times: its exit code, JSON and
+/// stderr. Every disturbed attempt is printed with what disturbed it; when
+/// all were, the test fails saying so (an exact order cannot be asserted
+/// on a run something else took the CPU from).
+pub fn run_undisturbed<S: AsRef<std::ffi::OsStr>>(test: &str, args: &[S]) -> (i32, Value, String) {
+    let mut why = Vec::new();
+    for attempt in 1..=ATTEMPTS {
+        let o = heir(args);
+        let err = stderr(&o);
+        let v = one_json(&o);
+        match disturbed(&v, &err) {
+            None => return (code(&o), v, err),
+            Some(w) => {
+                eprintln!("{test}: attempt {attempt} of {ATTEMPTS} disturbed: {w}; again");
+                why.push(w);
+            }
+        }
+    }
+    panic!("{test}: every one of {ATTEMPTS} real runs was disturbed: {why:#?}");
+}

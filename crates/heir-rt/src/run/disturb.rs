@@ -302,6 +302,11 @@ struct Walk {
     holder: HashMap<u32, Holder>,
     /// Per run thread: runnable (not running) on this CPU.
     waiting: Vec<Option<u32>>,
+    /// Per run thread: since when it is runnable, and whether a wake-up
+    /// made it so.
+    since: Vec<(u64, bool)>,
+    /// Per CPU: the time of its last record.
+    last: HashMap<u32, u64>,
     running: Vec<bool>,
     /// Its kernel priority, as last recorded.
     kprio: Vec<i32>,
@@ -349,6 +354,29 @@ impl Walk {
         });
     }
 
+    /// A switch on `cpu` whose leaving thread is the foreign `pid` while
+    /// the walk believed the CPU idle (or did not know): the switch that
+    /// gave `pid` the CPU was not recorded (some kernels record no switch
+    /// away from the idle task). Every run thread runnable on `cpu` since
+    /// before it was then kept off it by `pid` from the CPU's last record
+    /// (or from when it became runnable, if later): a runnable real-time
+    /// thread does not wait behind an idle CPU.
+    fn foreign_found(&mut self, cpu: u32, pid: i32, prio: i32) {
+        let from = self.last.get(&cpu).copied().unwrap_or(0);
+        for i in 0..self.waiting.len() {
+            if self.waiting[i] != Some(cpu) || self.open[i].is_some() {
+                continue;
+            }
+            let (since, woken) = self.since[i];
+            self.open[i] = Some(Open {
+                start: since.max(from),
+                pid,
+                cpu,
+                woken_behind_lower: woken && prio > self.kprio[i],
+            });
+        }
+    }
+
     fn settle_all(&mut self, now: u64) {
         for i in 0..self.waiting.len() {
             self.settle(i, now, false);
@@ -378,6 +406,8 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
     let mut w = Walk {
         holder: cpus.iter().map(|&c| (c, Holder::Unknown)).collect(),
         waiting: vec![None; n],
+        since: vec![(0, false); n],
+        last: HashMap::new(),
         running: vec![false; n],
         kprio: vec![i32::MAX; n],
         open: vec![None; n],
@@ -390,6 +420,7 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
         match &r.kind {
             RecordKind::Switch {
                 prev_pid,
+                prev_comm,
                 prev_prio,
                 prev_runnable,
                 next_pid,
@@ -399,7 +430,19 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
                 if !w.holder.contains_key(&r.cpu) {
                     continue;
                 }
+                if *prev_pid != 0
+                    && !tid_index.contains_key(prev_pid)
+                    && matches!(w.holder.get(&r.cpu), Some(Holder::Idle | Holder::Unknown))
+                {
+                    let s = w.seen.entry(*prev_pid).or_default();
+                    s.kprio = *prev_prio;
+                    s.comm.clone_from(prev_comm);
+                    w.foreign_found(r.cpu, *prev_pid, *prev_prio);
+                }
                 if let Some(&i) = tid_index.get(prev_pid) {
+                    if *prev_runnable {
+                        w.since[i] = (now, false);
+                    }
                     w.waiting[i] = prev_runnable.then_some(r.cpu);
                     w.running[i] = false;
                     w.kprio[i] = *prev_prio;
@@ -420,6 +463,7 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
                     Holder::Foreign(*next_pid)
                 };
                 w.holder.insert(r.cpu, h);
+                w.last.insert(r.cpu, now);
                 w.settle_all(now);
             }
             RecordKind::Wakeup {
@@ -432,6 +476,7 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
                     // about to sleep) changes nothing.
                     if w.waiting[i].is_none() && !w.running[i] {
                         w.waiting[i] = Some(*c);
+                        w.since[i] = (now, true);
                         w.kprio[i] = *prio;
                         w.settle(i, now, true);
                     }
@@ -842,5 +887,35 @@ mod tests {
         assert_eq!(d.lost_ns, 0);
         assert_eq!(d.wakeup_latency, (1, 30_000));
         assert!(!d.disturbed(1));
+    }
+
+    /// Some kernels record no switch away from the idle task: a thread
+    /// woken on an idle CPU that a real-time loop then took (unrecorded)
+    /// is found displaced when the loop leaves the CPU, from its wake-up.
+    ///
+    /// ```text
+    /// CPU 1:  x -> idle | (idle -> hog: not recorded) | hog -> Q
+    /// Q:             woken at 2 ms ..................... runs at 9 ms
+    /// ```
+    #[test]
+    fn an_unrecorded_switch_from_idle_is_found_at_the_next_one() {
+        let text = [
+            sw(1, 1000, ("x", 300, 120, 'S'), ("swapper/1", 0, 120)),
+            wake(0, 2000, 13, 1),
+            sw(1, 9000, ("hog", 4712, 0, 'Z'), ("Q", 13, 49)),
+        ]
+        .concat();
+        let p = parse_text(&text);
+        let w = [(S + 2_000_000, S + 10_000_000)];
+        let run = RunThreads {
+            threads: vec![("Q", 13, &w)],
+            window: (S, S + 20_000_000),
+            rt: vec![true],
+        };
+        let d = measure(&p, 0, &[1], &run);
+        assert_eq!(d.lost_ns, 7_000_000);
+        assert_eq!(d.by.len(), 1);
+        assert_eq!((d.by[0].tid, d.by[0].comm.as_str()), (4712, "hog"));
+        assert_eq!(d.threads[0].jobs, 1);
     }
 }
