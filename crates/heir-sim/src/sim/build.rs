@@ -248,6 +248,7 @@ impl<'s> ThreadSet<'s> {
                     stats: ResponseStats::new(),
                     jobs: 0,
                     misses: 0,
+                    job_deadline: None,
                     throttles: 0,
                     replenishments: 0,
                     last_cpu: None,

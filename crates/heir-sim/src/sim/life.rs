@@ -34,6 +34,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             } else {
                 None
             };
+            self.cold[t as usize].job_deadline = deadline_ns;
             self.emit(TraceEvent::Release {
                 thread: t as usize,
                 at_ns: now,

@@ -239,6 +239,9 @@ struct Cold {
     /// Deadline servers: times throttled, times replenished.
     throttles: u64,
     replenishments: u64,
+    /// A timer thread's open job: its deadline (the next release), for
+    /// the miss of a job not completed when the run ends.
+    job_deadline: Option<u64>,
     /// Calls that timed out (donation model).
     aborted: u64,
     /// `unique` timers of this thread.
@@ -576,23 +579,36 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 .iter()
                 .zip(&self.threads)
                 .zip(&self.info.threads)
-                .map(|((c, th), i)| TaskReport {
-                    name: i.name.clone(),
-                    jobs: c.jobs,
-                    deadline_misses: c.misses,
-                    response_us: c.stats.summary(),
-                    server: th.dl.own.map(|_| heir_report::ServerStats {
-                        throttled: c.throttles,
-                        replenished: c.replenishments,
-                    }),
-                    migrations: Some(c.migrations),
-                    aborted_calls: self.count_aborts.then_some(c.aborted),
+                .map(|((c, th), i)| {
+                    let unfinished = u64::from(Self::unfinished_miss(c, th, end_ns));
+                    TaskReport {
+                        name: i.name.clone(),
+                        jobs: c.jobs,
+                        deadline_misses: c.misses + unfinished,
+                        unfinished_misses: unfinished,
+                        response_us: c.stats.summary(),
+                        server: th.dl.own.map(|_| heir_report::ServerStats {
+                            throttled: c.throttles,
+                            replenished: c.replenishments,
+                        }),
+                        migrations: Some(c.migrations),
+                        aborted_calls: self.count_aborts.then_some(c.aborted),
+                    }
                 })
                 .collect(),
             deadlock,
             gangs: self.gang_reports(),
             events: self.events,
         })
+    }
+
+    /// A job of a timer thread still open when the run ends at `end_ns`
+    /// whose deadline has passed: a miss of a job that did not complete.
+    fn unfinished_miss(c: &Cold, th: &Thread, end_ns: u64) -> bool {
+        th.has_timer
+            && th.status != Status::Exited
+            && th.job_release.is_some()
+            && c.job_deadline.is_some_and(|d| d <= end_ns)
     }
 
     /// Per-thread response statistics (thread name, stats), scenario order.
