@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use heir::run::{RealRun, RunError};
 use heir_scenario::limits::beyond_time_limit_s;
 use heir_scenario::{Policy, Scenario, Sched, Warning};
-use heir_sim::{Observer, Report, SimError};
+use heir_sim::{Observer, Report, SimError, TaskReport};
 use heir_viz::{ChromeTrace, SvgGantt, SvgOptions, Tee};
 
 use crate::disturb::{disturbance_json, task_disturbance_json};
@@ -591,8 +591,9 @@ pub fn real_vs_sim_gangs(real: &Report, sim: &Report) -> Option<Table> {
     Some(t)
 }
 
-/// The per-thread table of a run report: task, policy/prio, jobs, misses,
-/// then response-time statistics in ms.
+/// The per-thread table of a run report: task, policy/prio, jobs, misses
+/// (those of jobs that had not completed when the run ended, if any, said
+/// after: `3 (1 unfinished)`), then response-time statistics in ms.
 pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {
     let mut t = Table::new([
         "task",
@@ -618,7 +619,7 @@ pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {
             task.name.clone(),
             sched,
             task.jobs.to_string(),
-            task.deadline_misses.to_string(),
+            misses_cell(task),
             ms(r.min),
             ms(r.mean),
             ms(r.p50),
@@ -628,6 +629,15 @@ pub fn report_table(report: &Report, scheds: &[(String, String)]) -> Table {
         ]);
     }
     t
+}
+
+/// A thread's misses, and how many of them are jobs that had not completed
+/// when the run ended: `3`, `3 (1 unfinished)`.
+fn misses_cell(task: &TaskReport) -> String {
+    match task.unfinished_misses {
+        0 => task.deadline_misses.to_string(),
+        u => format!("{} ({u} unfinished)", task.deadline_misses),
+    }
 }
 
 /// Seed 003: one row per gang and waiting thread — runs and failed runs

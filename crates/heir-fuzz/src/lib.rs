@@ -3,8 +3,8 @@
 //! differently.
 //!
 //! * [`seeds`] gathers the starting files: `examples/*.json` and rt-app's
-//!   reference files (`../shared/reference/rt-app/*.json` beside the
-//!   clone).
+//!   own example files, from the distribution's `rt-app` package
+//!   (`/usr/share/doc/rt-app/examples/*.json` and `tutorial/*.json`).
 //! * [`mutate()`] derives a new input from a seed, deterministically from a
 //!   [`SplitMix64`]: numbers made huge, negative or fractional, values and
 //!   keys made long, objects nested deep, members duplicated, removed or

@@ -45,7 +45,7 @@ fn main() {
         if with_reference {
             ""
         } else {
-            " (no rt-app reference files)"
+            " (no rt-app example files: install the rt-app package)"
         }
     );
     let keep = keep.then(|| "heir-fuzz-current.json".into());

@@ -1,4 +1,4 @@
-//! The starting files: heir's examples and rt-app's reference files.
+//! The starting files: heir's examples and rt-app's own example files.
 
 use std::path::{Path, PathBuf};
 
@@ -7,10 +7,14 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// rt-app's reference files, `../shared/reference/rt-app` beside the clone,
-/// when present.
+/// Where the distribution's `rt-app` package installs rt-app's example
+/// files (Debian: `rt-app`'s doc/examples).
+pub const RTAPP_EXAMPLES: &str = "/usr/share/doc/rt-app/examples";
+
+/// rt-app's example files ([`RTAPP_EXAMPLES`]), when the `rt-app` package
+/// is installed.
 pub fn reference_dir() -> Option<PathBuf> {
-    let dir = repo_root().join("../shared/reference/rt-app");
+    let dir = PathBuf::from(RTAPP_EXAMPLES);
     dir.is_dir().then_some(dir)
 }
 
@@ -34,8 +38,9 @@ pub fn json_files(dir: &Path) -> std::io::Result<Files> {
     Ok(out)
 }
 
-/// The seeds: `examples/*.json`, then the rt-app reference files if
-/// `../shared` is there (`with_reference` says whether it was).
+/// The seeds: `examples/*.json`, then rt-app's example files if the
+/// `rt-app` package is installed (`with_reference` says whether it was):
+/// [`RTAPP_EXAMPLES`]`/*.json` and `tutorial/*.json`.
 pub fn seeds() -> std::io::Result<(Files, bool)> {
     let mut all = json_files(&repo_root().join("examples"))?;
     let reference = reference_dir();
@@ -45,6 +50,14 @@ pub fn seeds() -> std::io::Result<(Files, bool)> {
                 .into_iter()
                 .map(|(n, b)| (format!("rt-app/{n}"), b)),
         );
+        let tutorial = dir.join("tutorial");
+        if tutorial.is_dir() {
+            all.extend(
+                json_files(&tutorial)?
+                    .into_iter()
+                    .map(|(n, b)| (format!("rt-app/tutorial/{n}"), b)),
+            );
+        }
     }
     Ok((all, reference.is_some()))
 }

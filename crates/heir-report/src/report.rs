@@ -28,7 +28,8 @@ pub struct Report {
     pub events: u64,
 }
 
-/// One thread's results: `{"jobs":…,"deadline_misses":…,"response_us":{…}}`,
+/// One thread's results:
+/// `{"jobs":…,"deadline_misses":…,"unfinished_misses":…,"response_us":{…}}`,
 /// then `"server":{…}` for a deadline thread and `"migrations":…` when the
 /// run counts them (the simulator does, for every thread).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -38,8 +39,12 @@ pub struct TaskReport {
     pub name: String,
     /// Jobs completed.
     pub jobs: u64,
-    /// Jobs completed after their deadline (the next release).
+    /// Jobs that missed their deadline (the next release): completed after
+    /// it, or not completed when the run ended ([`TaskReport::unfinished_misses`]).
     pub deadline_misses: u64,
+    /// Jobs released whose deadline passed before the run ended and that
+    /// had not completed; also counted in `deadline_misses`.
+    pub unfinished_misses: u64,
     /// Response times of the completed jobs (µs).
     pub response_us: ResponseSummary,
     /// A `SCHED_DEADLINE` thread's server (absent for other threads).

@@ -1430,6 +1430,7 @@ fn task_reports(
             name,
             jobs: out.jobs,
             deadline_misses: out.misses,
+            unfinished_misses: 0,
             response_us: out.stats.summary(),
             server: None,
             // Not observed on real threads (docs/RUNTIME.md).

@@ -155,7 +155,10 @@
 //! previous pass ends, i.e. when its last event completes (the end of a
 //! `sleep`, the hand-off of a mutex, …), even if the thread only gets a CPU
 //! later — as rt-app's tutorial draws periods. Jobs still open at the end
-//! are not counted. (After an `absolute` overrun, the next job's `Release` trace
+//! are not counted as jobs; a timer thread's open job whose deadline (its
+//! release plus the period drawn for it: the next release, as its `Release`
+//! trace event says) is at or before the end of the run is a miss too
+//! (`unfinished_misses`, also counted in `deadline_misses`). (After an `absolute` overrun, the next job's `Release` trace
 //! event carries the release instant, which is in the past.)
 //!
 //! Statistics are streamed ([`ResponseStats`]): nothing grows with simulated

@@ -39,7 +39,13 @@ fn table1_schema_and_values_with_pi_cv_on() {
     for (_, t) in r["tasks"].as_object().unwrap() {
         assert_eq!(
             keys(t),
-            ["jobs", "deadline_misses", "response_us", "migrations"]
+            [
+                "jobs",
+                "deadline_misses",
+                "unfinished_misses",
+                "response_us",
+                "migrations"
+            ]
         );
         assert_eq!(
             keys(&t["response_us"]),
@@ -58,6 +64,7 @@ fn table1_schema_and_values_with_pi_cv_on() {
     assert_eq!(r["tasks"]["Annoyer"]["jobs"], 1000);
     for t in ["Client1", "Client2", "Annoyer"] {
         assert_eq!(r["tasks"][t]["deadline_misses"], 0, "{t}");
+        assert_eq!(r["tasks"][t]["unfinished_misses"], 0, "{t}");
     }
     // A client needs at least its 10 ms of work and its 4.5 ms call.
     assert_eq!(

@@ -113,3 +113,47 @@ fn several_cpus_add_a_migrations_line() {
 fn s(x: &str) -> String {
     x.to_string()
 }
+
+/// Issue 21: a periodic thread starved from 100 ms to the end (500 ms)
+/// has its job released at 100 ms (deadline 110 ms) still open: one miss,
+/// said in the table and in the JSON.
+#[test]
+fn an_unfinished_job_past_its_deadline_is_a_miss() {
+    let dir = TempDir::new("unfinished");
+    let file = dir.write(
+        "starved.json",
+        r#"{
+  "global": { "duration": 0.5, "default_policy": "SCHED_FIFO" },
+  "tasks": {
+    "T": { "priority": 10, "cpus": [0], "run": 1000,
+           "timer": { "ref": "t", "period": 10000 } },
+    "Hog": { "priority": 50, "cpus": [0], "delay": 100000, "loop": 1,
+             "run": 400000 }
+  }
+}"#,
+    );
+    let o = heir(["sim".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("T "))
+        .unwrap_or_else(|| panic!("no row T in\n{out}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // jobs, misses (1 unfinished)
+    assert_eq!(&cols[2..6], ["10", "1", "(1", "unfinished)"], "{out}");
+    let hog: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("Hog "))
+        .unwrap_or_else(|| panic!("no row Hog in\n{out}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!((hog[2], hog[3]), ("1", "0"), "{out}");
+    let o = heir(["sim".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = one_json(&o);
+    assert_eq!(r["tasks"]["T"]["jobs"], 10);
+    assert_eq!(r["tasks"]["T"]["deadline_misses"], 1);
+    assert_eq!(r["tasks"]["T"]["unfinished_misses"], 1);
+    assert_eq!(r["tasks"]["Hog"]["unfinished_misses"], 0);
+}

@@ -62,73 +62,32 @@ pub fn warnings(s: &Scenario) -> Vec<String> {
     s.warnings.iter().map(|w| w.to_string()).collect()
 }
 
-/// mp3-short.json from rt-app's doc/examples, embedded so that these tests
-/// do not depend on files outside the repository.
-pub const MP3_SHORT: &str = r#"{
-	"tasks" : {
-		"AudioTick" : {
-			"priority" : -19,
-			"loop" : -1,
-			"cpus" : [0],
-			"phases" : {
-				"p1" : {
-					"loop" : 1,
-					"resume" : "AudioOut",
-					"timer" :  { "ref" : "tick", "period": 6000 }
-				},
-				"p2" : {
-					"loop" : 4,
-					"timer" :  { "ref" : "tick", "period": 6000 }
-				}
-			}
-		},
-		"AudioOut" : {
-			"priority" : -19,
-			"loop" : -1,
-			"run" :  275,
-			"resume" : "AudioTrack",
-			"run" : 4725,
-			"suspend" : "AudioOut"
-		},
-		"AudioTrack" : {
-			"priority" : -16,
-			"loop" : -1,
-				"suspend" : "AudioTrack",
-				"run" :  300,
-				"resume" : "mp3.decoder"
-		},
-		"mp3.decoder" : {
-			"priority" : -2,
-			"loop" : -1,
-				"suspend" : "mp3.decoder",
-				"run" :  1000,
-				"lock" : "mutex",
-				"signal" : "queue",
-				"wait" : { "ref" : "queue", "mutex": "mutex" },
-				"unlock" : "mutex",
-				"run" :  150
-		},
-		"OMXCall" : {
-			"priority" : -2,
-			"loop" : -1,
-			"lock" : "mutex",
-			"wait" : { "ref" : "queue", "mutex": "mutex" },
-			"unlock" : "mutex",
-			"run" :  300,
-			"lock" : "mutex",
-			"signal" : "queue",
-			"unlock" : "mutex"
-		}
-	},
-	"global" : {
-		"default_policy" : "SCHED_OTHER",
-		"duration" : 6,
-		"gnuplot" : false,
-		"logdir" : "./",
-		"log_basename" : "mp3",
-		"lock_pages" : true,
-		"frag" : 1,
-		"calibration" : "CPU0"
-	}
+/// Where the distribution's `rt-app` package installs rt-app's own example
+/// files (top level, `tutorial/`, `merge/`).
+pub const RTAPP_EXAMPLES: &str = "/usr/share/doc/rt-app/examples";
+
+/// rt-app's example files ([`RTAPP_EXAMPLES`]). `None` (with the reason
+/// printed) when the `rt-app` package is not installed, except under
+/// `CI=true`, where their absence fails the test.
+pub fn rtapp_examples() -> Option<std::path::PathBuf> {
+    let dir = std::path::PathBuf::from(RTAPP_EXAMPLES);
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "rt-app's example files not found at {RTAPP_EXAMPLES}: install the `rt-app` package (apt-get install rt-app; test.sh does)"
+        );
+    }
+    eprintln!(
+        "skipped: rt-app's example files not found at {RTAPP_EXAMPLES} (install the `rt-app` package; under CI=true this fails)"
+    );
+    None
 }
-"#;
+
+/// rt-app's example file `name` (relative to [`RTAPP_EXAMPLES`]), read;
+/// `None` when the package is not installed (see [`rtapp_examples`]).
+pub fn load_rtapp(name: &str) -> Option<Scenario> {
+    let dir = rtapp_examples()?;
+    Some(heir_scenario::load(&dir.join(name)).unwrap_or_else(|e| panic!("{e}")))
+}

@@ -75,10 +75,30 @@ impl<'s, 'o> Simulator<'s, 'o> {
             return None;
         }
         Some(
-            (0..self.cpus.len() as u32)
+            self.candidate_cpus(t)
+                .into_iter()
                 .filter_map(|c| self.rank_on(t, c))
                 .max(),
         )
+    }
+
+    /// The CPUs where `t` may run on some server, increasing: those `t` or
+    /// a task lending to it may use (elsewhere [`Simulator::rank_on`] is
+    /// `None`), so that the cost follows the lenders' affinities, not the
+    /// number of CPUs.
+    fn candidate_cpus(&self, t: u32) -> Vec<u32> {
+        let mut lenders = Vec::new();
+        self.lenders(t, &mut lenders);
+        let mut out = Vec::new();
+        for w in std::iter::once(t).chain(lenders) {
+            match &self.threads[w as usize].home {
+                Home::Cpu(c) => out.push(*c),
+                Home::Global(set) => out.extend_from_slice(&set.list),
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The earliest-deadline server `t` may run on on CPU `c`: its own
@@ -206,7 +226,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if !self.aff_on() {
             return false;
         }
-        self.claimed.iter_mut().for_each(|c| *c = false);
+        self.clear_claims();
         let mut any = false;
         let mut cands: Vec<u32> = self.spread.clone();
         cands.sort_by(|&a, &b| {
@@ -215,22 +235,33 @@ impl<'s, 'o> Simulator<'s, 'o> {
         });
         for t in cands {
             if let Some(c) = self.spread_target(t, None) {
-                self.claimed[c as usize] = true;
+                self.claim(c);
                 self.mark_dirty(c);
                 any = true;
             }
         }
-        for c0 in 0..self.cpus.len() as u32 {
-            let Some(t) = self.cpus[c0 as usize].current else {
+        // The busy CPUs, increasing: those of the running threads (idle
+        // CPUs have nothing to move).
+        let mut busy: Vec<(u32, u32)> = (0..self.threads.len() as u32)
+            .map(|t| (self.threads[t as usize].cpu, t))
+            .filter(|&(c, t)| {
+                self.cpus
+                    .get(c as usize)
+                    .is_some_and(|x| x.current == Some(t))
+            })
+            .collect();
+        busy.sort_unstable();
+        for (c0, t) in busy {
+            if self.cpus[c0 as usize].current != Some(t) {
                 continue;
-            };
+            }
             if self.threads[t as usize].act == Act::Spin || !self.spread(t) {
                 continue;
             }
             let here = self.threads[t as usize].rank;
             if let Some(c) = self.spread_target(t, Some((c0, here))) {
                 // The target first: it takes `t` before `c0` could again.
-                self.claimed[c as usize] = true;
+                self.claim(c);
                 self.mark_dirty(c);
                 self.preempt(t, true);
                 any = true;
@@ -245,7 +276,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     fn spread_target(&self, t: u32, from: Option<(u32, Rank)>) -> Option<u32> {
         // (rank there, idle, the current's rank reversed, CPU)
         let mut best: Option<(Rank, bool, Option<Rank>, u32)> = None;
-        for c in 0..self.cpus.len() as u32 {
+        for c in self.candidate_cpus(t) {
             if self.claimed[c as usize] || from.is_some_and(|(c0, _)| c0 == c) {
                 continue;
             }

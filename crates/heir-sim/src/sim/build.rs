@@ -1,7 +1,7 @@
 //! Building a simulation: checks, threads, the engine objects behind
 //! resources, helpers.
 
-use super::sched::home_for;
+use super::sched::{extend_reach, home_for};
 use super::*;
 use heir_scenario::engine;
 
@@ -93,6 +93,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let has_bwi = has_dl && names.lends.contains(&dl::Lends::Server);
         let dl_lends = has_dl && names.lends.iter().any(|&l| l != dl::Lends::No);
         let mixed_homes = threads.windows(2).any(|w| w[0].home != w[1].home);
+        let mut reach = vec![false; ncpus];
+        for th in &threads {
+            extend_reach(&mut reach, &th.home);
+        }
+        let reach_len = reach.iter().filter(|&&b| b).count();
         Ok(Simulator {
             sc: scenario,
             obs,
@@ -117,6 +122,12 @@ impl<'s, 'o> Simulator<'s, 'o> {
             evq: EventQueue::default(),
             dirty: VecDeque::new(),
             claimed: vec![false; ncpus],
+            claimed_list: Vec::new(),
+            reach,
+            reach_len,
+            covered: vec![false; ncpus],
+            covered_list: Vec::new(),
+            cpu_visits: 0,
             scratch: Vec::new(),
             stamp_tail: 0,
             stamp_head: 0,
@@ -248,6 +259,7 @@ impl<'s> ThreadSet<'s> {
                     stats: ResponseStats::new(),
                     jobs: 0,
                     misses: 0,
+                    job_deadline: None,
                     throttles: 0,
                     replenishments: 0,
                     last_cpu: None,

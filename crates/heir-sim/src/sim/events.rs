@@ -280,6 +280,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         let deadline = Some(release.saturating_add(p));
         self.threads[t as usize].job_release = Some(release);
+        self.cold[t as usize].job_deadline = deadline;
         if overrun {
             self.emit(TraceEvent::Release {
                 thread: t as usize,

@@ -1,7 +1,7 @@
 //! A thread's life: start, passes and jobs, the micro-step loop, phase
 //! changes, exit.
 
-use super::sched::home_for;
+use super::sched::{extend_reach, home_for};
 use super::*;
 use heir_scenario::{engine, messages};
 
@@ -34,6 +34,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             } else {
                 None
             };
+            self.cold[t as usize].job_deadline = deadline_ns;
             self.emit(TraceEvent::Release {
                 thread: t as usize,
                 at_ns: now,
@@ -302,6 +303,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             return;
         }
         th.home = home;
+        self.reach_len += extend_reach(&mut self.reach, &self.threads[t as usize].home);
         self.note_home(t);
         let th = &self.threads[t as usize];
         if th.status == Status::Running && !self.allowed(t, self.threads[t as usize].cpu) {

@@ -107,9 +107,40 @@ enum Act {
 enum Home {
     /// Pinned to one CPU: that CPU's run queue.
     Cpu(u32),
-    /// Several allowed CPUs (`mask[c]`): the global run queue.
-    Global(Vec<bool>),
+    /// Several allowed CPUs: the global run queue.
+    Global(CpuSet),
 }
+
+/// The CPUs a thread allowed on several may run on: in increasing order
+/// (what the balancing passes walk, so that their cost follows the CPUs a
+/// thread may use, never the idle ones it may not) and as a bitmap (what
+/// a CPU choosing a thread tests).
+#[derive(Clone, Debug)]
+struct CpuSet {
+    /// The allowed CPUs, increasing.
+    list: Vec<u32>,
+    /// Bit `c % 64` of word `c / 64`: CPU `c` is allowed.
+    bits: Vec<u64>,
+    /// Every CPU of the machine is allowed.
+    all: bool,
+}
+
+impl CpuSet {
+    fn contains(&self, c: u32) -> bool {
+        self.bits
+            .get((c / 64) as usize)
+            .is_some_and(|w| (w >> (c % 64)) & 1 == 1)
+    }
+}
+
+/// Two sets of one machine's CPUs are equal when they list the same CPUs.
+impl PartialEq for CpuSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.list == other.list
+    }
+}
+
+impl Eq for CpuSet {}
 
 /// What the step loop does after a micro-step.
 enum Flow {
@@ -239,6 +270,9 @@ struct Cold {
     /// Deadline servers: times throttled, times replenished.
     throttles: u64,
     replenishments: u64,
+    /// A timer thread's open job: its deadline (the next release), for
+    /// the miss of a job not completed when the run ends.
+    job_deadline: Option<u64>,
     /// Calls that timed out (donation model).
     aborted: u64,
     /// `unique` timers of this thread.
@@ -415,7 +449,19 @@ pub struct Simulator<'s, 'o> {
     global: RunQueue,
     evq: EventQueue,
     dirty: VecDeque<u32>,
+    /// CPUs a balancing pass has already given a thread (`claimed[c]`),
+    /// and the list of them, so that a pass clears only those.
     claimed: Vec<bool>,
+    claimed_list: Vec<u32>,
+    /// CPUs some thread allowed on several may use (`reach[c]`; it only
+    /// grows), and how many: a balancing pass stops once its candidates
+    /// that found no CPU cover them all (`covered`, `covered_list`).
+    reach: Vec<bool>,
+    reach_len: usize,
+    covered: Vec<bool>,
+    covered_list: Vec<u32>,
+    /// CPUs the global balancing pass looked at ([`Simulator::cpus_visited`]).
+    cpu_visits: u64,
     scratch: Vec<u32>,
     stamp_tail: i64,
     stamp_head: i64,
@@ -576,17 +622,21 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 .iter()
                 .zip(&self.threads)
                 .zip(&self.info.threads)
-                .map(|((c, th), i)| TaskReport {
-                    name: i.name.clone(),
-                    jobs: c.jobs,
-                    deadline_misses: c.misses,
-                    response_us: c.stats.summary(),
-                    server: th.dl.own.map(|_| heir_report::ServerStats {
-                        throttled: c.throttles,
-                        replenished: c.replenishments,
-                    }),
-                    migrations: Some(c.migrations),
-                    aborted_calls: self.count_aborts.then_some(c.aborted),
+                .map(|((c, th), i)| {
+                    let unfinished = u64::from(Self::unfinished_miss(c, th, end_ns));
+                    TaskReport {
+                        name: i.name.clone(),
+                        jobs: c.jobs,
+                        deadline_misses: c.misses + unfinished,
+                        unfinished_misses: unfinished,
+                        response_us: c.stats.summary(),
+                        server: th.dl.own.map(|_| heir_report::ServerStats {
+                            throttled: c.throttles,
+                            replenished: c.replenishments,
+                        }),
+                        migrations: Some(c.migrations),
+                        aborted_calls: self.count_aborts.then_some(c.aborted),
+                    }
                 })
                 .collect(),
             deadlock,
@@ -595,12 +645,28 @@ impl<'s, 'o> Simulator<'s, 'o> {
         })
     }
 
+    /// A job of a timer thread still open when the run ends at `end_ns`
+    /// whose deadline has passed: a miss of a job that did not complete.
+    fn unfinished_miss(c: &Cold, th: &Thread, end_ns: u64) -> bool {
+        th.has_timer
+            && th.status != Status::Exited
+            && th.job_release.is_some()
+            && c.job_deadline.is_some_and(|d| d <= end_ns)
+    }
+
     /// Per-thread response statistics (thread name, stats), scenario order.
     pub fn thread_stats(&self) -> impl Iterator<Item = (&str, &ResponseStats)> + '_ {
         self.cold
             .iter()
             .zip(&self.info.threads)
             .map(|(c, i)| (i.name.as_str(), &c.stats))
+    }
+
+    /// CPUs the balancing pass of threads allowed on several CPUs looked
+    /// at, summed over the run: its work per CPU, deterministic (a measure
+    /// for tests, not a time). CPUs no thread may use add nothing.
+    pub fn cpus_visited(&self) -> u64 {
+        self.cpu_visits
     }
 
     /// What is allocated that could grow with simulated time.

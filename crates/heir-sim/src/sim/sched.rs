@@ -15,7 +15,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     pub(super) fn allowed(&self, t: u32, c: u32) -> bool {
         match &self.threads[t as usize].home {
             Home::Cpu(x) => *x == c,
-            Home::Global(mask) => mask.get(c as usize).copied().unwrap_or(false),
+            Home::Global(set) => set.contains(c),
         }
     }
 
@@ -173,22 +173,33 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// is idle (lowest index) or else runs the least urgent thread (lowest
     /// index among equals), if they are more urgent; marks those CPUs dirty.
     ///
-    /// Candidates are visited lazily, and the pass stops at the first one
-    /// allowed on every CPU that finds none: every later one is no more
-    /// urgent and allowed on no more CPUs, so it would find none either
-    /// (the pass costs the threads it places, not every ready thread).
+    /// Candidates are visited lazily, and the pass stops once those that
+    /// found none cover every CPU a thread may use (at once for one
+    /// allowed on every CPU): every later one is no more urgent, so it
+    /// would find none either (the pass costs the threads it places, not
+    /// every ready thread). Each walks only its allowed CPUs, up to the
+    /// first idle one: CPUs no thread may use cost nothing.
     pub(super) fn balance(&mut self) -> bool {
         let mut levels = std::mem::take(&mut self.scratch);
         levels.clear();
         levels.extend(self.global.levels_desc().map(u32::from));
-        self.claimed.iter_mut().for_each(|c| *c = false);
+        self.clear_claims();
         let mut any = false;
         let mut cursor = (0, 0);
         while let Some(t) = self.global.next_of(&levels, &mut cursor) {
-            let lt = self.threads[t as usize].rank;
+            let th = &self.threads[t as usize];
+            let lt = th.rank;
+            let (allowed, all) = match &th.home {
+                Home::Global(set) => (set.list.as_slice(), set.all),
+                Home::Cpu(c) => (std::slice::from_ref(c), false),
+            };
             let mut target: Option<(u32, Option<Rank>)> = None;
-            for c in 0..self.cpus.len() as u32 {
-                if self.claimed[c as usize] || !self.allowed(t, c) {
+            let mut visits = 0;
+            // Its allowed CPUs in increasing order: the walk ends at the
+            // first idle one, after only busy or claimed ones.
+            for &c in allowed {
+                visits += 1;
+                if self.claimed[c as usize] {
                     continue;
                 }
                 match self.cpus[c as usize].current {
@@ -209,17 +220,59 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     }
                 }
             }
+            self.cpu_visits += visits;
             if let Some((c, _)) = target {
-                self.claimed[c as usize] = true;
+                self.claim(c);
                 self.mark_dirty(c);
                 any = true;
-            } else if matches!(&self.threads[t as usize].home, Home::Global(m) if !m.contains(&false))
-            {
+            } else if all {
                 break;
+            } else {
+                // Every CPU it may use is claimed or runs a thread at
+                // least as urgent: so for every later candidate. Once
+                // such CPUs cover every CPU a global thread may use, no
+                // later one finds any (the cost follows the CPUs the
+                // threads may use, not the machine's).
+                for &c in allowed {
+                    if let Some(b) = self.covered.get_mut(c as usize) {
+                        if !*b {
+                            *b = true;
+                            self.covered_list.push(c);
+                        }
+                    }
+                }
+                if self.covered_list.len() >= self.reach_len {
+                    break;
+                }
             }
         }
         self.scratch = levels;
         any
+    }
+
+    /// CPU `c` is given a thread by the balancing pass under way.
+    pub(super) fn claim(&mut self, c: u32) {
+        if let Some(b) = self.claimed.get_mut(c as usize) {
+            if !*b {
+                *b = true;
+                self.claimed_list.push(c);
+            }
+        }
+    }
+
+    /// A balancing pass starts: no CPU is claimed (the cost is the CPUs
+    /// the last pass claimed, not the machine's).
+    pub(super) fn clear_claims(&mut self) {
+        for c in self.claimed_list.drain(..) {
+            if let Some(b) = self.claimed.get_mut(c as usize) {
+                *b = false;
+            }
+        }
+        for c in self.covered_list.drain(..) {
+            if let Some(b) = self.covered.get_mut(c as usize) {
+                *b = false;
+            }
+        }
     }
 
     pub(super) fn resched_cpu(&mut self, c: u32) -> R<()> {
@@ -573,25 +626,43 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 }
 
-/// Where a thread with affinity `cpus` is queued on `n` CPUs.
+/// Adds the CPUs a thread at `home` may use, if several, to `reach`;
+/// returns how many were new.
+pub(super) fn extend_reach(reach: &mut [bool], home: &Home) -> usize {
+    let mut new = 0;
+    if let Home::Global(set) = home {
+        for &c in &set.list {
+            if let Some(b) = reach.get_mut(c as usize) {
+                new += usize::from(!*b);
+                *b = true;
+            }
+        }
+    }
+    new
+}
+
+/// Where a thread with affinity `cpus` is queued on `n` CPUs (CPUs at or
+/// above `n` ignored; none or an empty list: every CPU).
 pub(super) fn home_for(n: usize, cpus: Option<&[u32]>) -> Home {
     if n <= 1 {
         return Home::Cpu(0);
     }
-    let mut mask = vec![false; n];
-    match cpus {
-        Some(list) if !list.is_empty() => {
-            for &c in list {
-                if let Some(b) = mask.get_mut(c as usize) {
-                    *b = true;
-                }
-            }
-        }
-        _ => mask.iter_mut().for_each(|b| *b = true),
+    let mut list: Vec<u32> = match cpus {
+        Some(l) if !l.is_empty() => l.iter().copied().filter(|&c| (c as usize) < n).collect(),
+        _ => (0..n as u32).collect(),
+    };
+    list.sort_unstable();
+    list.dedup();
+    let mut bits = vec![0u64; n.div_ceil(64)];
+    for &c in &list {
+        bits[(c / 64) as usize] |= 1 << (c % 64);
     }
-    let mut set = mask.iter().enumerate().filter(|(_, &b)| b).map(|(c, _)| c);
-    match (set.next(), set.next()) {
-        (Some(c), None) => Home::Cpu(c as u32),
-        _ => Home::Global(mask),
+    match list.as_slice() {
+        [c] => Home::Cpu(*c),
+        _ => Home::Global(CpuSet {
+            all: list.len() == n,
+            list,
+            bits,
+        }),
     }
 }

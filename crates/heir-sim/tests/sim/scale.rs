@@ -79,3 +79,65 @@ fn periodic_scenario_simulates_one_job_per_period_deterministically() {
         );
     }
 }
+
+/// Issue 21 (B): threads on CPUs 0..3 of a 1024-CPU machine. The extra
+/// CPUs are idle: the run is the same as on 4 CPUs — the report, every
+/// trace event, the events counted — and they cost nothing (the
+/// balancing pass looks at as many CPUs), under fixed priorities and under
+/// deadline servers with a `bwi` mutex and mixed affinities (affinity
+/// inheritance).
+#[test]
+fn idle_cpus_change_nothing_and_cost_nothing() {
+    let mut fixed = String::from(r#"{"global": {"default_policy": "SCHED_FIFO"}, "tasks": {"#);
+    for i in 0..10 {
+        fixed += &format!(
+            r#""t{i}": {{"priority": {}, "cpus": [0, 1, 2, 3], "run": {}, "lock": "m",
+               "run1": 20, "unlock": "m", "sleep": {}, "timer": {{"ref": "tm{i}", "period": {}}}}},"#,
+            10 + 5 * i,
+            100 + 20 * i,
+            50 * (i % 4 + 1),
+            600 + 50 * i
+        );
+    }
+    fixed += r#""rr": {"policy": "SCHED_RR", "priority": 20, "cpus": [1, 2], "run": 3000, "sleep": 1000},
+        "nice": {"policy": "SCHED_OTHER", "cpus": [0, 1, 2, 3], "run": 2000, "sleep": 500}}}"#;
+    let deadline = r#"{
+      "resources": {"b": {"type": "mutex", "protocol": "bwi"}},
+      "tasks": {
+        "d0": {"policy": "SCHED_DEADLINE", "dl-runtime": 2000, "dl-period": 10000, "cpus": [0],
+               "run": 500, "lock": "b", "run1": 300, "unlock": "b", "timer": {"ref": "a", "period": 10000}},
+        "d1": {"policy": "SCHED_DEADLINE", "dl-runtime": 3000, "dl-period": 15000, "cpus": [1, 2],
+               "run": 700, "lock": "b", "run1": 400, "unlock": "b", "timer": {"ref": "c", "period": 15000}},
+        "d2": {"policy": "SCHED_DEADLINE", "dl-runtime": 2000, "dl-period": 12000, "cpus": [2, 3],
+               "run": 600, "lock": "b", "run1": 500, "unlock": "b", "timer": {"ref": "e", "period": 12000}},
+        "f": {"policy": "SCHED_FIFO", "priority": 50, "cpus": [0, 1, 2, 3], "run": 1000, "sleep": 3000}
+      }
+    }"#;
+    for (name, text, events, visited) in [
+        ("fixed", fixed.as_str(), 22_719, 54_181),
+        ("deadline", deadline, 409, 101),
+    ] {
+        let sc = heir_scenario::parse_str(text, name).unwrap_or_else(|e| panic!("{e}"));
+        let run_on = |cpus: u32| {
+            let cfg = SimConfig {
+                duration_us: Some(200_000),
+                cpus: Some(cpus),
+                ..SimConfig::default()
+            };
+            let mut rec = crate::common::Rec::default();
+            let mut sim = heir_sim::Simulator::new(&sc, &cfg, &mut rec).expect("valid");
+            let report = sim.run().expect("simulate");
+            let visited = sim.cpus_visited();
+            drop(sim);
+            (report, visited, rec)
+        };
+        let (r4, v4, rec4) = run_on(4);
+        let (r1024, v1024, rec1024) = run_on(1024);
+        assert_eq!(r4, r1024, "{name}");
+        assert_eq!(rec4.events, rec1024.events, "{name}");
+        assert_eq!(rec4.end, rec1024.end, "{name}");
+        assert_eq!(v4, v1024, "{name}: CPUs looked at");
+        assert!(r4.tasks.iter().all(|t| t.jobs > 0), "{name}: {r4:?}");
+        assert_eq!((r4.events, v4), (events, visited), "{name}");
+    }
+}

@@ -445,3 +445,34 @@ fn a_program_opening_with_its_timer_is_released_by_it() {
     );
     assert_eq!(task_report(&r, "T").deadline_misses, 0);
 }
+
+/// Issue 21 (A): a periodic thread (1 ms every 10 ms, FIFO 10) starved
+/// from 100 ms by a FIFO 50 hog running to 500 ms. Its job released at
+/// 100 ms (deadline 110 ms) never completes: a miss once the run ends at
+/// or after its deadline, not before; the completed jobs are unchanged.
+#[test]
+fn unfinished_job_past_its_deadline_is_a_miss() {
+    let mut b = B::new();
+    let tm = b.timer("t", TimerMode::Absolute);
+    b.task(fifo("T", 10, vec![run_us(1000), timer(tm, 10_000)]).loops(None));
+    b.task(fifo("Hog", 50, vec![run_us(400_000)]).delay(100_000));
+    let counts = |ms: u64| {
+        let (r, _) = run(&b.sc, &config(ms));
+        let t = task_report(&r, "T");
+        let hog = task_report(&r, "Hog");
+        assert_eq!((hog.deadline_misses, hog.unfinished_misses), (0, 0));
+        (t.jobs, t.deadline_misses, t.unfinished_misses)
+    };
+    assert_eq!(counts(500), (10, 1, 1));
+    assert_eq!(counts(110), (10, 1, 1));
+    assert_eq!(counts(109), (10, 0, 0));
+    // Not starved: every job up to the end completes in time; the one
+    // released at 100 ms is still open (deadline 110 ms) when the run
+    // ends at 100 ms, not a miss.
+    let mut calm = B::new();
+    let tm = calm.timer("t", TimerMode::Absolute);
+    calm.task(fifo("T", 10, vec![run_us(1000), timer(tm, 10_000)]).loops(None));
+    let (r, _) = run(&calm.sc, &config(100));
+    let t = task_report(&r, "T");
+    assert_eq!((t.jobs, t.deadline_misses, t.unfinished_misses), (10, 0, 0));
+}
