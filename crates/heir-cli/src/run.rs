@@ -182,8 +182,14 @@ pub fn main(args: Args) -> CliResult {
         None => Vec::new(),
     };
     if real.disturbance.lost_ns > 0 {
-        if let Some(first) = disturbance_lines(&real).first() {
+        // The verdict and the main disturber (the whole list is in the
+        // report).
+        let lines = disturbance_lines(&real);
+        if let Some(first) = lines.first() {
             eprintln!("heir: warning: the run was {first}");
+        }
+        if let Some(by) = lines.iter().find(|l| l.starts_with("  by ")) {
+            eprintln!("heir: warning: most of it {}", by.trim_start());
         }
     }
     if let Some(t) = &real.trace {

@@ -72,7 +72,8 @@ fn run_with(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     if let Some(s) = svg {
-        cmd.args(["--svg".as_ref(), s.as_os_str()]);
+        cmd.args(["--svg".as_ref(), s.as_os_str()])
+            .args(["--svg-span", "1500"]);
     }
     let child = cmd.spawn().expect("spawn heir run");
     let pid = child.id();
@@ -296,9 +297,11 @@ fn a_job_pending_past_its_deadline_at_the_end_is_a_miss() {
     let low = &v["tasks"]["low"];
     assert_eq!(low["jobs"], 10, "{low}");
     assert_eq!(low["deadline_misses"], 1, "{low}");
+    assert_eq!(low["unfinished_misses"], 1, "{low}");
     let sim = heir(["sim".as_ref(), file.as_os_str(), "--json".as_ref()]);
     assert_eq!(code(&sim), 0, "{}", stderr(&sim));
     let sim = one_json(&sim);
     assert_eq!(sim["tasks"]["low"]["jobs"], 10, "{sim}");
     assert_eq!(sim["tasks"]["low"]["deadline_misses"], 1, "{sim}");
+    assert_eq!(sim["tasks"]["low"]["unfinished_misses"], 1, "{sim}");
 }
