@@ -285,13 +285,10 @@ fn sigint_removes_the_instance() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start heir");
-    let instance = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(|r| std::path::Path::new(r).join(format!("instances/heir-{}", child.id())))
-        .collect::<Vec<_>>();
+    let instance = instances_of(child.id());
     let t0 = std::time::Instant::now();
     while !instance.iter().any(|p| p.exists()) {
-        if t0.elapsed().as_secs() > 4 || child.try_wait().unwrap().is_some() {
+        if t0.elapsed().as_secs() > 8 || child.try_wait().unwrap().is_some() {
             let _ = child.kill();
             let o = child.wait_with_output().unwrap();
             let err = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -324,4 +321,76 @@ fn sigint_removes_the_instance() {
         assert!(!p.exists(), "{} left behind", p.display());
     }
     assert!(dir.files().is_empty(), "{:?}", dir.files());
+}
+
+/// The ftrace instances a heir process `pid` may make: its traced run's
+/// and its disturbance watch, under either tracefs mount point.
+fn instances_of(pid: u32) -> Vec<std::path::PathBuf> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .flat_map(|r| {
+            [
+                format!("instances/heir-{pid}"),
+                format!("instances/heir-{pid}-watch"),
+            ]
+            .map(|i| std::path::Path::new(r).join(i))
+        })
+        .collect()
+}
+
+/// SIGKILL of a traced run leaves its instances (nothing can remove them
+/// then), still tracing with their buffers: the next heir command of any
+/// kind — here `heir sim`, which traces nothing — removes them.
+#[test]
+fn any_heir_start_removes_the_instances_of_a_killed_run() {
+    let Some(_rt) = rt_or_skip("run_trace::sigkill") else {
+        return;
+    };
+    let dir = TempDir::new("run-trace-kill");
+    let out = dir.join("t.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heir"))
+        .args([
+            "run".as_ref(),
+            example("fig6-producer-consumer.json").as_os_str(),
+        ])
+        .args([
+            "--duration".as_ref(),
+            "5".as_ref(),
+            "--trace".as_ref(),
+            out.as_os_str(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start heir");
+    let instance = instances_of(child.id());
+    let t0 = std::time::Instant::now();
+    while instance.iter().filter(|p| p.exists()).count() < 2 {
+        if t0.elapsed().as_secs() > 8 || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true") && err.contains("cannot trace"),
+                "the instances never appeared: {err}"
+            );
+            eprintln!("run_trace::sigkill: SKIPPED: {err}");
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let left: Vec<_> = instance.iter().filter(|p| p.exists()).collect();
+    assert_eq!(left.len(), 2, "SIGKILL cannot clean up: {left:?}");
+    let sim = heir([
+        "sim".as_ref(),
+        example("fig6-producer-consumer.json").as_os_str(),
+    ]);
+    assert_eq!(code(&sim), 0, "{}", stderr(&sim));
+    for p in &instance {
+        assert!(!p.exists(), "{} left behind after heir sim", p.display());
+    }
 }
