@@ -26,11 +26,28 @@ fn the_report_keys_then_apply_all_clean() {
             "duration_us",
             "tasks",
             "deadlock",
+            "disturbance",
             "apply",
             "calibration"
         ]
     );
     assert_eq!(r["mode"], "real");
+    // The disturbance is measured (as root): its keys, whatever it found.
+    let d = &r["disturbance"];
+    assert_eq!(d["measured"], true, "{d}");
+    assert_eq!(
+        keys(d),
+        [
+            "measured",
+            "cpus",
+            "lost_ms",
+            "jobs",
+            "by",
+            "fair_server",
+            "dropped",
+            "wakeup_latency"
+        ]
+    );
     let a = &r["apply"];
     assert_eq!(
         keys(a),
@@ -102,6 +119,7 @@ fn compare_simulates_the_same_file_beside_the_real_run() {
             "duration_us",
             "tasks",
             "deadlock",
+            "disturbance",
             "apply",
             "calibration",
             "simulated"

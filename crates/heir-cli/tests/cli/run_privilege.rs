@@ -109,6 +109,7 @@ fn boosts_the_kernel_refuses_are_reported_in_the_table_and_the_json() {
             "duration_us",
             "tasks",
             "deadlock",
+            "disturbance",
             "apply",
             "calibration"
         ]
