@@ -124,7 +124,9 @@ int heir_ceiling_mutex_unlock(heir_ceiling_mutex_t *m);
 int heir_ceiling_mutex_destroy(heir_ceiling_mutex_t *m);
 
 /* Priority queue: push at the caller's effective priority, pop the most
- * urgent item (FIFO among equals). */
+ * urgent item (FIFO among equals). heir_queue_destroy: EBUSY (nothing
+ * changed) while a thread is inside a call on the queue — a push waiting
+ * for room, a pop or timed pop waiting for an item. */
 int heir_queue_init(heir_queue_t *q, unsigned int capacity);
 int heir_queue_push(heir_queue_t *q, void *item);
 int heir_queue_pop(heir_queue_t *q, void **item);
@@ -168,10 +170,13 @@ int heir_rpc_server_leave(heir_rpc_t *ep);
 
 /** Calls: sends `req` and waits for the reply, stored in `*resp`.
  *   0          replied
- *   ETIMEDOUT  `abstime` passed: the call is aborted. A request not yet
- *              received is withdrawn; one being served stays with its
- *              server (its reply is dropped) and later callers help the
- *              server finish it. The abort takes effect when the caller
+ *   ETIMEDOUT  `abstime` passed: the call is aborted. An `abstime`
+ *              already past queues nothing. A request is received only
+ *              before `abstime` (a server never takes an expired one,
+ *              even before its caller ran to withdraw it), so one not
+ *              yet received is never run; one received in time and still
+ *              being served stays with its server (its reply is dropped)
+ *              and later callers help the server finish it. The abort takes effect when the caller
  *              runs again: a server boosted to the caller's own FIFO
  *              priority keeps the CPU until it blocks or yields.
  *   EDEADLK    the kernel refused the wait: it would close a cycle (a

@@ -621,15 +621,20 @@ pub unsafe extern "C" fn heir_queue_add_consumer(q: *mut heir_queue_t, tid: libc
     rc(unsafe { queue_of(q) }.and_then(|q| q.add_consumer(tid)))
 }
 
-/// Destroys a queue.
+/// Destroys a queue: `EBUSY` (nothing changed) while a thread is inside
+/// a call on it — a push waiting for room, a pop or timed pop waiting for
+/// an item, one on its way in or out.
 ///
 /// # Safety
-/// `q` an initialised handle (or null); not used concurrently.
+/// `q` an initialised handle (or null); no call on it may *start*
+/// concurrently (one already inside is refused with `EBUSY`).
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_destroy(q: *mut heir_queue_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    if let Err(e) = unsafe { queue_of(q) } {
-        return e.errno();
+    match unsafe { queue_of(q) } {
+        Err(e) => return e.errno(),
+        Ok(x) if x.is_busy() => return libc::EBUSY,
+        Ok(_) => {}
     }
     // SAFETY: validated above.
     let q = unsafe { &mut *q };

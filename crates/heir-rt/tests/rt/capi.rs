@@ -496,3 +496,72 @@ fn c_gang_barrier_example_shows_fig1_without_and_with_gpm() {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
 }
+
+/// Builds `tests/rt/reliability.c` and runs it in `mode` on the test's CPU
+/// (issue 21's cases, one per mode); its stdout.
+fn reliability(mode: &str) -> Option<String> {
+    let test = format!("capi::reliability_{mode}");
+    let rt = rt_or_skip(&test, 60)?;
+    let cc = need_cc(&test)?;
+    let exe = std::env::temp_dir().join(format!("heir-reliability-{mode}-{}", std::process::id()));
+    build_c(
+        &cc,
+        &crate_dir().join("tests/rt/reliability.c"),
+        &heir_flags(),
+        &exe,
+    );
+    Some(run_c(&exe, &[rt.cpu.to_string(), mode.to_string()]))
+}
+
+fn expect_lines(stdout: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}
+
+/// `heir_queue_destroy` while a thread waits in `heir_queue_timedpop`, or
+/// in `heir_queue_push` on a full queue, is refused with `EBUSY` (it freed
+/// the queue under the waiter, which then died with SIGSEGV); the waiter
+/// is served normally, and the idle queue is destroyed.
+#[test]
+fn c_queue_destroy_is_busy_while_a_pop_or_push_waits() {
+    let Some(stdout) = reliability("queue") else {
+        return;
+    };
+    expect_lines(
+        &stdout,
+        &[
+            "popper blocked: 1",
+            "destroy while a timed pop waits: EBUSY",
+            "push: 0",
+            "popper got the item: 1",
+            "pusher blocked: 1",
+            "destroy while a push waits: EBUSY",
+            "pusher done: 1",
+            "popped 0 0: 8 9",
+            "destroy when idle: 0",
+            "use after destroy: EINVAL",
+        ],
+    );
+}
+
+/// `heir_rpc_call` with an absolute timeout already past returns
+/// `ETIMEDOUT` every time and the server waiting in `heir_rpc_receive`
+/// never gets the request (it was queued, received and run, and the call
+/// sometimes returned 0).
+#[test]
+fn c_rpc_call_past_its_deadline_is_never_delivered() {
+    let Some(stdout) = reliability("rpc") else {
+        return;
+    };
+    expect_lines(
+        &stdout,
+        &[
+            "server waits: 1",
+            "expired calls: 50 ETIMEDOUT, 0 replied",
+            "stop call: 0, server: 0",
+            "server ran 0 expired requests",
+            "destroy: 0",
+        ],
+    );
+}
