@@ -18,7 +18,8 @@
  *   EDEADLK the operation would close a wait-for cycle (state unchanged)
  *   ETIMEDOUT  the absolute CLOCK_MONOTONIC deadline passed
  *   EBUSY   the mutex is held (trylock; destroy, which then changes nothing)
- *   EOWNERDEAD  the caller now holds a mutex whose owner died (see below)
+ *   EOWNERDEAD  the caller now holds a mutex (PI or ceiling) whose owner
+ *               died (see below)
  *   ENOTRECOVERABLE  the mutex was unlocked inconsistent: unusable
  * Thread ids are kernel tids (gettid()). Objects must not be moved or copied
  * after *_init. Link with -lheir (pkg-config --cflags --libs heir).
@@ -117,10 +118,18 @@ int heir_cond_destroy(heir_cond_t *c);
 
 /* Immediate priority ceiling (prio: SCHED_FIFO 1..99). Destroy returns
  * EBUSY while a thread holds or waits for the mutex; the holder stays at
- * the ceiling until it unlocks. */
+ * the ceiling until it unlocks. Robust as the PI mutexes: when a thread
+ * exits (or calls heir_thread_leave) holding one, the mutex is handed to
+ * its top waiter, or left to the next locker, which gets EOWNERDEAD with
+ * the mutex HELD (at the ceiling). Repair what it protects, then
+ * heir_ceiling_mutex_consistent(); unlocking it without that makes it
+ * unusable (ENOTRECOVERABLE for every later lock and every waiter; it can
+ * still be destroyed). heir_ceiling_mutex_consistent: EPERM if the caller
+ * does not hold it, EINVAL if it is not inconsistent. */
 int heir_ceiling_mutex_init(heir_ceiling_mutex_t *m, int prio);
 int heir_ceiling_mutex_lock(heir_ceiling_mutex_t *m);
 int heir_ceiling_mutex_unlock(heir_ceiling_mutex_t *m);
+int heir_ceiling_mutex_consistent(heir_ceiling_mutex_t *m);
 int heir_ceiling_mutex_destroy(heir_ceiling_mutex_t *m);
 
 /* Priority queue: push at the caller's effective priority, pop the most

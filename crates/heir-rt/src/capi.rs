@@ -493,7 +493,10 @@ pub unsafe extern "C" fn heir_ceiling_mutex_init(m: *mut heir_ceiling_mutex_t, p
     0
 }
 
-/// Raises the caller to the ceiling and locks.
+/// Raises the caller to the ceiling and locks. `EOWNERDEAD`: the previous
+/// owner exited holding it and the caller holds it now (repair, then
+/// [`heir_ceiling_mutex_consistent`]); `ENOTRECOVERABLE`: it was unlocked
+/// inconsistent.
 ///
 /// # Safety
 /// `m` an initialised handle (or null).
@@ -511,6 +514,18 @@ pub unsafe extern "C" fn heir_ceiling_mutex_lock(m: *mut heir_ceiling_mutex_t) -
 pub unsafe extern "C" fn heir_ceiling_mutex_unlock(m: *mut heir_ceiling_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
     rc(unsafe { ceil_of(m) }.and_then(|m| m.unlock()))
+}
+
+/// Marks a ceiling mutex whose owner died consistent again (after
+/// `EOWNERDEAD`, by its new owner): `EPERM` if the caller does not hold
+/// it, `EINVAL` if it is not inconsistent.
+///
+/// # Safety
+/// `m` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_ceiling_mutex_consistent(m: *mut heir_ceiling_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { ceil_of(m) }.and_then(|m| m.make_consistent()))
 }
 
 /// Destroys a ceiling mutex (`EBUSY`, nothing changed, while a thread

@@ -389,6 +389,10 @@ pub(crate) struct State {
     free_conds: Vec<CondId>,
     /// The engine mutexes that are [`crate::PiMutex`]es (PI futexes).
     pi_futex: std::collections::HashSet<MutexId>,
+    /// The robustness state of each live [`crate::RawEngineMutex`] (its
+    /// `CONSISTENT` / `INCONSISTENT` / `NOT_RECOVERABLE` word): marked
+    /// inconsistent by [`State::purge`] when its owner goes.
+    pub(crate) engine_robust: HashMap<MutexId, Arc<AtomicU32>>,
     pub stats: ApplyStats,
     /// Every gang ([`crate::gang`]), under the engine lock.
     pub(crate) gangs: crate::gang::Gangs,
@@ -599,6 +603,7 @@ fn lock_state(heir: bool) -> StateGuard {
             free_mutexes: Vec::new(),
             free_conds: Vec::new(),
             pi_futex: std::collections::HashSet::new(),
+            engine_robust: HashMap::new(),
             stats: ApplyStats::default(),
             gangs: crate::gang::Gangs::default(),
             self_lowering: None,
@@ -998,6 +1003,12 @@ impl State {
     /// the engine, cancels its wait, removes it from every helper set, and
     /// applies what that changes for others. Its own attributes are left
     /// alone (`thread::leave` restores them first: [`State::restore_base`]).
+    ///
+    /// A PI mutex it owns is only released in the engine (the kernel hands
+    /// the futex on, robustly). An engine mutex (a ceiling mutex) it owns
+    /// is marked inconsistent and handed to its top waiter, woken here (a
+    /// futex wake does not sleep), which gets [`Error::OwnerDead`] holding
+    /// it — or, without waiters, the next locker does.
     pub(crate) fn purge(&mut self, t: TaskId) {
         let owned: Vec<MutexId> = self
             .engine
@@ -1007,8 +1018,24 @@ impl State {
         // Leaving its gang counts as its notify (seed 003 §2).
         let mut all = crate::gang::purge_member(self, t);
         for m in owned {
-            let r = self.engine.release(t, m);
-            self.collect(r, &mut all);
+            if self.pi_futex.contains(&m) {
+                let r = self.engine.release(t, m);
+                self.collect(r, &mut all);
+                continue;
+            }
+            if let Some(w) = self.engine_robust.get(&m) {
+                w.store(crate::ceiling::INCONSISTENT, Ordering::Release);
+            }
+            match self.engine.unlock(t, m) {
+                Ok(o) => {
+                    all.extend(o.changes);
+                    if let Some(sh) = o.value.and_then(|n| self.shared(n)) {
+                        sh.wake.store(UNPARKED, Ordering::Release);
+                        sys::futex_wake(&sh.wake, 1);
+                    }
+                }
+                Err(e) => self.stats.engine_failed(e),
+            }
         }
         self.rearm_waiters_naming(t, None);
         let _ = self.disarm(t);

@@ -531,11 +531,9 @@ fn c_queue_destroy_is_busy_while_a_pop_or_push_waits() {
     expect_lines(
         &stdout,
         &[
-            "popper blocked: 1",
             "destroy while a timed pop waits: EBUSY",
             "push: 0",
             "popper got the item: 1",
-            "pusher blocked: 1",
             "destroy while a push waits: EBUSY",
             "pusher done: 1",
             "popped 0 0: 8 9",
@@ -561,6 +559,35 @@ fn c_rpc_call_past_its_deadline_is_never_delivered() {
             "expired calls: 50 ETIMEDOUT, 0 replied",
             "stop call: 0, server: 0",
             "server ran 0 expired requests",
+            "destroy: 0",
+        ],
+    );
+}
+
+/// A ceiling mutex whose owner exits holding it is robust as a PI mutex:
+/// the next locker (here the main thread) and a waiter blocked at the
+/// owner's death get `EOWNERDEAD` holding it (at the ceiling);
+/// `heir_ceiling_mutex_consistent` recovers it; unlocked without it, the
+/// mutex is `ENOTRECOVERABLE`. Before, the next locker got 0 and the
+/// blocked waiter was never woken.
+#[test]
+fn c_ceiling_mutex_whose_owner_died_is_robust() {
+    let Some(stdout) = reliability("ceiling") else {
+        return;
+    };
+    expect_lines(
+        &stdout,
+        &[
+            "owner locked: 0",
+            "consistent by a non-owner: EPERM",
+            "next lock: EOWNERDEAD",
+            "consistent: 0",
+            "consistent again: EINVAL",
+            "lock after recovery: 0",
+            "owner locked, waiter started: 1",
+            "waiter: EOWNERDEAD at priority 30",
+            "waiter unlocks: 0",
+            "lock after an unrepaired unlock: ENOTRECOVERABLE",
             "destroy: 0",
         ],
     );

@@ -14,7 +14,9 @@
  *            heir_barrier_join member exit while counted: heir_gang_wait
  *            and heir_barrier_wait return 0, heir_gang_get answers ENOENT.
  *
- * Every wait is bounded; each line printed is checked by the test.
+ * The main thread runs at SCHED_FIFO 1, every other thread above it on the
+ * same CPU. Every wait is bounded; each line printed is checked by the
+ * test.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,35 +79,37 @@ static void pin(void) {
     sched_setaffinity(0, sizeof s, &s);
 }
 
-/* True once thread `tid` sleeps in a futex call (syscall 202 on x86-64,
- * 98 on aarch64), polled for at most 5 s. */
-static int blocked_in_futex(pid_t tid) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-    for (int i = 0; i < 5000; i++) {
-        FILE *f = fopen(path, "r");
-        long nr = -1;
-        if (f) {
-            if (fscanf(f, "%ld", &nr) != 1)
-                nr = -1;
-            fclose(f);
-        }
-        if (nr == 202 || nr == 98)
-            return 1;
-        sleep_ms(1);
+/* Starts `fn` on a thread pinned to this CPU at SCHED_FIFO `prio`, above
+ * the main thread (FIFO 1): it runs at once and until it blocks, so when
+ * this returns it waits where `fn` makes it wait (no /proc polling: a
+ * FIFO thread reaping a process whose /proc task entries were looked up
+ * can spin in the kernel against a lower-priority thread on its CPU). */
+static pthread_t start(void *(*fn)(void *), void *arg, int prio) {
+    pthread_attr_t a;
+    struct sched_param p = {.sched_priority = prio};
+    cpu_set_t s;
+    pthread_t t;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    pthread_attr_init(&a);
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&a, SCHED_FIFO);
+    pthread_attr_setschedparam(&a, &p);
+    pthread_attr_setaffinity_np(&a, sizeof s, &s);
+    if (pthread_create(&t, &a, fn, arg)) {
+        printf("pthread_create failed\n");
+        exit(1);
     }
-    return 0;
+    pthread_attr_destroy(&a);
+    return t;
 }
 
 /* ---- queue ---------------------------------------------------------- */
 
 static heir_queue_t q;
-static volatile pid_t worker_tid;
 
 static void *timed_popper(void *arg) {
     (void)arg;
-    pin();
-    worker_tid = heir_gettid();
     void *item = NULL;
     struct timespec dl = after_ms(10000);
     int r = heir_queue_timedpop(&q, &item, &dl);
@@ -114,8 +118,6 @@ static void *timed_popper(void *arg) {
 
 static void *pusher(void *arg) {
     (void)arg;
-    pin();
-    worker_tid = heir_gettid();
     int r = heir_queue_push(&q, (void *)9);
     return (void *)(intptr_t)(r == 0 ? 1 : 100 + r);
 }
@@ -125,11 +127,7 @@ static int run_queue(void) {
     void *ret;
     if (heir_queue_init(&q, 1))
         return 1;
-    worker_tid = 0;
-    pthread_create(&t, NULL, timed_popper, NULL);
-    while (!worker_tid)
-        sleep_ms(1);
-    printf("popper blocked: %d\n", blocked_in_futex(worker_tid));
+    t = start(timed_popper, NULL, 5);
     printf("destroy while a timed pop waits: %s\n", err(heir_queue_destroy(&q)));
     printf("push: %s\n", err(heir_queue_push(&q, (void *)7)));
     pthread_join(t, &ret);
@@ -138,11 +136,7 @@ static int run_queue(void) {
     /* Full queue: a second push waits for room. */
     if (heir_queue_push(&q, (void *)8))
         return 1;
-    worker_tid = 0;
-    pthread_create(&t, NULL, pusher, NULL);
-    while (!worker_tid)
-        sleep_ms(1);
-    printf("pusher blocked: %d\n", blocked_in_futex(worker_tid));
+    t = start(pusher, NULL, 5);
     printf("destroy while a push waits: %s\n", err(heir_queue_destroy(&q)));
     void *a = NULL, *b = NULL;
     int r1 = heir_queue_pop(&q, &a);
@@ -165,11 +159,6 @@ static volatile int server_ready;
 
 static void *server(void *arg) {
     (void)arg;
-    pin();
-    /* Above the caller: woken by a call, it runs at once. */
-    if (fifo(20))
-        return (void *)4;
-    worker_tid = heir_gettid();
     if (heir_rpc_server_join(&ep, 0))
         return (void *)2;
     server_ready = 1;
@@ -190,13 +179,11 @@ static void *server(void *arg) {
 static int run_rpc(void) {
     pthread_t t;
     void *ret;
-    if (heir_rpc_init(&ep) || fifo(10))
+    if (heir_rpc_init(&ep))
         return 1;
-    worker_tid = 0;
-    pthread_create(&t, NULL, server, NULL);
-    while (!server_ready)
-        sleep_ms(1);
-    printf("server waits: %d\n", blocked_in_futex(worker_tid));
+    /* Above the caller: woken by a call, it runs at once. */
+    t = start(server, NULL, 20);
+    printf("server waits: %d\n", server_ready);
     int timedout = 0, replied = 0;
     for (int i = 0; i < 50; i++) {
         struct timespec past = after_ms(-1);
@@ -218,15 +205,79 @@ static int run_rpc(void) {
     return 0;
 }
 
+/* ---- ceiling -------------------------------------------------------- */
+
+static heir_ceiling_mutex_t cm;
+static volatile int owner_locked;
+
+/* Locks the ceiling mutex and exits holding it (after `arg` ms). */
+static void *dying_owner(void *arg) {
+    int r = heir_ceiling_mutex_lock(&cm);
+    owner_locked = 1;
+    sleep_ms((long)(intptr_t)arg);
+    pthread_exit((void *)(intptr_t)r);
+}
+
+static volatile int waiter_rc = -1;
+
+/* Blocks on the mutex the owner holds; unlocks it without making it
+ * consistent. */
+static void *waiter(void *arg) {
+    (void)arg;
+    int r = heir_ceiling_mutex_lock(&cm);
+    struct sched_param p = {0};
+    sched_getparam(0, &p); /* the kernel's (glibc caches its own) */
+    printf("waiter: %s at priority %d\n", err(r), p.sched_priority);
+    if (r == EOWNERDEAD || r == 0)
+        printf("waiter unlocks: %s\n", err(heir_ceiling_mutex_unlock(&cm)));
+    return NULL;
+}
+
+static int run_ceiling(void) {
+    pthread_t t, w;
+    void *ret;
+    if (heir_ceiling_mutex_init(&cm, 30))
+        return 1;
+    /* 1. Nobody waits: the next locker gets EOWNERDEAD holding it. */
+    t = start(dying_owner, (void *)0, 5);
+    pthread_join(t, &ret);
+    printf("owner locked: %s\n", err((int)(intptr_t)ret));
+    printf("consistent by a non-owner: %s\n", err(heir_ceiling_mutex_consistent(&cm)));
+    printf("next lock: %s\n", err(heir_ceiling_mutex_lock(&cm)));
+    printf("consistent: %s\n", err(heir_ceiling_mutex_consistent(&cm)));
+    printf("consistent again: %s\n", err(heir_ceiling_mutex_consistent(&cm)));
+    printf("unlock: %s\n", err(heir_ceiling_mutex_unlock(&cm)));
+    printf("lock after recovery: %s\n", err(heir_ceiling_mutex_lock(&cm)));
+    printf("unlock: %s\n", err(heir_ceiling_mutex_unlock(&cm)));
+
+    /* 2. A waiter is blocked when the owner dies: it is handed the
+     * mutex with EOWNERDEAD and unlocks it without repair. */
+    owner_locked = 0;
+    t = start(dying_owner, (void *)200, 5);
+    w = start(waiter, NULL, 5);
+    printf("owner locked, waiter started: %d\n", owner_locked);
+    pthread_join(t, &ret);
+    pthread_join(w, NULL);
+    printf("lock after an unrepaired unlock: %s\n", err(heir_ceiling_mutex_lock(&cm)));
+    printf("destroy: %s\n", err(heir_ceiling_mutex_destroy(&cm)));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3)
         return 2;
     cpu = atoi(argv[1]);
     pin();
+    if (fifo(1)) {
+        printf("SCHED_FIFO refused\n");
+        return 1;
+    }
     setvbuf(stdout, NULL, _IONBF, 0);
     if (!strcmp(argv[2], "queue"))
         return run_queue();
     if (!strcmp(argv[2], "rpc"))
         return run_rpc();
+    if (!strcmp(argv[2], "ceiling"))
+        return run_ceiling();
     return 2;
 }
