@@ -223,6 +223,15 @@ int heir_rpc_reply(heir_rpc_t *ep, void *resp);
  * SCHED_DEADLINE member is counted but never boosted, and never lifts the
  * others into the deadline class.
  *
+ * A member's exit is its removal (its notify if counted). A thread that
+ * called heir itself (heir_barrier_join included) is removed by its exit;
+ * one inserted by tid that never called heir is watched through a pidfd
+ * (PIDFD_THREAD, Linux >= 6.9; else tgkill(pid, tid, 0)) that
+ * heir_gang_run, heir_gang_wait, heir_barrier_wait and heir_gang_get poll:
+ * a wait for such a member re-checks every 10 ms, so it returns within
+ * 10 ms of that member's exit; heir_gang_get of it then answers ENOENT.
+ * heir_gang_fd does not see such an exit until one of these calls.
+ *
  * Control word: bits 0..27 membership mask (the member changes them with
  * heir_gang_set_active / heir_gang_set_passive: one atomic operation, no
  * system call); bit 28 reserved; bit 29 HEIR_GANG_MEMBER; bit 30

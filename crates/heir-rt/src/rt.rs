@@ -190,6 +190,10 @@ struct ThreadRec {
     /// part of its engine urgency is the kernel's to apply
     /// ([`State::wanted`]).
     carried: u32,
+    /// The thread called heir-rt itself ([`State::current`]): its exit
+    /// runs the thread-local hook that purges it. A thread only named by
+    /// others (a helper, a gang member inserted by tid) has none.
+    hooked: bool,
 }
 
 /// What the registry knows about a thread (the public face is the
@@ -754,6 +758,7 @@ impl State {
                 applied: base_urgency,
                 kernel_helper: None,
                 carried: 0,
+                hooked: false,
             },
         );
         self.by_tid.insert(tid, t);
@@ -765,8 +770,17 @@ impl State {
     /// it from the registry).
     pub(crate) fn current(&mut self) -> Result<TaskId, Error> {
         let me = tid();
-        let _ = MEMBER.try_with(|_| ());
-        self.task_of_tid(me)
+        let hooked = MEMBER.try_with(|_| ()).is_ok();
+        let t = self.task_of_tid(me)?;
+        if let Some(r) = self.threads.get_mut(&t) {
+            r.hooked |= hooked;
+        }
+        Ok(t)
+    }
+
+    /// True if `t`'s exit purges it by itself (see `ThreadRec::hooked`).
+    pub(crate) fn hooked(&self, t: TaskId) -> bool {
+        self.threads.get(&t).is_some_and(|r| r.hooked)
     }
 
     /// The shared part of a registered task.
@@ -989,6 +1003,13 @@ impl State {
                 }
             }
         }
+    }
+
+    /// `t`'s thread was found gone (a gang member's pidfd): counted as
+    /// vanished and purged.
+    pub(crate) fn vanished(&mut self, t: TaskId) {
+        self.stats.vanished += 1;
+        self.purge(t);
     }
 
     /// Re-applies the engine's current urgency of `t` (the deferred step).

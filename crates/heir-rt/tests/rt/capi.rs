@@ -592,3 +592,31 @@ fn c_ceiling_mutex_whose_owner_died_is_robust() {
         ],
     );
 }
+
+/// A member's exit is its removal, also for a member inserted by tid that
+/// never called heir (seen through its pidfd by the waiting thread) and
+/// for one that only called `heir_barrier_join`: the waits return 0 at
+/// once, `heir_gang_get` of the exited members answers `ENOENT`. Before,
+/// an untimed wait never returned and the gang kept the dead tids.
+#[test]
+fn c_gang_and_barrier_members_that_exit_are_removed() {
+    let Some(stdout) = reliability("gang") else {
+        return;
+    };
+    expect_lines(
+        &stdout,
+        &[
+            "insert by tid: 0 0",
+            "run: 0, active 1",
+            "gang wait after the counted member exited: 0 within 1 s: 1",
+            "get of the exited counted member: ENOENT",
+            "get of the exited passive member: ENOENT",
+            "close: 0",
+            "barrier join: 0",
+            "barrier start: 0, active 1",
+            "barrier wait after the member exited: 0 within 1 s: 1",
+            "release: 0",
+            "barrier destroy: 0",
+        ],
+    );
+}

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -263,6 +264,100 @@ static int run_ceiling(void) {
     return 0;
 }
 
+/* ---- gang ----------------------------------------------------------- */
+
+static pthread_mutex_t gate_lk = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_open;
+static heir_barrier_t bar;
+
+/* Waits (glibc only, no heir call) until the gate opens, 5 s at most. */
+static void gate_wait(void) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&gate_lk);
+    while (!gate_open)
+        if (pthread_cond_timedwait(&gate_cv, &gate_lk, &dl))
+            break;
+    pthread_mutex_unlock(&gate_lk);
+}
+
+static void gate(int open) {
+    pthread_mutex_lock(&gate_lk);
+    gate_open = open;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_lk);
+}
+
+/* A member that never calls heir: its tid out, then it exits at the gate. */
+static void *bystander(void *arg) {
+    *(volatile pid_t *)arg = (pid_t)syscall(SYS_gettid);
+    gate_wait();
+    return NULL;
+}
+
+/* Joins the barrier as an active member, then exits at the gate without
+ * reaching a barrier point. */
+static void *barrier_member(void *arg) {
+    *(volatile int *)arg = heir_barrier_join(&bar, 1);
+    gate_wait();
+    return NULL;
+}
+
+static double secs_since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static int run_gang(void) {
+    heir_gang_t g;
+    uint32_t cw_n = 1, cw_m = 0, active = 0, id = 0;
+    volatile pid_t n_tid = 0, m_tid = 0;
+    struct timespec t0, dl;
+    if (heir_gang_create(&g, NULL))
+        return 1;
+    gate(0);
+    pthread_t n = start(bystander, (void *)&n_tid, 5);
+    pthread_t m = start(bystander, (void *)&m_tid, 5);
+    printf("insert by tid: %s %s\n", err(heir_gang_insert(&g, n_tid, &cw_n)),
+           err(heir_gang_insert(&g, m_tid, &cw_m)));
+    int rr = heir_gang_run(&g, 1, &active);
+    printf("run: %s, active %u\n", err(rr), active);
+    gate(1);
+    pthread_join(n, NULL);
+    pthread_join(m, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    dl = after_ms(3000);
+    int r = heir_gang_wait(&g, &dl);
+    printf("gang wait after the counted member exited: %s within 1 s: %d\n", err(r),
+           secs_since(&t0) < 1.0);
+    printf("get of the exited counted member: %s\n", err(heir_gang_get(n_tid, &id)));
+    printf("get of the exited passive member: %s\n", err(heir_gang_get(m_tid, &id)));
+    printf("close: %s\n", err(heir_gang_close(&g)));
+
+    volatile int joined = -1;
+    if (heir_barrier_init(&bar, 1))
+        return 1;
+    gate(0);
+    pthread_t b = start(barrier_member, (void *)&joined, 5);
+    printf("barrier join: %s\n", err(joined));
+    active = 0;
+    rr = heir_barrier_start(&bar, &active);
+    printf("barrier start: %s, active %u\n", err(rr), active);
+    gate(1);
+    pthread_join(b, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    dl = after_ms(3000);
+    r = heir_barrier_wait(&bar, &dl);
+    printf("barrier wait after the member exited: %s within 1 s: %d\n", err(r),
+           secs_since(&t0) < 1.0);
+    printf("release: %s\n", err(heir_barrier_release(&bar)));
+    printf("barrier destroy: %s\n", err(heir_barrier_destroy(&bar)));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3)
         return 2;
@@ -279,5 +374,7 @@ int main(int argc, char **argv) {
         return run_rpc();
     if (!strcmp(argv[2], "ceiling"))
         return run_ceiling();
+    if (!strcmp(argv[2], "gang"))
+        return run_gang();
     return 2;
 }
