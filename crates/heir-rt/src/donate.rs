@@ -39,7 +39,12 @@
 //!   request not yet received is withdrawn; one being served is left to
 //!   the server, mid-request, and its reply is dropped. Later callers that
 //!   find the server busy help it finish. A reply that raced with the
-//!   timeout is not lost: the caller takes it.
+//!   timeout is not lost: the caller takes it. An expired call is never
+//!   delivered: a deadline already past queues nothing, and a server
+//!   takes a request only before its deadline (checked under the
+//!   endpoint's lock, which the caller's abort also takes), so a caller
+//!   gets the reply, or `TimedOut` with its request either never run or
+//!   taken in time and aborted mid-request.
 //! - **Cycles.** The kernel refuses a `FUTEX_LOCK_PI` that would close a PI
 //!   chain cycle (`EDEADLK`) — servers calling each other (seed 002 Fig. 7).
 //!   heir names the cycle from its own record of which thread sleeps on
