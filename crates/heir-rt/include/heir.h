@@ -18,7 +18,8 @@
  *   EDEADLK the operation would close a wait-for cycle (state unchanged)
  *   ETIMEDOUT  the absolute CLOCK_MONOTONIC deadline passed
  *   EBUSY   the mutex is held (trylock; destroy, which then changes nothing)
- *   EOWNERDEAD  the caller now holds a mutex whose owner died (see below)
+ *   EOWNERDEAD  the caller now holds a mutex (PI or ceiling) whose owner
+ *               died (see below)
  *   ENOTRECOVERABLE  the mutex was unlocked inconsistent: unusable
  * Thread ids are kernel tids (gettid()). Objects must not be moved or copied
  * after *_init. Link with -lheir (pkg-config --cflags --libs heir).
@@ -117,14 +118,24 @@ int heir_cond_destroy(heir_cond_t *c);
 
 /* Immediate priority ceiling (prio: SCHED_FIFO 1..99). Destroy returns
  * EBUSY while a thread holds or waits for the mutex; the holder stays at
- * the ceiling until it unlocks. */
+ * the ceiling until it unlocks. Robust as the PI mutexes: when a thread
+ * exits (or calls heir_thread_leave) holding one, the mutex is handed to
+ * its top waiter, or left to the next locker, which gets EOWNERDEAD with
+ * the mutex HELD (at the ceiling). Repair what it protects, then
+ * heir_ceiling_mutex_consistent(); unlocking it without that makes it
+ * unusable (ENOTRECOVERABLE for every later lock and every waiter; it can
+ * still be destroyed). heir_ceiling_mutex_consistent: EPERM if the caller
+ * does not hold it, EINVAL if it is not inconsistent. */
 int heir_ceiling_mutex_init(heir_ceiling_mutex_t *m, int prio);
 int heir_ceiling_mutex_lock(heir_ceiling_mutex_t *m);
 int heir_ceiling_mutex_unlock(heir_ceiling_mutex_t *m);
+int heir_ceiling_mutex_consistent(heir_ceiling_mutex_t *m);
 int heir_ceiling_mutex_destroy(heir_ceiling_mutex_t *m);
 
 /* Priority queue: push at the caller's effective priority, pop the most
- * urgent item (FIFO among equals). */
+ * urgent item (FIFO among equals). heir_queue_destroy: EBUSY (nothing
+ * changed) while a thread is inside a call on the queue — a push waiting
+ * for room, a pop or timed pop waiting for an item. */
 int heir_queue_init(heir_queue_t *q, unsigned int capacity);
 int heir_queue_push(heir_queue_t *q, void *item);
 int heir_queue_pop(heir_queue_t *q, void **item);
@@ -168,10 +179,13 @@ int heir_rpc_server_leave(heir_rpc_t *ep);
 
 /** Calls: sends `req` and waits for the reply, stored in `*resp`.
  *   0          replied
- *   ETIMEDOUT  `abstime` passed: the call is aborted. A request not yet
- *              received is withdrawn; one being served stays with its
- *              server (its reply is dropped) and later callers help the
- *              server finish it. The abort takes effect when the caller
+ *   ETIMEDOUT  `abstime` passed: the call is aborted. An `abstime`
+ *              already past queues nothing. A request is received only
+ *              before `abstime` (a server never takes an expired one,
+ *              even before its caller ran to withdraw it), so one not
+ *              yet received is never run; one received in time and still
+ *              being served stays with its server (its reply is dropped)
+ *              and later callers help the server finish it. The abort takes effect when the caller
  *              runs again: a server boosted to the caller's own FIFO
  *              priority keeps the CPU until it blocks or yields.
  *   EDEADLK    the kernel refused the wait: it would close a cycle (a
@@ -208,6 +222,15 @@ int heir_rpc_reply(heir_rpc_t *ep, void *resp);
  * and at max(user, lock-inherited) after its notify (Invariant 1). A
  * SCHED_DEADLINE member is counted but never boosted, and never lifts the
  * others into the deadline class.
+ *
+ * A member's exit is its removal (its notify if counted). A thread that
+ * called heir itself (heir_barrier_join included) is removed by its exit;
+ * one inserted by tid that never called heir is watched through a pidfd
+ * (PIDFD_THREAD, Linux >= 6.9; else tgkill(pid, tid, 0)) that
+ * heir_gang_run, heir_gang_wait, heir_barrier_wait and heir_gang_get poll:
+ * a wait for such a member re-checks every 10 ms, so it returns within
+ * 10 ms of that member's exit; heir_gang_get of it then answers ENOENT.
+ * heir_gang_fd does not see such an exit until one of these calls.
  *
  * Control word: bits 0..27 membership mask (the member changes them with
  * heir_gang_set_active / heir_gang_set_passive: one atomic operation, no

@@ -493,7 +493,10 @@ pub unsafe extern "C" fn heir_ceiling_mutex_init(m: *mut heir_ceiling_mutex_t, p
     0
 }
 
-/// Raises the caller to the ceiling and locks.
+/// Raises the caller to the ceiling and locks. `EOWNERDEAD`: the previous
+/// owner exited holding it and the caller holds it now (repair, then
+/// [`heir_ceiling_mutex_consistent`]); `ENOTRECOVERABLE`: it was unlocked
+/// inconsistent.
 ///
 /// # Safety
 /// `m` an initialised handle (or null).
@@ -511,6 +514,18 @@ pub unsafe extern "C" fn heir_ceiling_mutex_lock(m: *mut heir_ceiling_mutex_t) -
 pub unsafe extern "C" fn heir_ceiling_mutex_unlock(m: *mut heir_ceiling_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
     rc(unsafe { ceil_of(m) }.and_then(|m| m.unlock()))
+}
+
+/// Marks a ceiling mutex whose owner died consistent again (after
+/// `EOWNERDEAD`, by its new owner): `EPERM` if the caller does not hold
+/// it, `EINVAL` if it is not inconsistent.
+///
+/// # Safety
+/// `m` an initialised handle (or null).
+#[no_mangle]
+pub unsafe extern "C" fn heir_ceiling_mutex_consistent(m: *mut heir_ceiling_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { ceil_of(m) }.and_then(|m| m.make_consistent()))
 }
 
 /// Destroys a ceiling mutex (`EBUSY`, nothing changed, while a thread
@@ -621,15 +636,20 @@ pub unsafe extern "C" fn heir_queue_add_consumer(q: *mut heir_queue_t, tid: libc
     rc(unsafe { queue_of(q) }.and_then(|q| q.add_consumer(tid)))
 }
 
-/// Destroys a queue.
+/// Destroys a queue: `EBUSY` (nothing changed) while a thread is inside
+/// a call on it — a push waiting for room, a pop or timed pop waiting for
+/// an item, one on its way in or out.
 ///
 /// # Safety
-/// `q` an initialised handle (or null); not used concurrently.
+/// `q` an initialised handle (or null); no call on it may *start*
+/// concurrently (one already inside is refused with `EBUSY`).
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_destroy(q: *mut heir_queue_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    if let Err(e) = unsafe { queue_of(q) } {
-        return e.errno();
+    match unsafe { queue_of(q) } {
+        Err(e) => return e.errno(),
+        Ok(x) if x.is_busy() => return libc::EBUSY,
+        Ok(_) => {}
     }
     // SAFETY: validated above.
     let q = unsafe { &mut *q };

@@ -12,8 +12,17 @@
 //! Waiters sleep on their per-thread futex word; ownership is handed over
 //! under the engine lock (no barging), and the wake happens after it is
 //! dropped.
+//!
+//! **Robust**, as a [`crate::RawPiMutex`] (and `PTHREAD_MUTEX_ROBUST`): a
+//! thread that exits (or leaves heir) holding one does not hand what it
+//! protects on silently. Its clean-up ([`crate::rt`]'s purge) marks the
+//! mutex inconsistent and hands it to the top waiter; that waiter, or the
+//! next locker, gets [`Error::OwnerDead`] *holding* it (at the ceiling),
+//! repairs the data and calls [`RawEngineMutex::make_consistent`].
+//! Unlocked without that, the mutex is not recoverable: every later lock,
+//! and every waiter it is handed to, gets [`Error::NotRecoverable`].
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use heir_core::{LockResult, MutexId, Protocol, TaskId, Urgency};
@@ -29,14 +38,30 @@ use crate::Error;
 pub struct RawEngineMutex {
     id: MutexId,
     protocol: Protocol,
+    /// [`CONSISTENT`], [`INCONSISTENT`] or [`NOT_RECOVERABLE`]; shared
+    /// with the engine state, whose purge of a dead owner marks it.
+    robust: Arc<AtomicU32>,
 }
+
+/// Robustness state: usable.
+pub(crate) const CONSISTENT: u32 = 0;
+/// Robustness state: its owner went holding it; its next owner must make
+/// it consistent.
+pub(crate) const INCONSISTENT: u32 = 1;
+/// Robustness state: unlocked while inconsistent; unusable.
+pub(crate) const NOT_RECOVERABLE: u32 = 2;
 
 impl RawEngineMutex {
     /// A new unlocked mutex with `protocol`.
     pub fn new(protocol: Protocol) -> Self {
+        let robust = Arc::new(AtomicU32::new(CONSISTENT));
+        let mut st = rt::state();
+        let id = st.new_mutex(protocol);
+        st.engine_robust.insert(id, robust.clone());
         RawEngineMutex {
-            id: rt::state().new_mutex(protocol),
+            id,
             protocol,
+            robust,
         }
     }
 
@@ -50,13 +75,19 @@ impl RawEngineMutex {
         self.protocol
     }
 
-    /// Locks, blocking as long as needed.
+    /// Locks, blocking as long as needed. [`Error::OwnerDead`]: the
+    /// previous owner went holding it, and the caller holds it now (see
+    /// the module docs); [`Error::NotRecoverable`]: it is unusable.
     pub fn lock(&self) -> Result<(), Error> {
         self.lock_until(None)
     }
 
-    /// Locks, giving up at the absolute `CLOCK_MONOTONIC` deadline.
+    /// Locks, giving up at the absolute `CLOCK_MONOTONIC` deadline; owner
+    /// death as [`RawEngineMutex::lock`].
     pub fn lock_until(&self, deadline_ns: Option<u64>) -> Result<(), Error> {
+        if self.is_not_recoverable() {
+            return Err(Error::NotRecoverable);
+        }
         let me_tid = rt::tid();
         let shared = {
             let mut st = rt::state();
@@ -64,7 +95,8 @@ impl RawEngineMutex {
             let o = st.engine.lock(me, self.id)?;
             st.apply(&o.changes);
             if o.value == LockResult::Acquired {
-                return Ok(());
+                drop(st);
+                return self.acquired();
             }
             let sh = st.shared(me).ok_or(Error::NoSuchThread(me_tid))?;
             sh.wake.store(PARKED, Ordering::Relaxed);
@@ -72,12 +104,13 @@ impl RawEngineMutex {
         };
         loop {
             if shared.wake.load(Ordering::Acquire) == UNPARKED {
-                return Ok(());
+                return self.acquired();
             }
             if sys::futex_wait(&shared.wake, PARKED, deadline_ns) == FutexWait::TimedOut {
                 let mut st = rt::state();
                 if shared.wake.load(Ordering::Acquire) == UNPARKED {
-                    return Ok(());
+                    drop(st);
+                    return self.acquired();
                 }
                 if let Some(me) = st.lookup_tid(me_tid) {
                     let ch = st.engine.cancel_wait(me)?;
@@ -89,12 +122,60 @@ impl RawEngineMutex {
         }
     }
 
-    /// Unlocks and hands the mutex to the most urgent waiter.
+    /// The caller holds the mutex now: reports its robustness state.
+    fn acquired(&self) -> Result<(), Error> {
+        match self.robust.load(Ordering::Acquire) {
+            INCONSISTENT => Err(Error::OwnerDead),
+            NOT_RECOVERABLE => {
+                // Made unusable while this thread waited: passed on to the
+                // next waiter, which learns the same.
+                let _ = self.unlock();
+                Err(Error::NotRecoverable)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Marks a mutex whose owner died consistent again: the caller (its
+    /// owner, after [`Error::OwnerDead`]) has repaired what it protects.
+    /// [`Error::NotOwner`] if the caller does not hold it,
+    /// [`Error::Invalid`] if it is not inconsistent.
+    pub fn make_consistent(&self) -> Result<(), Error> {
+        if !self.is_owned_by_current() {
+            return Err(Error::NotOwner);
+        }
+        self.robust
+            .compare_exchange(
+                INCONSISTENT,
+                CONSISTENT,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .map(|_| ())
+            .map_err(|_| Error::Invalid)
+    }
+
+    /// True if it is unusable: unlocked while inconsistent.
+    pub fn is_not_recoverable(&self) -> bool {
+        self.robust.load(Ordering::Acquire) == NOT_RECOVERABLE
+    }
+
+    /// Unlocks and hands the mutex to the most urgent waiter. Unlocking it
+    /// while inconsistent (after [`Error::OwnerDead`], without
+    /// [`RawEngineMutex::make_consistent`]) makes it not recoverable.
     pub fn unlock(&self) -> Result<(), Error> {
         let me_tid = rt::tid();
         let (next, deferred) = {
             let mut st = rt::state();
             let me = st.lookup_tid(me_tid).ok_or(Error::NotOwner)?;
+            if st.engine.owner(self.id)? == Some(me) {
+                let _ = self.robust.compare_exchange(
+                    INCONSISTENT,
+                    NOT_RECOVERABLE,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                );
+            }
             let (sh, d) = self.unlock_inner(&mut st, me, true)?;
             (sh, if d { Some(me) } else { None })
         };
@@ -166,19 +247,27 @@ impl Drop for RawEngineMutex {
                 Err(e) => st.engine_failed(e),
             }
         }
+        st.engine_robust.remove(&self.id);
         st.free_mutex(self.id, self.protocol);
     }
 }
 
 // SAFETY: the engine records one owner per mutex and changes it only under
-// the engine lock: `lock_until` returns `Ok` only once the engine made the
-// caller the owner (at once, or by a hand-off in `unlock` before the
-// caller's wake), and `unlock` — `release` — refuses a caller the engine
-// does not record as owner (`NotOwner`) and hands ownership to exactly one
-// waiter.
+// the engine lock: `lock_until` returns `Ok` or `OwnerDead` (mapped to
+// `Acquired::OwnerDied`) only once the engine made the caller the owner (at
+// once, or by a hand-off in `unlock` or a dead owner's purge before the
+// caller's wake) — its other errors leave it not holding the mutex
+// (`NotRecoverable` after handing it on) — and `unlock` — `release` —
+// refuses a caller the engine does not record as owner (`NotOwner`) and
+// hands ownership to exactly one waiter.
 unsafe impl RawLock for RawEngineMutex {
     fn acquire(&self, deadline_ns: Option<u64>) -> Result<Acquired, Error> {
-        self.lock_until(deadline_ns).map(|()| Acquired::Clean)
+        match self.lock_until(deadline_ns) {
+            Ok(()) => Ok(Acquired::Clean),
+            // Held, from an owner that went holding it.
+            Err(Error::OwnerDead) => Ok(Acquired::OwnerDied),
+            Err(e) => Err(e),
+        }
     }
 
     fn release(&self) {
@@ -200,5 +289,13 @@ impl<T> Mutex<RawEngineMutex, T> {
     /// [`Mutex::lock`] raises the caller to the ceiling and locks.
     pub fn new(ceiling: Urgency, v: T) -> Self {
         Mutex::from_raw(RawEngineMutex::new(Protocol::Ceiling(ceiling)), v)
+    }
+}
+
+impl<T: ?Sized> MutexGuard<'_, RawEngineMutex, T> {
+    /// After [`Mutex::lock_recover`] said the previous owner died: the
+    /// data is repaired, the mutex usable again.
+    pub fn make_consistent(&self) -> Result<(), Error> {
+        self.raw().make_consistent()
     }
 }

@@ -39,7 +39,12 @@
 //!   request not yet received is withdrawn; one being served is left to
 //!   the server, mid-request, and its reply is dropped. Later callers that
 //!   find the server busy help it finish. A reply that raced with the
-//!   timeout is not lost: the caller takes it.
+//!   timeout is not lost: the caller takes it. An expired call is never
+//!   delivered: a deadline already past queues nothing, and a server
+//!   takes a request only before its deadline (checked under the
+//!   endpoint's lock, which the caller's abort also takes), so a caller
+//!   gets the reply, or `TimedOut` with its request either never run or
+//!   taken in time and aborted mid-request.
 //! - **Cycles.** The kernel refuses a `FUTEX_LOCK_PI` that would close a PI
 //!   chain cycle (`EDEADLK`) — servers calling each other (seed 002 Fig. 7).
 //!   heir names the cycle from its own record of which thread sleeps on
@@ -112,11 +117,17 @@ enum Status {
     Aborted,
     /// The server `tid` exited.
     ServerGone(i32),
+    /// The call's deadline passed before a server took the request: it
+    /// was never delivered (and never will be).
+    Expired,
 }
 
 struct Entry<Req, Resp> {
     ticket: Arc<Ticket>,
     prio: Urgency,
+    /// The call's absolute `CLOCK_MONOTONIC` deadline: a server takes the
+    /// request only before it ([`Endpoint::receive_until`]).
+    deadline_ns: Option<u64>,
     status: Status,
     req: Option<Req>,
     reply: Option<Resp>,
@@ -422,6 +433,10 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
             if st.servers.is_empty() {
                 return Err(Error::NoServer);
             }
+            // An expired call is never delivered: nothing is queued.
+            if deadline_ns.is_some_and(|d| sys::now_ns() >= d) {
+                return Err(Error::TimedOut);
+            }
             let id = st.next_id;
             st.next_id += 1;
             st.requests.insert(
@@ -429,6 +444,7 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
                 Entry {
                     ticket: Arc::new(Ticket::default()),
                     prio,
+                    deadline_ns,
                     status: Status::ServerGone(0),
                     req: Some(req),
                     reply: None,
@@ -463,6 +479,10 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
                         return Err(Error::NoSuchThread(tid));
                     }
                     Status::Aborted => return Err(Error::Invalid),
+                    Status::Expired => {
+                        st.requests.remove(&id);
+                        return Err(Error::TimedOut);
+                    }
                     Status::Serving(s) => {
                         let t = st.requests.get(&id).map(|e| e.ticket.clone());
                         (
@@ -577,6 +597,10 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
                 }
             }
             Status::Serving(_) => e.status = Status::Aborted,
+            Status::Expired => {
+                st.requests.remove(&id);
+                return Err(Error::TimedOut);
+            }
             Status::Aborted | Status::ServerGone(_) => {
                 st.requests.remove(&id);
             }
@@ -588,8 +612,12 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
     /// (`Ok(None)`: none came) and returns it; the caller (a server, see
     /// [`Self::join_server`]) runs it boosted by its caller and answers with
     /// [`Self::reply`]. A request whose caller gave up before it was
-    /// received is skipped. `Err(NotServing)` if the caller is not a server,
-    /// `Err(Busy)` if it has not replied to the request it received.
+    /// received is skipped, and so is one whose call's deadline has passed
+    /// (decided under the endpoint's lock, with the clock read there: the
+    /// caller's abort takes the same lock, so a request is either taken
+    /// before its deadline or never run — its caller gets `TimedOut`).
+    /// `Err(NotServing)` if the caller is not a server, `Err(Busy)` if it
+    /// has not replied to the request it received.
     pub fn receive_until(&self, deadline_ns: Option<u64>) -> Result<Option<Req>, Error> {
         let me = rt::tid();
         loop {
@@ -602,9 +630,16 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
                     Some(c) if c.delivered => return Err(Error::Busy),
                     Some(c) => {
                         let e = st.requests.get_mut(&c.id).ok_or(Error::Invalid)?;
-                        if e.status == Status::Aborted {
+                        let expired = e.deadline_ns.is_some_and(|d| sys::now_ns() >= d);
+                        if e.status == Status::Aborted || expired {
                             let id = c.id;
-                            st.requests.remove(&id);
+                            if e.status == Status::Aborted {
+                                st.requests.remove(&id);
+                            } else {
+                                // Its caller may still sleep on the ticket:
+                                // released below, it wakes and reads this.
+                                e.status = Status::Expired;
+                            }
                             skipped = st.servers[si].current.take().map(|c| c.ticket);
                             st.advance(si);
                             None

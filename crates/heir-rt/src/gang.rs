@@ -56,9 +56,18 @@
 //!
 //! The gangs live with the engine under the engine lock ([`crate::rt`]).
 //! Under it `run` and `notify` make only non-sleeping system calls:
-//! `sched_setattr`, and `read`/`write` of the non-blocking eventfd. Waiters
-//! of a gang sleep on a futex word outside the lock; the notify that
-//! completes a run wakes them after releasing it.
+//! `sched_setattr`, `read`/`write` of the non-blocking eventfd, and `poll`
+//! with a zero timeout of a member's pidfd. Waiters of a gang sleep on a
+//! futex word outside the lock; the notify that completes a run wakes them
+//! after releasing it.
+//!
+//! # Exits
+//!
+//! A member's exit is its removal. A thread that called heir-rt itself is
+//! purged by its thread-local exit hook ([`Gang::insert`] of the caller
+//! registers it so); a thread inserted by tid that never did is watched
+//! through a pidfd polled by `run`, `wait` (every [`EXIT_POLL_NS`] while
+//! such a member is counted), `pending` and [`get`].
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -297,10 +306,22 @@ struct GangShared {
 #[derive(Debug)]
 struct MemberRec {
     task: TaskId,
+    tid: i32,
     word: ControlWord,
     /// A target of the gang's object now.
     targeted: bool,
+    /// A pidfd of the member's thread (`PIDFD_THREAD`), readable once it
+    /// exits: how the exit of a member that never called heir-rt itself
+    /// (inserted by tid) is seen ([`reap`]). `None` where the kernel has
+    /// no thread pidfds (then `tgkill(pid, tid, 0)`), or for the caller
+    /// itself, whose exit purges it.
+    exit: Option<OwnedFd>,
 }
+
+/// How long a [`Gang::wait_until`] sleeps at most, while a member counted
+/// by the run has no exit hook of its own, before it checks whether that
+/// member exited ([`reap`]).
+pub const EXIT_POLL_NS: u64 = 10_000_000;
 
 #[derive(Debug)]
 struct GangRec {
@@ -396,8 +417,20 @@ impl Gang {
     /// gang (at most one), or the word is another member's;
     /// [`Error::NoSuchThread`] if `tid` is not a thread of this process.
     pub fn insert(&self, tid: i32, word: &ControlWord) -> Result<(), Error> {
+        let me = tid == rt::tid();
+        // Another thread's exit is watched through a pidfd, opened before
+        // the engine lock (the caller's own exit purges it).
+        let exit = if me {
+            None
+        } else {
+            sys::pidfd_open_thread(tid).ok()
+        };
         let mut st = rt::state();
-        let t = st.task_of_tid(tid)?;
+        let t = if me {
+            st.current()?
+        } else {
+            st.task_of_tid(tid)?
+        };
         let g = &mut st.gangs;
         if let Some(&other) = g.member_of.get(&t) {
             return Err(Error::AlreadyMember { tid, gang: other.0 });
@@ -412,8 +445,10 @@ impl Gang {
         word.set_flags(MEMBER, RUN | BOOSTED);
         rec.members.push(MemberRec {
             task: t,
+            tid,
             word: word.clone(),
             targeted: false,
+            exit,
         });
         g.member_of.insert(t, self.id);
         Ok(())
@@ -432,11 +467,9 @@ impl Gang {
     /// Members counted in the run in progress that have not notified (0:
     /// no run in progress).
     pub fn pending(&self) -> u32 {
-        rt::state()
-            .gangs
-            .recs
-            .get(&self.id)
-            .map_or(0, |r| r.pending)
+        let mut st = rt::state();
+        reap(&mut st, self.id);
+        st.gangs.recs.get(&self.id).map_or(0, |r| r.pending)
     }
 
     /// `gang_run`: counts every member whose control word shares a bit
@@ -450,6 +483,7 @@ impl Gang {
         }
         let mut st = rt::state();
         let st = &mut *st;
+        reap(st, self.id);
         let rec = st.gangs.recs.get(&self.id).ok_or(Error::Invalid)?;
         if rec.pending > 0 {
             return Err(Error::GangRunning {
@@ -512,28 +546,45 @@ impl Gang {
     /// progress), or [`GangWait::TimedOut`] at the absolute
     /// `CLOCK_MONOTONIC` deadline (`None`: no deadline). Any thread may
     /// wait, any number at once.
+    ///
+    /// A counted member's exit is its notify. A member that called heir-rt
+    /// itself is purged by its own exit; while a counted member has no such
+    /// hook (inserted by tid, it never called heir-rt), the wait sleeps at
+    /// most [`EXIT_POLL_NS`] at a time and checks that member's pidfd
+    /// ([`reap`]), so its exit ends the wait within that slice.
     pub fn wait_until(&self, deadline_ns: Option<u64>) -> Result<GangWait, Error> {
-        let seen = {
-            let st = rt::state();
+        let (seen, mut watch) = {
+            let mut st = rt::state();
+            reap(&mut st, self.id);
             let rec = st.gangs.recs.get(&self.id).ok_or(Error::Invalid)?;
             if rec.pending == 0 {
                 return Ok(GangWait::Completed);
             }
-            self.shared.done.load(Ordering::Acquire)
+            (self.shared.done.load(Ordering::Acquire), unhooked(&st, rec))
         };
         loop {
             if self.shared.done.load(Ordering::Acquire) != seen {
                 return Ok(GangWait::Completed);
             }
-            if sys::futex_wait(&self.shared.done, seen, deadline_ns) == FutexWait::TimedOut {
-                let st = rt::state();
-                let pending = st.gangs.recs.get(&self.id).map_or(0, |r| r.pending);
-                let done = self.shared.done.load(Ordering::Acquire) != seen;
-                return Ok(if done || pending == 0 {
-                    GangWait::Completed
-                } else {
-                    GangWait::TimedOut
-                });
+            let until = match (watch, deadline_ns) {
+                (false, d) => d,
+                (true, d) => {
+                    let slice = sys::now_ns().saturating_add(EXIT_POLL_NS);
+                    Some(d.map_or(slice, |d| d.min(slice)))
+                }
+            };
+            if sys::futex_wait(&self.shared.done, seen, until) == FutexWait::TimedOut {
+                let mut st = rt::state();
+                reap(&mut st, self.id);
+                let rec = st.gangs.recs.get(&self.id);
+                let pending = rec.map_or(0, |r| r.pending);
+                if self.shared.done.load(Ordering::Acquire) != seen || pending == 0 {
+                    return Ok(GangWait::Completed);
+                }
+                if deadline_ns.is_some_and(|d| sys::now_ns() >= d) {
+                    return Ok(GangWait::TimedOut);
+                }
+                watch = rec.is_some_and(|r| unhooked(&st, r));
             }
         }
     }
@@ -573,11 +624,48 @@ fn free_gang(st: &mut State, id: GangId) {
     }
 }
 
-/// The gang thread `tid` is a member of ([`Gang::id`]), if any.
+/// The gang thread `tid` is a member of ([`Gang::id`]), if any (`None`
+/// for a member found exited: it has left).
 pub fn get(tid: i32) -> Option<GangId> {
-    let st = rt::state();
+    let mut st = rt::state();
+    let t = st.lookup_tid(tid)?;
+    let gid = st.gangs.member_of.get(&t).copied()?;
+    reap(&mut st, gid);
     let t = st.lookup_tid(tid)?;
     st.gangs.member_of.get(&t).copied()
+}
+
+/// True if some member of `rec` counted by its run has no exit hook of
+/// its own (see [`Gang::wait_until`]).
+fn unhooked(st: &State, rec: &GangRec) -> bool {
+    rec.members
+        .iter()
+        .any(|m| m.word.load().counted() && !st.hooked(m.task))
+}
+
+/// Purges every member of gang `gid` without an exit hook whose thread has
+/// exited (its pidfd readable; without one, `tgkill(pid, tid, 0)` fails):
+/// as the hook would have, so its exit is its removal — its notify if
+/// counted, waking the waiters if it was the last. Under the engine lock:
+/// `poll` with a zero timeout does not sleep. Returns how many.
+fn reap(st: &mut State, gid: GangId) -> usize {
+    let Some(rec) = st.gangs.recs.get(&gid) else {
+        return 0;
+    };
+    let gone: Vec<TaskId> = rec
+        .members
+        .iter()
+        .filter(|m| !st.hooked(m.task))
+        .filter(|m| match &m.exit {
+            Some(fd) => sys::poll_readable(fd.as_fd(), 0).unwrap_or(false),
+            None => !sys::is_own_thread(m.tid),
+        })
+        .map(|m| m.task)
+        .collect();
+    for &t in &gone {
+        st.vanished(t);
+    }
+    gone.len()
 }
 
 /// `gang_notify` for the calling thread: ends its gang boost (back to

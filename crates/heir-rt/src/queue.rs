@@ -5,9 +5,15 @@
 //! declares a pusher a helper of `more` (consumers waiting for an item lend
 //! it their urgency); `add_consumer` declares a popper a helper of `less`.
 //! Items are popped most urgent first, FIFO among equals.
+//!
+//! [`PrioQueue::is_busy`] says whether a thread is inside one of its calls
+//! (a `push` or `pop` blocked or not, a helper being added): the C API's
+//! `heir_queue_destroy` refuses then (`EBUSY`) instead of freeing a queue a
+//! waiter still sleeps on.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use heir_core::Urgency;
 
@@ -49,6 +55,24 @@ pub struct PrioQueue<T> {
     more: PiCondvar,
     less: PiCondvar,
     capacity: usize,
+    /// Threads inside a call on the queue now ([`PrioQueue::is_busy`]).
+    inside: AtomicU32,
+}
+
+/// Counts a thread inside a call on a queue for the call's duration.
+struct Inside<'a>(&'a AtomicU32);
+
+impl<'a> Inside<'a> {
+    fn enter(n: &'a AtomicU32) -> Self {
+        n.fetch_add(1, Ordering::AcqRel);
+        Inside(n)
+    }
+}
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl<T: Send> PrioQueue<T> {
@@ -62,6 +86,7 @@ impl<T: Send> PrioQueue<T> {
             more: PiCondvar::new(),
             less: PiCondvar::new(),
             capacity: capacity.max(1),
+            inside: AtomicU32::new(0),
         }
     }
 
@@ -76,26 +101,31 @@ impl<T: Send> PrioQueue<T> {
             more: PiCondvar::with_boost(boost)?,
             less: PiCondvar::with_boost(boost)?,
             capacity: capacity.max(1),
+            inside: AtomicU32::new(0),
         })
     }
 
     /// Declares `tid` a producer: helper of the "more" condition.
     pub fn add_producer(&self, tid: i32) -> Result<(), Error> {
+        let _in = Inside::enter(&self.inside);
         self.more.helpers_add(tid)
     }
 
     /// Declares `tid` a consumer: helper of the "less" condition.
     pub fn add_consumer(&self, tid: i32) -> Result<(), Error> {
+        let _in = Inside::enter(&self.inside);
         self.less.helpers_add(tid)
     }
 
     /// Removes producer `tid`.
     pub fn del_producer(&self, tid: i32) -> Result<(), Error> {
+        let _in = Inside::enter(&self.inside);
         self.more.helpers_del(tid)
     }
 
     /// Removes consumer `tid`.
     pub fn del_consumer(&self, tid: i32) -> Result<(), Error> {
+        let _in = Inside::enter(&self.inside);
         self.less.helpers_del(tid)
     }
 
@@ -113,6 +143,7 @@ impl<T: Send> PrioQueue<T> {
         prio: Urgency,
         deadline_ns: Option<u64>,
     ) -> Result<(), Error> {
+        let _in = Inside::enter(&self.inside);
         let mut g = self.inner.lock()?;
         while g.heap.len() >= self.capacity {
             if self.less.wait_raw(g.raw(), deadline_ns)? == WaitResult::TimedOut
@@ -140,6 +171,7 @@ impl<T: Send> PrioQueue<T> {
     /// Pops the most urgent item, waiting while empty until the absolute
     /// deadline (`Ok(None)` on timeout).
     pub fn pop_until(&self, deadline_ns: Option<u64>) -> Result<Option<T>, Error> {
+        let _in = Inside::enter(&self.inside);
         let mut g = self.inner.lock()?;
         while g.heap.is_empty() {
             if self.more.wait_raw(g.raw(), deadline_ns)? == WaitResult::TimedOut
@@ -155,7 +187,19 @@ impl<T: Send> PrioQueue<T> {
 
     /// Items queued now.
     pub fn len(&self) -> Result<usize, Error> {
+        let _in = Inside::enter(&self.inside);
         Ok(self.inner.lock()?.heap.len())
+    }
+
+    /// True while a thread is inside a call on the queue — a `push` or
+    /// `pop` waiting for room or an item, or on its way in or out — or
+    /// holds or waits for its mutex, or waits on one of its conditions:
+    /// freeing it then would pull the memory from under that thread.
+    pub fn is_busy(&self) -> bool {
+        self.inside.load(Ordering::Acquire) > 0
+            || self.inner.raw().owner_tid().is_some()
+            || self.more.has_waiters()
+            || self.less.has_waiters()
     }
 
     /// True if empty now.

@@ -190,6 +190,10 @@ struct ThreadRec {
     /// part of its engine urgency is the kernel's to apply
     /// ([`State::wanted`]).
     carried: u32,
+    /// The thread called heir-rt itself ([`State::current`]): its exit
+    /// runs the thread-local hook that purges it. A thread only named by
+    /// others (a helper, a gang member inserted by tid) has none.
+    hooked: bool,
 }
 
 /// What the registry knows about a thread (the public face is the
@@ -389,6 +393,10 @@ pub(crate) struct State {
     free_conds: Vec<CondId>,
     /// The engine mutexes that are [`crate::PiMutex`]es (PI futexes).
     pi_futex: std::collections::HashSet<MutexId>,
+    /// The robustness state of each live [`crate::RawEngineMutex`] (its
+    /// `CONSISTENT` / `INCONSISTENT` / `NOT_RECOVERABLE` word): marked
+    /// inconsistent by [`State::purge`] when its owner goes.
+    pub(crate) engine_robust: HashMap<MutexId, Arc<AtomicU32>>,
     pub stats: ApplyStats,
     /// Every gang ([`crate::gang`]), under the engine lock.
     pub(crate) gangs: crate::gang::Gangs,
@@ -599,6 +607,7 @@ fn lock_state(heir: bool) -> StateGuard {
             free_mutexes: Vec::new(),
             free_conds: Vec::new(),
             pi_futex: std::collections::HashSet::new(),
+            engine_robust: HashMap::new(),
             stats: ApplyStats::default(),
             gangs: crate::gang::Gangs::default(),
             self_lowering: None,
@@ -749,6 +758,7 @@ impl State {
                 applied: base_urgency,
                 kernel_helper: None,
                 carried: 0,
+                hooked: false,
             },
         );
         self.by_tid.insert(tid, t);
@@ -760,8 +770,17 @@ impl State {
     /// it from the registry).
     pub(crate) fn current(&mut self) -> Result<TaskId, Error> {
         let me = tid();
-        let _ = MEMBER.try_with(|_| ());
-        self.task_of_tid(me)
+        let hooked = MEMBER.try_with(|_| ()).is_ok();
+        let t = self.task_of_tid(me)?;
+        if let Some(r) = self.threads.get_mut(&t) {
+            r.hooked |= hooked;
+        }
+        Ok(t)
+    }
+
+    /// True if `t`'s exit purges it by itself (see `ThreadRec::hooked`).
+    pub(crate) fn hooked(&self, t: TaskId) -> bool {
+        self.threads.get(&t).is_some_and(|r| r.hooked)
     }
 
     /// The shared part of a registered task.
@@ -986,6 +1005,13 @@ impl State {
         }
     }
 
+    /// `t`'s thread was found gone (a gang member's pidfd): counted as
+    /// vanished and purged.
+    pub(crate) fn vanished(&mut self, t: TaskId) {
+        self.stats.vanished += 1;
+        self.purge(t);
+    }
+
     /// Re-applies the engine's current urgency of `t` (the deferred step).
     pub(crate) fn sync(&mut self, t: TaskId) {
         if !self.sync_one(t) {
@@ -998,6 +1024,12 @@ impl State {
     /// the engine, cancels its wait, removes it from every helper set, and
     /// applies what that changes for others. Its own attributes are left
     /// alone (`thread::leave` restores them first: [`State::restore_base`]).
+    ///
+    /// A PI mutex it owns is only released in the engine (the kernel hands
+    /// the futex on, robustly). An engine mutex (a ceiling mutex) it owns
+    /// is marked inconsistent and handed to its top waiter, woken here (a
+    /// futex wake does not sleep), which gets [`Error::OwnerDead`] holding
+    /// it — or, without waiters, the next locker does.
     pub(crate) fn purge(&mut self, t: TaskId) {
         let owned: Vec<MutexId> = self
             .engine
@@ -1007,8 +1039,24 @@ impl State {
         // Leaving its gang counts as its notify (seed 003 §2).
         let mut all = crate::gang::purge_member(self, t);
         for m in owned {
-            let r = self.engine.release(t, m);
-            self.collect(r, &mut all);
+            if self.pi_futex.contains(&m) {
+                let r = self.engine.release(t, m);
+                self.collect(r, &mut all);
+                continue;
+            }
+            if let Some(w) = self.engine_robust.get(&m) {
+                w.store(crate::ceiling::INCONSISTENT, Ordering::Release);
+            }
+            match self.engine.unlock(t, m) {
+                Ok(o) => {
+                    all.extend(o.changes);
+                    if let Some(sh) = o.value.and_then(|n| self.shared(n)) {
+                        sh.wake.store(UNPARKED, Ordering::Release);
+                        sys::futex_wake(&sh.wake, 1);
+                    }
+                }
+                Err(e) => self.stats.engine_failed(e),
+            }
         }
         self.rearm_waiters_naming(t, None);
         let _ = self.disarm(t);

@@ -579,6 +579,23 @@ pub fn eventfd_drain(fd: std::os::fd::BorrowedFd<'_>) -> u64 {
     }
 }
 
+/// `pidfd_open(tid, PIDFD_THREAD)` (Linux ≥ 6.9): a descriptor of thread
+/// `tid` that becomes readable (`POLLIN`) when that thread exits, and keeps
+/// naming it if its tid is reused.
+pub fn pidfd_open_thread(tid: i32) -> Result<std::os::fd::OwnedFd, Errno> {
+    use std::os::fd::FromRawFd;
+    /// `PIDFD_THREAD` (= `O_EXCL`): the pid is a thread's, not a process's.
+    const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new
+    // descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: `fd` is a fresh descriptor (close-on-exec) nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
 /// `poll` for `POLLIN` on one descriptor, `timeout_ms` (-1: no timeout):
 /// true if readable.
 pub fn poll_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) -> Result<bool, Errno> {

@@ -496,3 +496,127 @@ fn c_gang_barrier_example_shows_fig1_without_and_with_gpm() {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
 }
+
+/// Builds `tests/rt/reliability.c` and runs it in `mode` on the test's CPU
+/// (issue 21's cases, one per mode); its stdout.
+fn reliability(mode: &str) -> Option<String> {
+    let test = format!("capi::reliability_{mode}");
+    let rt = rt_or_skip(&test, 60)?;
+    let cc = need_cc(&test)?;
+    let exe = std::env::temp_dir().join(format!("heir-reliability-{mode}-{}", std::process::id()));
+    build_c(
+        &cc,
+        &crate_dir().join("tests/rt/reliability.c"),
+        &heir_flags(),
+        &exe,
+    );
+    Some(run_c(&exe, &[rt.cpu.to_string(), mode.to_string()]))
+}
+
+fn expect_lines(stdout: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}
+
+/// `heir_queue_destroy` while a thread waits in `heir_queue_timedpop`, or
+/// in `heir_queue_push` on a full queue, is refused with `EBUSY` (it freed
+/// the queue under the waiter, which then died with SIGSEGV); the waiter
+/// is served normally, and the idle queue is destroyed.
+#[test]
+fn c_queue_destroy_is_busy_while_a_pop_or_push_waits() {
+    let Some(stdout) = reliability("queue") else {
+        return;
+    };
+    expect_lines(
+        &stdout,
+        &[
+            "destroy while a timed pop waits: EBUSY",
+            "push: 0",
+            "popper got the item: 1",
+            "destroy while a push waits: EBUSY",
+            "pusher done: 1",
+            "popped 0 0: 8 9",
+            "destroy when idle: 0",
+            "use after destroy: EINVAL",
+        ],
+    );
+}
+
+/// `heir_rpc_call` with an absolute timeout already past returns
+/// `ETIMEDOUT` every time and the server waiting in `heir_rpc_receive`
+/// never gets the request (it was queued, received and run, and the call
+/// sometimes returned 0).
+#[test]
+fn c_rpc_call_past_its_deadline_is_never_delivered() {
+    let Some(stdout) = reliability("rpc") else {
+        return;
+    };
+    expect_lines(
+        &stdout,
+        &[
+            "server waits: 1",
+            "expired calls: 50 ETIMEDOUT, 0 replied",
+            "stop call: 0, server: 0",
+            "server ran 0 expired requests",
+            "destroy: 0",
+        ],
+    );
+}
+
+/// A ceiling mutex whose owner exits holding it is robust as a PI mutex:
+/// the next locker (here the main thread) and a waiter blocked at the
+/// owner's death get `EOWNERDEAD` holding it (at the ceiling);
+/// `heir_ceiling_mutex_consistent` recovers it; unlocked without it, the
+/// mutex is `ENOTRECOVERABLE`. Before, the next locker got 0 and the
+/// blocked waiter was never woken.
+#[test]
+fn c_ceiling_mutex_whose_owner_died_is_robust() {
+    let Some(stdout) = reliability("ceiling") else {
+        return;
+    };
+    expect_lines(
+        &stdout,
+        &[
+            "owner locked: 0",
+            "consistent by a non-owner: EPERM",
+            "next lock: EOWNERDEAD",
+            "consistent: 0",
+            "consistent again: EINVAL",
+            "lock after recovery: 0",
+            "owner locked, waiter started: 1",
+            "waiter: EOWNERDEAD at priority 30",
+            "waiter unlocks: 0",
+            "lock after an unrepaired unlock: ENOTRECOVERABLE",
+            "destroy: 0",
+        ],
+    );
+}
+
+/// A member's exit is its removal, also for a member inserted by tid that
+/// never called heir (seen through its pidfd by the waiting thread) and
+/// for one that only called `heir_barrier_join`: the waits return 0 at
+/// once, `heir_gang_get` of the exited members answers `ENOENT`. Before,
+/// an untimed wait never returned and the gang kept the dead tids.
+#[test]
+fn c_gang_and_barrier_members_that_exit_are_removed() {
+    let Some(stdout) = reliability("gang") else {
+        return;
+    };
+    expect_lines(
+        &stdout,
+        &[
+            "insert by tid: 0 0",
+            "run: 0, active 1",
+            "gang wait after the counted member exited: 0 within 1 s: 1",
+            "get of the exited counted member: ENOENT",
+            "get of the exited passive member: ENOENT",
+            "close: 0",
+            "barrier join: 0",
+            "barrier start: 0, active 1",
+            "barrier wait after the member exited: 0 within 1 s: 1",
+            "release: 0",
+            "barrier destroy: 0",
+        ],
+    );
+}

@@ -132,3 +132,55 @@ fn a_timed_out_call_leaves_the_passive_server_mid_request_and_a_later_caller_hel
     );
     quit(&ep, vec![hs]);
 }
+
+/// A server that takes a request after its call's deadline never gets it,
+/// even while the timed-out caller has not run yet to withdraw it: the
+/// caller (FIFO 10) times out at 10 ms under a FIFO 20 hog (5..50 ms), the
+/// server (FIFO 40) calls `receive` at 30 ms. Before, the server received
+/// and ran the request and the caller then got `TimedOut` (or the reply).
+#[test]
+fn a_request_whose_deadline_passed_is_never_received() {
+    let Some(rt) = rt_or_skip("donation_abort::expired", 30) else {
+        return;
+    };
+    let cpu = rt.cpu;
+    let limit = now_ns() + 8_000 * MS;
+    let ep = Arc::new(Endpoint::<u32, u32>::new());
+    let t0 = now_ns() + 20 * MS;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let e = ep.clone();
+    let srv = spawn_fifo(cpu, 40, move || {
+        e.join_server(false).expect("join");
+        ready_tx.send(()).expect("ready");
+        sys::sleep_until(t0 + 30 * MS);
+        let got = e.receive_until(Some(t0 + 60 * MS));
+        let taken_at = now_ns();
+        if matches!(got, Ok(Some(_))) {
+            let _ = e.reply(0);
+        }
+        let _ = e.leave_server();
+        (got, taken_at)
+    });
+    ready_rx.recv().expect("server ready");
+    let hog = spawn_fifo(cpu, 20, move || {
+        sys::sleep_until(t0 + 5 * MS);
+        while now_ns() < (t0 + 50 * MS).min(limit) {
+            std::hint::spin_loop();
+        }
+    });
+    let e = ep.clone();
+    let caller = spawn_fifo(cpu, 10, move || {
+        sys::sleep_until(t0);
+        e.call_until(7, Some(t0 + 10 * MS))
+    });
+    let called = caller.join().expect("caller");
+    hog.join().expect("hog");
+    let (got, taken_at) = srv.join().expect("server");
+    assert_eq!(called, Err(heir::Error::TimedOut));
+    assert!(
+        matches!(got, Ok(None)),
+        "the server got {got:?} at {} ms, after the call's deadline (10 ms)",
+        (taken_at as i64 - t0 as i64) / MS as i64
+    );
+    assert!(ep.is_quiet(), "nothing left in flight");
+}
