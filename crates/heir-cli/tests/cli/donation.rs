@@ -311,3 +311,36 @@ fn a_handler_that_blocks_on_a_pi_mutex_passes_the_callers_priority_on() {
         v["log"]
     );
 }
+
+/// A passive server runs as `SCHED_IDLE` on real threads (the kernel lends
+/// it each caller's priority while it serves): the table says so, not the
+/// file's priority it never runs at.
+#[test]
+fn a_passive_server_is_shown_as_what_it_runs_as() {
+    let Some(_rt) = rt_or_skip("donation::passive_label") else {
+        return;
+    };
+    let file = example("seed002-fig3-helping.json");
+    let o = heir([
+        "run".as_ref(),
+        file.as_os_str(),
+        "--duration".as_ref(),
+        "0.05".as_ref(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let row = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("S"))
+        .unwrap_or_else(|| panic!("no row for S: {out}"));
+    assert!(row.contains("SCHED_IDLE (passive)"), "{row}");
+    assert!(!row.contains("SCHED_FIFO"), "{row}");
+    // The simulator's table keeps calling it passive.
+    let sim = heir(["sim".as_ref(), file.as_os_str()]);
+    let sim_out = stdout(&sim);
+    let sim_row = sim_out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("S"))
+        .unwrap_or_else(|| panic!("no row for S: {sim_out}"));
+    assert!(sim_row.contains("passive"), "{sim_row}");
+}
