@@ -30,13 +30,13 @@ use crate::support::*;
 
 /// `heir run EXAMPLE --gpm GPM --json --compare --trace OUT`: the JSON
 /// report and the trace; `None` (after saying why) where the kernel cannot
-/// be traced, outside CI. A run that another program disturbed (a thread
-/// started late, another real-time thread ran on its CPU: the run says so
-/// on stderr) is repeated, at most twice.
+/// be traced, outside CI. A run something outside it disturbed (its
+/// measured disturbance, [`disturbed`]) is repeated, at most
+/// [`ATTEMPTS`] times in all.
 fn traced(dir: &TempDir, file: &Path, gpm: &str) -> Option<(Value, Trace)> {
     let out = dir.join(&format!("{gpm}.json"));
-    let mut last = None;
-    for _ in 0..3 {
+    let mut why = Vec::new();
+    for attempt in 1..=ATTEMPTS {
         let o = heir([
             "run".as_ref(),
             file.as_os_str(),
@@ -59,13 +59,16 @@ fn traced(dir: &TempDir, file: &Path, gpm: &str) -> Option<(Value, Trace)> {
             return None;
         }
         assert_eq!(code(&o), 0, "{err}");
-        let disturbed = err.contains(" late: ") || err.contains("during the run");
-        last = Some((one_json(&o), read_trace(&out)));
-        if !disturbed {
-            break;
+        let v = one_json(&o);
+        match disturbed(&v, &err) {
+            None => return Some((v, read_trace(&out))),
+            Some(w) => {
+                eprintln!("run_gang: attempt {attempt} of {ATTEMPTS} disturbed: {w}; again");
+                why.push(w);
+            }
         }
     }
-    last
+    panic!("run_gang: every one of {ATTEMPTS} real runs was disturbed: {why:#?}");
 }
 
 /// The first instant `what` of `who` on resource `res` (µs).

@@ -38,31 +38,38 @@ fn example(name: &str, cpu: u32) -> heir_scenario::Scenario {
     sc
 }
 
-/// Runs `sc`; a run another program's real-time thread disturbed, or whose
-/// threads started late (the CPU held by something outside the run, e.g.
-/// the hypervisor), is repeated (at most 3 runs in all).
+/// Runs `sc` until a run is undisturbed: its measured disturbance
+/// (`RealRun::disturbance`: time its threads were runnable while a thread
+/// outside it held their CPU) under 100 µs, and no thread started late
+/// (at most 5 runs in all; every disturbed one is printed with who
+/// disturbed it). When every run was disturbed the test fails saying so:
+/// an exact order cannot be asserted on such a run.
 fn run_undisturbed(test: &str, sc: &heir_scenario::Scenario, config: &RunConfig) -> RealRun {
-    let mut last = None;
-    for attempt in 1..=3 {
+    const ATTEMPTS: usize = 5;
+    let mut why = Vec::new();
+    for attempt in 1..=ATTEMPTS {
         let r = run(sc, config).expect("run");
-        if r.interference.is_empty() && r.late_starts.is_empty() {
+        let d = &r.disturbance;
+        if !d.disturbed(100_000) && r.late_starts.is_empty() {
             return r;
         }
-        eprintln!(
-            "{test}: run {attempt} shared its CPU with other real-time work: {:?}; late starts: {:?}",
-            r.interference
-                .iter()
-                .map(|t| t.to_string())
+        let w = format!(
+            "lost {:.3} ms to {:?}{}; late starts: {:?}",
+            d.lost_ns as f64 / 1e6,
+            d.by.iter()
+                .take(3)
+                .map(|b| b.to_string())
                 .collect::<Vec<_>>(),
+            d.not_measured
+                .as_ref()
+                .map(|n| format!(" (not measured: {n})"))
+                .unwrap_or_default(),
             r.late_starts
         );
-        last = Some(r);
+        eprintln!("{test}: run {attempt} of {ATTEMPTS} disturbed: {w}");
+        why.push(w);
     }
-    let r = last.expect("three runs");
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{test}: every run shared its CPU with other real-time work");
-    }
-    r
+    panic!("{test}: every one of {ATTEMPTS} runs was disturbed: {why:#?}");
 }
 
 #[test]
