@@ -184,15 +184,14 @@ pub fn task_disturbance_json(
     real: &RealRun,
     t: &heir::run::disturb::ThreadLoss,
 ) -> serde_json::Value {
-    let by: Vec<serde_json::Value> = t
-        .by
-        .iter()
-        .filter_map(|&(k, ns)| {
-            real.disturbance.by.get(k).map(
+    let by: Vec<serde_json::Value> =
+        t.by.iter()
+            .filter_map(|&(k, ns)| {
+                real.disturbance.by.get(k).map(
                 |b| serde_json::json!({"tid": b.tid, "comm": b.comm, "lost_ms": ns as f64 / 1e6}),
             )
-        })
-        .collect();
+            })
+            .collect();
     serde_json::json!({
         "jobs": t.jobs,
         "lost_ms": t.lost_ns as f64 / 1e6,
