@@ -56,6 +56,7 @@ pub mod gang;
 pub mod gen;
 pub mod matching;
 pub mod model;
+pub mod pdc;
 pub mod report;
 pub mod rng;
 pub mod svg;
