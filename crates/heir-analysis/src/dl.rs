@@ -11,12 +11,18 @@
 //! from its own budget. So:
 //!
 //! 1. **Admission** of the servers of a group — the reservations pinned to
-//!    one CPU, or those free on all `m` CPUs — is the test of independent
-//!    sporadic servers `(Q, D, P)`: on one CPU the density test
-//!    `Σ Q_j/D_j ≤ 1` (EDF; with `D = P` the utilisation test of seed 001
-//!    §3.3), globally the density form of Goossens, Funk and Baruah's test
-//!    `Σ Q_j/D_j ≤ m − (m−1)·max_j Q_j/D_j` (GFB, RTS 2003; density form
-//!    in Bertogna, Cirinei and Lipari, ECRTS 2005). Compared exactly.
+//!    one CPU, or those free on all `m` CPUs. On one CPU the exact EDF
+//!    processor-demand criterion `∀t: h(t) ≤ t` over the servers' chunks,
+//!    by QPA ([`crate::pdc`]; Zhang and Burns 2009): `(Q, D, P)` sporadic
+//!    for a server whose jobs fit one budget and never wait without
+//!    bandwidth inheritance, `D` apart (`D < P`) or renewable (`D = P`)
+//!    otherwise. Waiting never enters it (CBS isolation; under M-BWI the
+//!    waiter's server stays ready and pays), except for Linux's deadline
+//!    inheritance, whose boosted owner is refilled from nobody's budget
+//!    when its own runs out (`throttle_risk`). Globally the density form
+//!    of Goossens, Funk and Baruah's test `Σ Q_j/D_j ≤ m − (m−1)·max_j
+//!    Q_j/D_j` (GFB, RTS 2003; density form in Bertogna, Cirinei and
+//!    Lipari, ECRTS 2005), sufficient only. Compared exactly.
 //! 2. **Interference** `B_i` from the critical sections of the blocking
 //!    chains that start at τ_i: `closure(i)` = the mutexes τ_i locks, and,
 //!    transitively, those locked inside a section on a mutex of the closure
@@ -36,6 +42,10 @@
 //!    `k·Q_i ≥ C_i + B_i + (k−1)·Σ_{x ∈ Γ_i} L_x` (after each replenishment
 //!    every interferer may again be inside one section): bound
 //!    `(k−1)·P_i + D_i`, if that is at most the job period `T_i`.
+//! 4. A task whose chain reaches a mutex without bandwidth inheritance that
+//!    another member uses (`none`, `ceiling`, `inherit`) has no bound: its
+//!    owner runs on its own deadline and budget, and the CBS wake-up rule
+//!    renews or cuts the waiter's budget (docs/ANALYSIS.md §5.3).
 
 use crate::edf::sum_le_one;
 use crate::fp::{TaskResult, Unbounded};

@@ -4,7 +4,9 @@
 //! on two: every set is simulated and no simulated response may exceed its
 //! bound. Prints, per protocol and placement, how many sets and tasks got a
 //! finite bound (`cargo test -p heir-analysis --test analysis soundness_edf
-//! -- --nocapture`; `HEIR_EDF_SETS=N` sets per protocol, default 1200).
+//! -- --nocapture`; `HEIR_EDF_SETS=N` sets per protocol, default 1200;
+//! `HEIR_EDF_DUMP=1` writes each violating set as a scenario file
+//! `/tmp/edf-PROTOCOL-K.json`, for `heir sim --trace`).
 
 use heir_analysis::analyze_set;
 use heir_analysis::gen::{
@@ -116,6 +118,11 @@ fn soundness_edf_constrained_deadlines_with_mutexes() {
                 t.max_ratio = t.max_ratio.max(max / bound);
                 if (max * 1000.0).round() > (bound * 1000.0).round() {
                     t.violations += 1;
+                    if std::env::var("HEIR_EDF_DUMP").is_ok() {
+                        let f = format!("/tmp/edf-{pname}-{k}.json");
+                        std::fs::write(&f, dump(&sc)).expect("dump");
+                        eprintln!("DUMP {f}");
+                    }
                     failures.push(format!(
                         "{pname}, {}: set {k}: task {} simulated max {max} µs > bound {bound} µs (B = {:?})\nset: {set:#?}\noptions: {opts:?}",
                         placements[pl].0, b.name, b.blocking_us
@@ -141,10 +148,89 @@ fn soundness_edf_constrained_deadlines_with_mutexes() {
         }
         all.push(tallies);
     }
+    for f in &failures {
+        eprintln!("violation: {}", f.lines().next().unwrap_or(""));
+    }
     assert!(
         failures.is_empty(),
         "{} violations; first:\n{}",
         failures.len(),
         failures[0]
     );
+}
+
+/// The scenario of a generated set as a file (for `heir sim --trace`): the
+/// events `to_scenario` writes (run, lock, unlock, timer).
+fn dump(sc: &heir_scenario::Scenario) -> String {
+    use heir_scenario::{EventKind, Micros, MutexProtocol, Policy, ResourceKind, TimerMode};
+    let res = |i: usize| sc.resources[i].name.clone();
+    let mut resources = Vec::new();
+    for r in &sc.resources {
+        if let ResourceKind::Mutex { protocol } = &r.kind {
+            let p = match protocol {
+                MutexProtocol::None => "none",
+                MutexProtocol::Inherit => "inherit",
+                MutexProtocol::Bwi => "bwi",
+                _ => "inherit",
+            };
+            resources.push(format!(
+                r#""{}": {{"type": "mutex", "protocol": "{p}"}}"#,
+                r.name
+            ));
+        }
+    }
+    let mut tasks = Vec::new();
+    for t in &sc.tasks {
+        let mut ev = Vec::new();
+        for (k, e) in t.phases[0].events.iter().enumerate() {
+            let us = |m: &Micros| match m {
+                Micros::Fixed(v) => format!("{v}"),
+                Micros::Uniform { min, max } => format!(r#"{{"min": {min}, "max": {max}}}"#),
+            };
+            ev.push(match &e.kind {
+                EventKind::Run(m) => format!(r#""run{k}": {}"#, us(m)),
+                EventKind::Lock(r) => format!(r#""lock{k}": "{}""#, res(r.0)),
+                EventKind::Unlock(r) => format!(r#""unlock{k}": "{}""#, res(r.0)),
+                EventKind::Timer { timer, period } => {
+                    let mode = match &sc.resources[timer.0].kind {
+                        ResourceKind::Timer {
+                            mode: TimerMode::Absolute,
+                            ..
+                        } => r#", "mode": "absolute""#,
+                        _ => "",
+                    };
+                    format!(
+                        r#""timer": {{"ref": "{}", "period": {}{mode}}}"#,
+                        res(timer.0),
+                        us(period)
+                    )
+                }
+                other => format!(r#""unknown{k}": "{other:?}""#),
+            });
+        }
+        let sched = match (&t.sched.policy, &t.sched.dl) {
+            (Policy::Deadline, Some(dl)) => format!(
+                r#""policy": "SCHED_DEADLINE", "dl-runtime": {}, "dl-deadline": {}, "dl-period": {}"#,
+                dl.runtime_us, dl.deadline_us, dl.period_us
+            ),
+            _ => format!(r#""priority": {}"#, t.sched.priority),
+        };
+        let cpus = t
+            .cpus
+            .as_ref()
+            .map(|c| format!("{c:?}"))
+            .unwrap_or("[0, 1]".into());
+        tasks.push(format!(
+            r#""{}": {{{sched}, "cpus": {cpus}, "delay": {}, {}}}"#,
+            t.name,
+            t.delay_us,
+            ev.join(", ")
+        ));
+    }
+    format!(
+        "{{\"global\": {{\"duration\": {}}},\n \"resources\": {{{}}},\n \"tasks\": {{\n  {}}}}}\n",
+        sc.global.duration_s.unwrap_or(1.0),
+        resources.join(", "),
+        tasks.join(",\n  ")
+    )
 }
