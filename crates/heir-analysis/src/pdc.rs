@@ -87,8 +87,19 @@ pub enum Failure {
     Limit,
 }
 
-/// Steps allowed to one test.
+/// Steps allowed to one test (fewer for large sets: at most about
+/// [`MAX_WORK`] server evaluations in all).
 pub const MAX_STEPS: u32 = 1_000_000;
+
+/// Server evaluations allowed to one test.
+pub const MAX_WORK: usize = 50_000_000;
+
+fn max_steps(servers: &[Demand]) -> u32 {
+    let by_work = MAX_WORK / servers.len().max(1);
+    u32::try_from(by_work)
+        .unwrap_or(MAX_STEPS)
+        .clamp(1000, MAX_STEPS)
+}
 
 fn sat(x: u128) -> Nanos {
     Nanos::try_from(x).unwrap_or(Nanos::MAX)
@@ -135,7 +146,7 @@ fn linear_horizon(servers: &[Demand], constant: f64) -> Option<Nanos> {
 /// bound on the window lengths to check when `Σ Q/S = 1`).
 fn busy_period(servers: &[Demand]) -> Option<Nanos> {
     let mut w: u128 = servers.iter().map(|s| s.rate().0 as u128).sum();
-    for _ in 0..MAX_STEPS {
+    for _ in 0..max_steps(servers) {
         let next: u128 = servers
             .iter()
             .map(|s| {
@@ -195,7 +206,7 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
         (Some(a), None) | (None, Some(a)) => a,
         (None, None) => return Err(Failure::Limit),
     };
-    for _ in 0..MAX_STEPS {
+    for _ in 0..max_steps(servers) {
         if t < d_min {
             return Ok(());
         }
@@ -212,7 +223,9 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
         }
         // h(t) = t: with fluid terms h grows between step points, so the
         // next candidate is just below t.
-        t = if fluid {
+        t = if t == 0 {
+            return Ok(());
+        } else if fluid {
             t - 1
         } else {
             match prev_point(servers, t) {
