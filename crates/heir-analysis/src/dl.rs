@@ -11,12 +11,18 @@
 //! from its own budget. So:
 //!
 //! 1. **Admission** of the servers of a group — the reservations pinned to
-//!    one CPU, or those free on all `m` CPUs — is the test of independent
-//!    sporadic servers `(Q, D, P)`: on one CPU the density test
-//!    `Σ Q_j/D_j ≤ 1` (EDF; with `D = P` the utilisation test of seed 001
-//!    §3.3), globally the density form of Goossens, Funk and Baruah's test
-//!    `Σ Q_j/D_j ≤ m − (m−1)·max_j Q_j/D_j` (GFB, RTS 2003; density form
-//!    in Bertogna, Cirinei and Lipari, ECRTS 2005). Compared exactly.
+//!    one CPU, or those free on all `m` CPUs. On one CPU the exact EDF
+//!    processor-demand criterion `∀t: h(t) ≤ t` over the servers' chunks,
+//!    by QPA ([`crate::pdc`]; Zhang and Burns 2009): `(Q, D, P)` sporadic
+//!    for a server whose jobs fit one budget and never wait without
+//!    bandwidth inheritance, `D` apart (`D < P`) or renewable (`D = P`)
+//!    otherwise. Waiting never enters it (CBS isolation; under M-BWI the
+//!    waiter's server stays ready and pays), except for Linux's deadline
+//!    inheritance, whose boosted owner is refilled from nobody's budget
+//!    when its own runs out (`throttle_risk`). Globally the density form
+//!    of Goossens, Funk and Baruah's test `Σ Q_j/D_j ≤ m − (m−1)·max_j
+//!    Q_j/D_j` (GFB, RTS 2003; density form in Bertogna, Cirinei and
+//!    Lipari, ECRTS 2005), sufficient only. Compared exactly.
 //! 2. **Interference** `B_i` from the critical sections of the blocking
 //!    chains that start at τ_i: `closure(i)` = the mutexes τ_i locks, and,
 //!    transitively, those locked inside a section on a mutex of the closure
@@ -36,6 +42,10 @@
 //!    `k·Q_i ≥ C_i + B_i + (k−1)·Σ_{x ∈ Γ_i} L_x` (after each replenishment
 //!    every interferer may again be inside one section): bound
 //!    `(k−1)·P_i + D_i`, if that is at most the job period `T_i`.
+//! 4. A task whose chain reaches a mutex without bandwidth inheritance that
+//!    another member uses (`none`, `ceiling`, `inherit`) has no bound: its
+//!    owner runs on its own deadline and budget, and the CBS wake-up rule
+//!    renews or cuts the waiter's budget (docs/ANALYSIS.md §5.3).
 
 use crate::edf::sum_le_one;
 use crate::fp::{TaskResult, Unbounded};
@@ -82,8 +92,28 @@ struct Interf {
     b_all: Nanos,
     /// `Γ_i`, as task indices of the set.
     gamma: Vec<usize>,
-    /// A mutex of the closure without bandwidth inheritance.
+    /// A mutex of the closure without bandwidth inheritance that another
+    /// member uses (one only τ_i uses never blocks it).
     not_bwi: Option<usize>,
+    /// τ_i's sections on mutexes other members use: how many times a job
+    /// can wait.
+    waits: u64,
+}
+
+/// Per mutex: whether at least two of `members` use it.
+fn shared_mutexes(set: &TaskSet, members: &[usize]) -> Vec<bool> {
+    let mut users = vec![0u32; set.mutexes.len()];
+    let mut seen = vec![false; set.mutexes.len()];
+    for &x in members {
+        seen.iter_mut().for_each(|v| *v = false);
+        for s in &set.tasks[x].sections {
+            if !seen[s.mutex] {
+                seen[s.mutex] = true;
+                users[s.mutex] += 1;
+            }
+        }
+    }
+    users.into_iter().map(|u| u >= 2).collect()
 }
 
 /// The mutexes of `closure(i)`: those τ_i locks, and those locked inside a
@@ -140,12 +170,25 @@ fn outer_sections(t: &Task, cl: &[bool]) -> (Nanos, Nanos) {
 }
 
 /// `B_i`, `Σ L_x`, `Γ_i` and the first non-bwi closure mutex of task `i`.
-fn interference(set: &TaskSet, i: usize, members: &[usize], global: bool) -> Interf {
+fn interference(
+    set: &TaskSet,
+    i: usize,
+    members: &[usize],
+    global: bool,
+    shared: &[bool],
+) -> Interf {
     let cl = closure(set, i, members);
-    let not_bwi = (0..cl.len()).find(|&r| cl[r] && set.mutexes[r].protocol != LockProtocol::Bwi);
+    let not_bwi =
+        (0..cl.len()).find(|&r| cl[r] && shared[r] && set.mutexes[r].protocol != LockProtocol::Bwi);
     let (_, di, _) = params(&set.tasks[i]);
+    let waits = set.tasks[i]
+        .sections
+        .iter()
+        .filter(|s| shared[s.mutex])
+        .count() as u64;
     let mut out = Interf {
         not_bwi,
+        waits,
         ..Interf::default()
     };
     for &x in members {
@@ -209,7 +252,7 @@ fn admission(set: &TaskSet, members: &[usize], cpu: Option<u32>, cpus: u32) -> G
         cpu,
         cpus,
         test: format!(
-            "global EDF, GFB density test Σ Q/D ≤ m − (m−1)·max Q/D with m = {cpus} (Goossens, Funk, Baruah 2003)"
+            "global EDF, GFB density test Σ Q/D ≤ m − (m−1)·max Q/D with m = {cpus} (Goossens, Funk, Baruah 2003; sufficient, not necessary)"
         ),
         load,
         limit: cpus as f64 - (cpus as f64 - 1.0) * dmax,
@@ -254,10 +297,14 @@ pub fn analyze_group(
     out: &mut [Option<TaskResult>],
 ) -> GroupAdmission {
     let global = cpu.is_none();
-    let mut adm = admission(set, members, cpu, cpus);
+    let shared = shared_mutexes(set, members);
+    if let Some(cpu) = cpu {
+        return analyze_pinned(set, members, cpu, &shared, out);
+    }
+    let mut adm = admission(set, members, None, cpus);
     let inter: Vec<Interf> = members
         .iter()
-        .map(|&i| interference(set, i, members, global))
+        .map(|&i| interference(set, i, members, global, &shared))
         .collect();
     adm.needed_load = Some(
         members
@@ -368,4 +415,200 @@ fn pre_verdict(t: &Task, f: &Interf, adm: &GroupAdmission, global: bool) -> Pre 
         return Pre::Out(Unbounded::JobsOverlap { bound: r }, Some(f.b));
     }
     Pre::Spans(r)
+}
+
+/// What a task of a pinned group gets before the admission.
+enum PinnedPre {
+    /// Final: unbounded for this reason.
+    Out(Unbounded, Option<Nanos>),
+    /// Its job fits one budget (`C + B ≤ Q`): bound `D` if its interferers
+    /// are guaranteed too.
+    Fits,
+    /// Several server periods (M-BWI): this bound if its interferers are
+    /// guaranteed.
+    Spans(Nanos),
+}
+
+/// A member holding an `inherit` mutex that another member uses, whose
+/// budget can run out inside the section: under Linux's deadline
+/// inheritance a boosted deadline owner is then replenished with its
+/// waiter's budget, charged to nobody (docs/DEADLINE.md §3.2), which no
+/// server's guarantee accounts for. It cannot happen when the job fits its
+/// budget (`E ≤ Q`), the deadline is implicit (`D = P`: a wake-up renews
+/// the budget rather than cutting it, Linux's `dl_revised_wakeup`) and the
+/// job period leaves room for every renewal (`T ≥ (waits + 1)·P`: each job
+/// starts on a fresh budget). With the mutex.
+fn throttle_risk(
+    set: &TaskSet,
+    members: &[usize],
+    shared: &[bool],
+    inter: &[Interf],
+) -> Option<(usize, usize)> {
+    members.iter().zip(inter).find_map(|(&x, f)| {
+        let t = &set.tasks[x];
+        let (q, d, p) = params(t);
+        let room = f.waits.saturating_add(1).saturating_mul(p);
+        if t.demand <= q && d >= p && t.period >= room {
+            return None;
+        }
+        t.sections
+            .iter()
+            .find(|s| shared[s.mutex] && set.mutexes[s.mutex].protocol == LockProtocol::Inherit)
+            .map(|s| (x, s.mutex))
+    })
+}
+
+/// One CPU: the servers' admission by the exact processor-demand criterion
+/// (QPA), then each member's bound. See docs/ANALYSIS.md §5.
+fn analyze_pinned(
+    set: &TaskSet,
+    members: &[usize],
+    cpu: u32,
+    shared: &[bool],
+    out: &mut [Option<TaskResult>],
+) -> GroupAdmission {
+    use crate::pdc::{self, Demand, Failure};
+    let inter: Vec<Interf> = members
+        .iter()
+        .map(|&i| interference(set, i, members, false, shared))
+        .collect();
+    let risk = throttle_risk(set, members, shared, &inter);
+    let pre: Vec<PinnedPre> = members
+        .iter()
+        .zip(&inter)
+        .map(|(&i, f)| pinned_pre(&set.tasks[i], f))
+        .collect();
+    let pos = |x: usize| members.iter().position(|&y| y == x);
+    let mut ok: Vec<bool> = pre.iter().map(|p| matches!(p, PinnedPre::Fits)).collect();
+    loop {
+        let mut changed = false;
+        for k in 0..members.len() {
+            if ok[k]
+                && inter[k]
+                    .gamma
+                    .iter()
+                    .any(|&x| pos(x).is_some_and(|p| !ok[p]))
+            {
+                ok[k] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // The servers' chunks: P apart for a guaranteed job that fits its
+    // budget and never waits without bandwidth inheritance; otherwise its
+    // deadline can be renewed (D = P) or chunks come D apart (D < P).
+    let demands: Vec<Demand> = members
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let (q, d, p) = params(&set.tasks[i]);
+            if ok[k] && inter[k].not_bwi.is_none() {
+                Demand::Sporadic { q, d, s: p }
+            } else if d >= p {
+                Demand::Fluid { q, p }
+            } else {
+                Demand::Sporadic { q, d, s: d }
+            }
+        })
+        .collect();
+    let window = pdc::qpa(&demands);
+    let load: f64 = members
+        .iter()
+        .map(|&i| {
+            let (q, _, p) = params(&set.tasks[i]);
+            q as f64 / p as f64
+        })
+        .sum();
+    // Σ Q/S: the long-run load of the chunks.
+    let chunk_load: f64 = demands
+        .iter()
+        .map(|d| match *d {
+            Demand::Sporadic { q, s, .. } => q as f64 / s as f64,
+            Demand::Fluid { q, p } => q as f64 / p as f64,
+        })
+        .sum();
+    let group_out: Option<Unbounded> = match (window, risk) {
+        (_, Some((holder, mutex))) => Some(Unbounded::ThrottledHolder { holder, mutex }),
+        (Err(Failure::Overload), None) => Some(Unbounded::NotAdmitted { load: chunk_load }),
+        (Err(Failure::Demand { at, demand }), None) => {
+            Some(Unbounded::DemandExceeded { at, demand })
+        }
+        (Err(Failure::Limit), None) => Some(Unbounded::BusyPeriod),
+        (Ok(()), None) => None,
+    };
+    let test = "EDF processor-demand criterion h(t) ≤ t for every t (exact on one CPU; QPA, Zhang and Burns 2009)".to_string();
+    let needed_load = Some(
+        members
+            .iter()
+            .zip(&inter)
+            .filter(|(_, f)| f.not_bwi.is_none())
+            .map(|(&i, f)| {
+                let t = &set.tasks[i];
+                t.demand.saturating_add(f.b) as f64 / params(t).1 as f64
+            })
+            .sum(),
+    );
+    for (k, &i) in members.iter().enumerate() {
+        let t = &set.tasks[i];
+        let f = &inter[k];
+        let b = f.not_bwi.is_none().then_some(f.b);
+        let blocked_by = f
+            .gamma
+            .iter()
+            .copied()
+            .find(|&x| pos(x).is_some_and(|p| !ok[p]));
+        out[i] = Some(match (&group_out, &pre[k], blocked_by) {
+            (Some(why), _, _) => TaskResult::unbounded(why.clone(), b),
+            (None, PinnedPre::Out(why, b), _) => TaskResult::unbounded(why.clone(), *b),
+            (None, _, Some(other)) => {
+                TaskResult::unbounded(Unbounded::Interferer { other }, Some(f.b))
+            }
+            (None, PinnedPre::Fits, None) => TaskResult::bounded(params(t).1, f.b, t.deadline),
+            (None, PinnedPre::Spans(r), None) => TaskResult::bounded(*r, f.b, t.deadline),
+        });
+    }
+    GroupAdmission {
+        cpu: Some(cpu),
+        cpus: 1,
+        test,
+        load,
+        limit: 1.0,
+        needed_load,
+        admitted: group_out.is_none(),
+    }
+}
+
+/// The verdict of a member of a pinned group from its own numbers.
+fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
+    let (q, d, p) = params(t);
+    if t.period < p {
+        return PinnedPre::Out(Unbounded::ReservationPeriod, Some(f.b));
+    }
+    if let Some(mutex) = f.not_bwi {
+        return PinnedPre::Out(Unbounded::NotBwi { mutex }, None);
+    }
+    let needed = t.demand.saturating_add(f.b);
+    if needed <= q {
+        return PinnedPre::Fits;
+    }
+    if q <= f.b_all {
+        return PinnedPre::Out(
+            Unbounded::OverBudget {
+                needed,
+                runtime: q,
+                global: false,
+            },
+            Some(f.b),
+        );
+    }
+    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉.
+    let k = 1 + (needed - q).div_ceil(q - f.b_all);
+    let r = (k - 1).saturating_mul(p).saturating_add(d);
+    if r > t.period {
+        return PinnedPre::Out(Unbounded::JobsOverlap { bound: r }, Some(f.b));
+    }
+    PinnedPre::Spans(r)
 }

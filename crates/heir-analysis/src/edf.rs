@@ -1,4 +1,9 @@
-//! EDF / CBS admission (seed 001 §3.3), for `SCHED_DEADLINE` reservations.
+//! EDF / CBS admission tests of seed 001 §3.3, for `SCHED_DEADLINE`
+//! reservations. `heir analyze` no longer uses them (the exact test of
+//! [`crate::pdc`] replaced them: the blocking test bounds a waiter under
+//! deadline inheritance by `D`, which a deadline owner running at its own,
+//! later deadline refutes — docs/ANALYSIS.md §5.3); they are kept as seed
+//! 001 states them, with the exact comparisons the analysis shares.
 //!
 //! A reservation `(Q, P)` with relative deadline `D` is guaranteed `Q` units
 //! of CPU every `P` once admitted. Two tests:

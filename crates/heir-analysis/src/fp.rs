@@ -33,13 +33,13 @@
 //!    `R_i ≤ T_i` only `q = 0` is needed and this is Eq. 1 of seed 000 with
 //!    `I_i = B_i`.
 //!
-//! `SCHED_DEADLINE` tasks are checked per CPU with the admission tests of
-//! [`crate::edf`]; an admitted reservation `(Q, D, P)` finishes a job of
-//! demand E within `(⌈E/Q⌉ − 1)·P + D` (one budget per server period).
+//! `SCHED_DEADLINE` tasks are analysed per CPU (or globally) by
+//! [`crate::dl`]; fixed-priority tasks see every reservation of their CPU
+//! as `(⌈w/P⌉ + 1)·Q` of interference.
 
 mod sweep;
 
-use crate::edf::{self, Reservation};
+use crate::edf;
 use crate::matching::Matcher;
 use crate::model::{Class, LockProtocol, Nanos, Task, TaskSet};
 
@@ -81,8 +81,7 @@ pub enum Unbounded {
     /// The level busy period did not close within the iteration limit
     /// ([`MAX_ITERATIONS`] steps, every job of the busy period counted).
     BusyPeriod,
-    /// `SCHED_DEADLINE`: the CPU's reservations fail the admission test
-    /// (`load` is this reservation's left-hand side).
+    /// `SCHED_DEADLINE`: the CPU's servers load it to `load` = Σ Q/S > 1.
     NotAdmitted { load: f64 },
     /// `SCHED_DEADLINE`: jobs arrive faster than the reservation period.
     ReservationPeriod,
@@ -107,6 +106,9 @@ pub enum Unbounded {
     /// `SCHED_DEADLINE`: a job can take `bound`, longer than the job period,
     /// so jobs queue up.
     JobsOverlap { bound: Nanos },
+    /// `SCHED_DEADLINE`, one CPU: the servers' demand due within a window
+    /// of `at` ns is `demand` ns (processor-demand criterion).
+    DemandExceeded { at: Nanos, demand: Nanos },
     /// `SCHED_DEADLINE` under deadline inheritance: task `holder` can block
     /// this one on `mutex`, and its job (E > Q) can exhaust its budget inside
     /// the section.
@@ -160,7 +162,7 @@ impl Unbounded {
                 "the busy period did not close within the analysis limit ({MAX_ITERATIONS} fixed-point steps)"
             ),
             Unbounded::NotAdmitted { load } => format!(
-                "SCHED_DEADLINE admission fails on this CPU (load {load:.3} > 1)"
+                "SCHED_DEADLINE admission fails on this CPU: the servers' budgets sum to {load:.3} > 1 per chunk separation (Σ Q/S; S = P, or D for a server whose budget can be renewed or cut)"
             ),
             Unbounded::ReservationPeriod => {
                 "SCHED_DEADLINE: jobs arrive faster than the reservation period".to_string()
@@ -191,8 +193,13 @@ impl Unbounded {
                 "a job can take {} µs, longer than its period: jobs queue up, not analysed",
                 crate::model::fmt_us(*bound)
             ),
+            Unbounded::DemandExceeded { at, demand } => format!(
+                "SCHED_DEADLINE admission fails on this CPU: the reservations can demand {} µs due within a window of {} µs (EDF processor-demand criterion)",
+                crate::model::fmt_us(*demand),
+                crate::model::fmt_us(*at)
+            ),
             Unbounded::ThrottledHolder { holder, mutex } => format!(
-                "task {} can block it on {} and may exhaust its budget inside that section (E > Q): under deadline inheritance it is then throttled while holding the mutex (seed 001 §3.4, Fig. 1); use protocol \"bwi\"",
+                "task {} holds {} (deadline inheritance), which other reservations of this CPU use, and its budget can run out inside the section (E > Q, D < P: the revised wake-up rule cuts a woken waiter's budget, or T < (waits + 1)·P: a job can start on what a renewed budget left): a boosted deadline owner is then replenished with its waiter's budget, charged to nobody (docs/DEADLINE.md §3.2), so no reservation of this CPU keeps its guarantee; use protocol \"bwi\"",
                 set.tasks[*holder].name,
                 set.mutexes[*mutex].name
             ),
@@ -614,10 +621,9 @@ impl Analyzer {
     }
 
     /// Fills `out` for every `SCHED_DEADLINE` task, group by group: the
-    /// reservations pinned to each CPU, then those free on every CPU. A
-    /// pinned group whose mutexes all use `inherit` gets the
-    /// deadline-inheritance test of seed 001 §3.3; every other group the
-    /// M-BWI analysis of [`crate::dl`]. The groups' admissions are kept
+    /// reservations pinned to each CPU (the exact processor-demand
+    /// criterion, every protocol), then those free on every CPU (sufficient
+    /// global EDF tests): [`crate::dl`]. The groups' admissions are kept
     /// ([`Analyzer::admissions`]).
     fn analyze_deadline_tasks(&mut self, set: &TaskSet, out: &mut [Option<TaskResult>]) {
         self.admissions.clear();
@@ -637,18 +643,7 @@ impl Analyzer {
                     is_dl(task) && task.global_cpus.is_none() && task.cpu == cpu
                 })
                 .collect();
-            let mut protocols = members
-                .iter()
-                .flat_map(|&t| set.tasks[t].sections.iter())
-                .map(|s| set.mutexes[s.mutex].protocol)
-                .peekable();
-            let inherit_only =
-                protocols.peek().is_some() && protocols.all(|p| p == LockProtocol::Inherit);
-            let adm = if inherit_only {
-                self.deadline_inheritance(set, cpu, &members, out)
-            } else {
-                crate::dl::analyze_group(set, &members, Some(cpu), 1, out)
-            };
+            let adm = crate::dl::analyze_group(set, &members, Some(cpu), 1, out);
             self.admissions.push(adm);
         }
         let global: Vec<usize> = (0..self.n)
@@ -668,140 +663,6 @@ impl Analyzer {
     /// set, pinned CPUs in order, then the global group.
     pub fn admissions(&self) -> &[crate::dl::GroupAdmission] {
         &self.admissions
-    }
-
-    /// Seed 001 §3.3's test for the reservations `members` of `cpu`, whose
-    /// mutexes use deadline inheritance (without bandwidth inheritance):
-    /// `Σ Q/P ≤ 1` and `∀i: Σ_{D_j ≤ D_i} Q_j/P_j + B_i/P_i ≤ 1`.
-    fn deadline_inheritance(
-        &mut self,
-        set: &TaskSet,
-        cpu: u32,
-        members: &[usize],
-        out: &mut [Option<TaskResult>],
-    ) -> crate::dl::GroupAdmission {
-        let res: Vec<Reservation> = members
-            .iter()
-            .map(|&i| {
-                let (q, d, p) = dl_params(&set.tasks[i]);
-                Reservation {
-                    runtime: q,
-                    deadline: d,
-                    period: p,
-                    blocking: self.deadline_blocking(set, i, members),
-                }
-            })
-            .collect();
-        let util = edf::utilisation_test(&res);
-        let block = edf::blocking_test(&res);
-        let admitted = util.admitted && block.admitted;
-        for (k, &i) in members.iter().enumerate() {
-            let task = &set.tasks[i];
-            let b = res[k].blocking;
-            out[i] = Some(if !admitted {
-                let load = block.load[k].max(util.load[k]);
-                TaskResult::unbounded(Unbounded::NotAdmitted { load }, Some(b))
-            } else if task.period < res[k].period {
-                TaskResult::unbounded(Unbounded::ReservationPeriod, Some(b))
-            } else if let Some((holder, mutex)) = self.throttled_holder(set, i, members) {
-                TaskResult::unbounded(Unbounded::ThrottledHolder { holder, mutex }, Some(b))
-            } else {
-                let (q, d, p) = (res[k].runtime, res[k].deadline, res[k].period);
-                let chunks = task.demand.div_ceil(q).max(1);
-                let r = (chunks - 1).saturating_mul(p).saturating_add(d);
-                TaskResult::bounded(r, b, task.deadline)
-            });
-        }
-        let load = block
-            .load
-            .iter()
-            .chain(&util.load)
-            .fold(0.0f64, |a, &b| a.max(b));
-        crate::dl::GroupAdmission {
-            cpu: Some(cpu),
-            cpus: 1,
-            test: "deadline inheritance: Σ Q/P ≤ 1 and ∀i Σ_{D_j ≤ D_i} Q_j/P_j + B_i/P_i ≤ 1 (seed 001 §3.3)".into(),
-            load,
-            limit: 1.0,
-            needed_load: None,
-            admitted,
-        }
-    }
-
-    /// A reservation of `members` with a longer relative deadline than τ_i
-    /// that can block it (a section on a mutex τ_i's level uses) and whose
-    /// job exceeds its budget, with that mutex: its budget can run out
-    /// inside the section.
-    fn throttled_holder(
-        &self,
-        set: &TaskSet,
-        i: usize,
-        members: &[usize],
-    ) -> Option<(usize, usize)> {
-        let di = dl_params(&set.tasks[i]).1;
-        let m = self.m;
-        members.iter().copied().find_map(|l| {
-            let (q, d, _) = dl_params(&set.tasks[l]);
-            if d <= di || set.tasks[l].demand <= q {
-                return None;
-            }
-            (0..m)
-                .find(|&r| {
-                    self.uses[l * m + r]
-                        && members
-                            .iter()
-                            .any(|&j| dl_params(&set.tasks[j]).1 <= di && self.uses[j * m + r])
-                })
-                .map(|r| (l, r))
-        })
-    }
-
-    /// `B_i` of the EDF admission test: lower preemption levels (longer
-    /// relative deadlines) × mutexes used at level ≥ D_i.
-    fn deadline_blocking(&mut self, set: &TaskSet, i: usize, members: &[usize]) -> Nanos {
-        let di = dl_params(&set.tasks[i]).1;
-        let m = self.m;
-        let lowers: Vec<usize> = members
-            .iter()
-            .copied()
-            .filter(|&l| dl_params(&set.tasks[l]).1 > di)
-            .collect();
-        let mut relevant: Vec<bool> = (0..m)
-            .map(|r| {
-                members
-                    .iter()
-                    .any(|&j| dl_params(&set.tasks[j]).1 <= di && self.uses[j * m + r])
-            })
-            .collect();
-        // Transitive blocking through nested sections (see `transitive_ceilings`).
-        for _ in 0..m {
-            let mut changed = false;
-            for &(o, inner) in &self.edges {
-                if relevant[o] && !relevant[inner] {
-                    relevant[inner] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-        let rows: Vec<usize> = (0..m).filter(|&r| relevant[r]).collect();
-        // Hand-off: each lower reservation blocks at most once, with its
-        // longest relevant (outermost) section; no per-mutex limit.
-        let mut total: Nanos = 0;
-        for &l in &lowers {
-            let b = if self.nested[l] {
-                self.nested_blocking(set, l, |r| rows.contains(&r))
-            } else {
-                rows.iter()
-                    .map(|&r| self.maxcs[l * m + r])
-                    .max()
-                    .unwrap_or(0)
-            };
-            total = total.saturating_add(b);
-        }
-        total
     }
 
     /// The longest outermost section of `l` containing a mutex `relevant`.
@@ -1081,17 +942,6 @@ impl Analyzer {
                 self.dl.push((runtime, period));
             }
         }
-    }
-}
-
-fn dl_params(t: &Task) -> (Nanos, Nanos, Nanos) {
-    match t.class {
-        Class::Deadline {
-            runtime,
-            deadline,
-            period,
-        } => (runtime, deadline, period),
-        Class::Fixed { .. } => (t.demand, t.deadline, t.period),
     }
 }
 

@@ -707,7 +707,7 @@ impl<'a> Analysis<'a> {
                         if demand_threads.contains(&k) {
                             if let Cls::Fixed(p) = self.th[k].cls {
                                 if p >= lambda {
-                                    inter.push((k, self.top_member_load(k, r)));
+                                    inter.push((k, self.top_member_load(k, r, true)));
                                 }
                             }
                         }
@@ -717,10 +717,15 @@ impl<'a> Analysis<'a> {
                     match self.th[k].cls {
                         Cls::Deadline { q, p, .. } => inter.push((k, Load::Reservation { q, p })),
                         Cls::Fixed(p) if p >= lambda => {
+                            // A member with no demand here (left out by
+                            // the runs' mask, passive, or active on no
+                            // point) is not waited for, but runs at its own
+                            // priority ≥ g all the same, its work before a
+                            // notify included (it is in no C_m).
                             let load = if Some(k) == issuer && !member {
                                 self.issuer_load(k, r)
                             } else if member {
-                                self.top_member_load(k, r)
+                                self.top_member_load(k, r, false)
                             } else {
                                 self.load(k)
                             };
@@ -1099,18 +1104,39 @@ impl<'a> Analysis<'a> {
         Ok(best)
     }
 
-    /// A member at or above the gang level, as interference: after its
-    /// notify it runs at its own priority until it waits on the
-    /// resumption condition (the tail), if it is always active and every
-    /// notify is followed by such a wait; else its whole workload.
-    fn top_member_load(&self, k: usize, r: usize) -> Load {
+    /// A member at or above the gang level, as interference. `counted`: its
+    /// work up to its notify is in its `C_m`; then, if every run waits for
+    /// it (below) and every notify is followed by a wait on the resumption
+    /// condition, only the tail between them. Otherwise (not counted, or
+    /// not waited for by every run — seed 003's Property 1: a member the
+    /// run's mask leaves out still runs at its own priority): its work from
+    /// any point to its next wait on the resumption condition, which is
+    /// signalled only after the run completes, if every point reaches one
+    /// through work only; else its whole workload.
+    fn top_member_load(&self, k: usize, r: usize, counted: bool) -> Load {
+        // Every run must wait for it: listed, its bits never changed, and
+        // one mask for every run, which includes its bit.
         let always = self.listed(r, k)
             && !self.uses_gang(k, r, |op| {
-                matches!(op, GangOp::Remove | GangOp::Passive { .. })
+                matches!(
+                    op,
+                    GangOp::Remove | GangOp::Passive { .. } | GangOp::Active { .. }
+                )
             });
-        if !always {
-            return self.load(k);
-        }
+        let mut masks = self
+            .th
+            .iter()
+            .flat_map(|t| t.body.iter())
+            .filter_map(|e| match e.kind {
+                EventKind::Gang {
+                    gang,
+                    op: GangOp::Run { mask },
+                } if gang.0 == r => Some(mask),
+                _ => None,
+            });
+        let first = masks.next();
+        let one_mask = first.is_some_and(|m| gang_active(GANG_DEFAULT_BITS, m))
+            && masks.all(|m| Some(m) == first);
         let issuer = self.single_issuer(r);
         let resumption = self.resumption_conds(r, issuer);
         let body: Vec<It> = self.th[k]
@@ -1118,6 +1144,11 @@ impl<'a> Analysis<'a> {
             .iter()
             .map(|e| self.item(e, r, &resumption))
             .collect();
+        if !counted || !always || !one_mask {
+            return self
+                .until_resumption(k, &body)
+                .map_or_else(|| self.load(k), Load::total);
+        }
         let mut tail: Nanos = 0;
         let n = body.len();
         for (i, it) in body.iter().enumerate() {
@@ -1148,6 +1179,32 @@ impl<'a> Analysis<'a> {
             tail = tail.max(acc);
         }
         Load::total(tail)
+    }
+
+    /// The most work thread `k` (items `body`, an endless loop) executes
+    /// from any point of its program to its next wait on the resumption
+    /// condition; `None` if some point can reach a suspension, a blocking
+    /// wait or the end first, or it never waits on it.
+    fn until_resumption(&self, k: usize, body: &[It]) -> Option<Nanos> {
+        let n = body.len();
+        if self.th[k].t.loops.is_some() || !body.iter().any(|i| matches!(i, It::Never)) {
+            return None;
+        }
+        // Backwards over two turns of the loop: work to the next Never.
+        let mut acc: Option<Nanos> = None;
+        let mut most: Nanos = 0;
+        for idx in (0..2 * n).rev() {
+            acc = match &body[idx % n] {
+                It::Never => Some(0),
+                It::Work(w) => acc.map(|a| a.saturating_add(*w)),
+                It::Susp(_) | It::Block(_) | It::Exit => None,
+                _ => acc,
+            };
+            if idx < n {
+                most = most.max(acc?);
+            }
+        }
+        Some(most)
     }
 
     /// The single issuer `k` of gang `r` that waits for each of its runs:

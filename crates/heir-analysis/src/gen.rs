@@ -375,6 +375,17 @@ pub fn generate_deadline(
     resources: usize,
     global_cpus: Option<u32>,
 ) -> TaskSet {
+    generate_deadline_d(rng, tasks, utilisation, resources, global_cpus, 0.25)
+}
+
+fn generate_deadline_d(
+    rng: &mut Rng,
+    tasks: usize,
+    utilisation: f64,
+    resources: usize,
+    global_cpus: Option<u32>,
+    constrained: f64,
+) -> TaskSet {
     let params = GenParams {
         tasks,
         period_min_us: 5_000,
@@ -424,7 +435,7 @@ pub fn generate_deadline(
         } else {
             (c_us + all - longest[k]).min(p_us)
         };
-        let d_us = if rng.chance(0.25) {
+        let d_us = if rng.chance(constrained) {
             rng.range_u64(q_us, p_us)
         } else {
             p_us
@@ -450,6 +461,80 @@ pub fn generate_deadline(
         servers: vec![],
         mutexes,
         pi_cv: true,
+    }
+}
+
+/// Where [`generate_deadline_with`] puts the reservations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DlPlacement {
+    /// All pinned to CPU 0.
+    OneCpu,
+    /// Two independent sets, pinned to CPU 0 and CPU 1 (each with its own
+    /// mutexes: a mutex is never used on two CPUs).
+    Partitioned2,
+    /// Free on both CPUs of a 2-CPU machine (global EDF).
+    Global2,
+}
+
+/// What [`generate_deadline_with`] draws.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DlGen {
+    /// Tasks per CPU group (per CPU when partitioned).
+    pub tasks: usize,
+    /// Utilisation `Σ C/P` per group.
+    pub utilisation: f64,
+    /// Mutexes per group.
+    pub resources: usize,
+    /// The protocol of every mutex.
+    pub protocol: LockProtocol,
+    pub placement: DlPlacement,
+    /// Probability that a task's relative deadline is drawn in `[Q, P)`
+    /// (a constrained deadline) instead of `P`.
+    pub constrained: f64,
+}
+
+/// A random constrained-deadline reservation set (as [`generate_deadline`],
+/// with the mutex protocol, the placement and the share of constrained
+/// deadlines chosen): the sets of the EDF soundness test.
+pub fn generate_deadline_with(rng: &mut Rng, g: &DlGen) -> TaskSet {
+    let group = |rng: &mut Rng, cpu: u32, global: Option<u32>| {
+        let mut s = generate_deadline_d(
+            rng,
+            g.tasks,
+            g.utilisation,
+            g.resources,
+            global,
+            g.constrained,
+        );
+        for t in &mut s.tasks {
+            t.cpu = cpu;
+        }
+        for m in &mut s.mutexes {
+            m.protocol = g.protocol;
+        }
+        s
+    };
+    match g.placement {
+        DlPlacement::OneCpu => group(rng, 0, None),
+        DlPlacement::Global2 => group(rng, 0, Some(2)),
+        DlPlacement::Partitioned2 => {
+            let mut a = group(rng, 0, None);
+            let b = group(rng, 1, None);
+            let off = a.mutexes.len();
+            let n = a.tasks.len();
+            for (k, mut t) in b.tasks.into_iter().enumerate() {
+                t.name = format!("D{}", n + k);
+                for s in &mut t.sections {
+                    s.mutex += off;
+                }
+                a.tasks.push(t);
+            }
+            for (k, mut m) in b.mutexes.into_iter().enumerate() {
+                m.name = format!("M{}", off + k);
+                a.mutexes.push(m);
+            }
+            a
+        }
     }
 }
 

@@ -14,9 +14,10 @@
 //! - **seed 000's `I_i`** computed exactly in polynomial time as a
 //!   maximum-weight bipartite matching ([`matching`],
 //!   [`Analyzer::rpc_interference`]);
-//! - **EDF / CBS admission** for `SCHED_DEADLINE` reservations ([`edf`]),
-//!   and their guarantees under the multiprocessor bandwidth inheritance
-//!   protocol (M-BWI, seed 001), pinned or global ([`dl`]);
+//! - **EDF / CBS admission** for `SCHED_DEADLINE` reservations: on one CPU
+//!   the exact processor-demand criterion by QPA ([`pdc`]), globally GFB
+//!   (sufficient); their guarantees under every mutex protocol, M-BWI (seed
+//!   001) included, pinned or global ([`dl`]);
 //! - **gang latency** (seed 003, Properties 1-2): from `gang_run` to the
 //!   last member's `gang_notify`, per gang, gpm on or off ([`gang`]);
 //! - **random task sets** (UUniFast, RandFixedSum, log-uniform periods,
@@ -56,6 +57,7 @@ pub mod gang;
 pub mod gen;
 pub mod matching;
 pub mod model;
+pub mod pdc;
 pub mod report;
 pub mod rng;
 pub mod svg;

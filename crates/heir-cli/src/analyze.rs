@@ -349,7 +349,7 @@ fn deadline_table(report: &AnalysisReport) -> String {
             if b.schedulable { "yes" } else { "no" }.to_string(),
         ]);
     }
-    out.push_str("SCHED_DEADLINE (B: interference taken from the task's own budget under bwi, blocking under inherit):\n\n");
+    out.push_str("SCHED_DEADLINE (B: interference taken from the task's own budget under bwi; none under inherit/none, whose waits the CPU's window test covers):\n\n");
     out.push_str(&t.render());
     out.push('\n');
     for a in &report.admissions {
@@ -361,18 +361,26 @@ fn deadline_table(report: &AnalysisReport) -> String {
             .needed_load
             .map(|n| format!("; with the budgets the tasks need, Σ (C+B)/D = {n:.3}"))
             .unwrap_or_default();
-        out.push_str(&format!(
-            "{group}: load {:.3} {} {:.3}: {} ({}){needed}\n",
-            a.load,
-            if a.admitted { "≤" } else { ">" },
-            a.limit,
-            if a.admitted {
-                "admitted"
-            } else {
-                "not admitted"
-            },
-            a.test
-        ));
+        let verdict = if a.admitted {
+            "admitted"
+        } else {
+            "not admitted"
+        };
+        if a.cpu.is_some() {
+            // One CPU: the exact demand test, not a load against a limit.
+            out.push_str(&format!(
+                "{group}: Σ Q/P = {:.3}: {verdict} ({}){needed}\n",
+                a.load, a.test
+            ));
+        } else {
+            out.push_str(&format!(
+                "{group}: load {:.3} {} {:.3}: {verdict} ({}){needed}\n",
+                a.load,
+                if a.admitted { "≤" } else { ">" },
+                a.limit,
+                a.test
+            ));
+        }
     }
     let reasons: Vec<String> = report
         .tasks

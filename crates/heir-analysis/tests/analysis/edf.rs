@@ -52,10 +52,16 @@ fn dl(name: &str, q: u64, d: u64, p: u64, c: u64, sections: Vec<Section>) -> Tas
 }
 
 #[test]
-fn reservations_in_a_task_set_get_blocking_from_longer_deadlines() {
-    // a (Q 2, D=P 10) and b (Q 5, D=P 40) share m: a can be blocked by b's
-    // 3 ms section: B_a = 3, 0.2 + 0.3 = 0.5; the admitted job of a ends
-    // within D = 10 ms; b's job of 5 ms within 40 ms.
+fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
+    // a (Q 2, D=P 10) and b (Q 5, D=P 40) share m under deadline
+    // inheritance. A waiter's server is suspended while it waits (its owner
+    // runs on its own deadline, anything due earlier runs first) and the
+    // CBS wake-up rule renews its deadline when it wakes: its job is not
+    // bounded by D (seed 001 §3.3's Σ_{D_j ≤ D_i} Q_j/P_j + B_i/P_i test
+    // said 10 ms, which the soundness test refutes). a's jobs come every
+    // 10 ms = P: a job can start on what a renewed budget left and run out
+    // of it holding m, where Linux replenishes a boosted deadline owner with
+    // its waiter's budget, charged to nobody: no guarantee on this CPU.
     let sec = |l| {
         vec![Section {
             mutex: 0,
@@ -63,11 +69,8 @@ fn reservations_in_a_task_set_get_blocking_from_longer_deadlines() {
             parent: None,
         }]
     };
-    let set = TaskSet {
-        tasks: vec![
-            dl("a", 2 * MS, 10 * MS, 10 * MS, 2 * MS, sec(MS)),
-            dl("b", 5 * MS, 40 * MS, 40 * MS, 5 * MS, sec(3 * MS)),
-        ],
+    let trio = |a: Task, b: Task, c: Task| TaskSet {
+        tasks: vec![a, b, c],
         servers: vec![],
         mutexes: vec![Mutex {
             name: "m".into(),
@@ -75,11 +78,49 @@ fn reservations_in_a_task_set_get_blocking_from_longer_deadlines() {
         }],
         pi_cv: true,
     };
+    let c = || dl("c", 3 * MS, 15 * MS, 30 * MS, 3 * MS, vec![]);
+    let set = trio(
+        dl("a", 2 * MS, 10 * MS, 10 * MS, 2 * MS, sec(MS)),
+        dl("b", 5 * MS, 40 * MS, 40 * MS, 5 * MS, sec(3 * MS)),
+        c(),
+    );
     let r = analyze_set(&set).unwrap();
-    assert_eq!(r.task("a").unwrap().blocking_us, Some(3_000.0));
-    assert_eq!(r.task("a").unwrap().wcrt_us, Some(10_000.0));
-    assert_eq!(r.task("b").unwrap().blocking_us, Some(0.0));
-    assert_eq!(r.task("b").unwrap().wcrt_us, Some(40_000.0));
+    assert!(r.tasks.iter().all(|t| t.wcrt_us.is_none()));
+    assert!(r
+        .task("c")
+        .unwrap()
+        .reason
+        .as_deref()
+        .unwrap()
+        .starts_with("task a holds m (deadline inheritance), which other reservations of this CPU use, and its budget can run out inside the section"));
+    assert!(!r.admissions[0].admitted);
+    // Jobs every two server periods: every job starts on a fresh budget.
+    // The servers: a and b are fluid (a renewable D = P server demands at
+    // most ⌊Q·L/P⌋ in a window of L ≥ P), c sporadic: h(15) = 3 + 1.5 (a)
+    // = 4.5 ≤ 15, … admitted. c never waits: bound D = 15 ms; a and b wait
+    // on m: no bound.
+    let set = trio(
+        Task {
+            period: 20 * MS,
+            deadline: 20 * MS,
+            ..dl("a", 2 * MS, 10 * MS, 10 * MS, 2 * MS, sec(MS))
+        },
+        Task {
+            period: 80 * MS,
+            deadline: 80 * MS,
+            ..dl("b", 5 * MS, 40 * MS, 40 * MS, 5 * MS, sec(3 * MS))
+        },
+        c(),
+    );
+    let r = analyze_set(&set).unwrap();
+    assert!(r.admissions[0].admitted);
+    assert_eq!(r.task("c").unwrap().wcrt_us, Some(15_000.0));
+    assert_eq!(r.task("a").unwrap().wcrt_us, None);
+    assert_eq!(
+        r.task("a").unwrap().reason.as_deref(),
+        Some("a blocking chain of this task reaches mutex m (protocol inherit), which has no bandwidth inheritance: its owner runs on its own budget and can be throttled while holding it (seed 001 §3.4, Fig. 1); not bounded here (use protocol \"bwi\")")
+    );
+    assert_eq!(r.task("b").unwrap().wcrt_us, None);
     // A job larger than its budget takes ⌈C/Q⌉ server periods: c needs
     // 5 ms with Q = 2 ms every 10 ms: (3 − 1)·10 + 10 = 30 ms ≤ its 40 ms
     // job period.
@@ -116,4 +157,48 @@ fn overbooked_reservations_are_not_admitted() {
     );
     assert_eq!(r[1].wcrt, None);
     assert!(!r[1].schedulable);
+}
+
+#[test]
+fn constrained_deadlines_the_density_test_refused_are_admitted_exactly() {
+    // examples/edf-constrained.json (issue 27): Σ Q/D = 0.3 + 0.7 + 0.5 =
+    // 1.5, Σ Q/P = 0.59. h(20) = 14, h(30) = 29, h(100) = 59 (ms): the
+    // processor-demand criterion admits it. Under bwi τ1 can lose τ3's
+    // 10 ms section from its budget: 4 + 10 ≤ 14, bound D = 20 ms.
+    let sc = heir_scenario::load(&crate::example("edf-constrained.json")).unwrap();
+    let r = heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()).unwrap();
+    let got: Vec<(&str, Option<f64>, Option<f64>)> = r
+        .tasks
+        .iter()
+        .map(|t| (t.name.as_str(), t.blocking_us, t.wcrt_us))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("tau3", Some(0.0), Some(100_000.0)),
+            ("tau1", Some(10_000.0), Some(20_000.0)),
+            ("tau2", Some(0.0), Some(30_000.0)),
+        ]
+    );
+    assert!(r.admissions[0].admitted && r.schedulable);
+    assert!((r.admissions[0].load - 0.59).abs() < 1e-12);
+    // The simulator (1 s): τ3 41 ms (τ1 and τ2 run before its last 10 ms),
+    // τ1 12 ms (it waits for τ3's section on its own budget: 2 + 10 − 4 +
+    // 4), τ2 25 ms (τ1, with the earlier deadline, runs first).
+    let sim = heir_sim::simulate(
+        &sc,
+        &heir_sim::SimConfig::default(),
+        &mut heir_sim::NullObserver,
+    )
+    .unwrap();
+    let max = |n: &str| {
+        sim.tasks
+            .iter()
+            .find(|t| t.name == n)
+            .and_then(|t| t.response_us.max)
+    };
+    assert_eq!(
+        (max("tau3"), max("tau1"), max("tau2")),
+        (Some(41_000.0), Some(12_000.0), Some(25_000.0))
+    );
 }

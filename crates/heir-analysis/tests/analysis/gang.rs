@@ -114,6 +114,29 @@ fn the_examples_have_the_documented_bounds() {
     }
 }
 
+/// Seed 003's Property 1: a member the run's mask leaves out is not waited
+/// for but still runs at its own priority, at the gang level or above. B
+/// (60, the gang priority) works 2 ms, notifies and waits on the
+/// resumption condition, then 0.3 ms; the runs (mask 2) wait only for A
+/// (bits 1 | 2, 5 ms). S broadcasts just before each run, so B's 2.3 ms
+/// of a whole turn can fall in the run: 5 + 2.3 = 7.3 ms (simulated 7.2:
+/// the first run starts 0.1 ms into A's job). Counting only B's tail after
+/// a notify, as for a member every run waits for, gave 5.0 ms.
+#[test]
+fn a_member_left_out_by_the_mask_still_interferes() {
+    let text = r#"{"global": {"default_policy": "SCHED_FIFO", "pi_enabled": true, "gpm": true, "duration": 0.2},
+ "resources": {"G": {"type": "gang", "members": ["A", "B"]}, "r": {"type": "mutex", "protocol": "inherit"}, "resume": {"type": "cond"}},
+ "tasks": {
+  "A": {"priority": 50, "cpus": [0], "timer": {"ref": "a", "period": 10000}, "gang_active": {"gang": "G", "bits": 2}, "run": 5000, "gang_passive": "G", "gang_notify": "G", "run1": 100},
+  "B": {"priority": 60, "cpus": [0], "run": 2000, "lock": "r", "gang_notify": "G", "wait": {"ref": "resume", "mutex": "r"}, "unlock": "r", "run1": 300},
+  "S": {"priority": 99, "cpus": [0], "delay": 100, "timer": {"ref": "s", "period": 20000}, "lock": "r", "broad": "resume", "unlock": "r", "gang_run": {"gang": "G", "mask": 2}, "gang_wait": "G", "run1": 50}}}"#;
+    let sc = heir_scenario::parse_str(text, "masked.json").unwrap();
+    let g = &analyze_gangs(&sc, None).unwrap()[0];
+    assert_eq!((g.priority, g.bound_us), (Some(60), Some(7300.0)));
+    let sim = simulate(&sc, &SimConfig::default(), &mut NullObserver).unwrap();
+    assert_eq!(sim_max(&sim, "G", "S"), Some(7200.0));
+}
+
 /// Unbounded cases name their cause.
 #[test]
 fn unbounded_gangs_say_why() {
@@ -179,12 +202,18 @@ fn sets() -> u64 {
         .unwrap_or(SETS)
 }
 
-/// One random gang scenario on one CPU, as a file: a gang of 2-5 members
-/// at distinct priorities (periodic; some following seed 003 §3's
-/// protocol with gang_active/gang_passive, some always active with the
-/// barrier point inside the job), an initiator S (gang_run, optional work,
-/// gang_wait with or without timeout), 0-3 medium non-members, optionally
-/// a PI mutex shared by a member and a non-member; gpm on or off.
+/// One random gang scenario, as a file: a gang of 2-5 members at distinct
+/// priorities (periodic; some following seed 003 §3's protocol with
+/// gang_active/gang_passive — sometimes on membership bits 1-3 —, some
+/// always active with the barrier point inside the job, some always
+/// passive, some joining and leaving each job with gang_insert and
+/// gang_remove, some `SCHED_DEADLINE`, some — when S broadcasts seed 003
+/// §3's resumption condition before each run — working to their notify
+/// and waiting on it, without a timer), an initiator S (gang_run, with a
+/// mask one time in three, optional work, gang_wait with or without
+/// timeout), 0-3 medium non-members, optionally a PI mutex shared by a
+/// member and a non-member; one CPU, or two (one set in three: every
+/// thread pinned to one of them); gpm on or off.
 fn case(k: u64) -> (String, bool) {
     let mut rng = Rng::new(0x9a46 ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let n = 2 + rng.range_u64(0, 4) as usize;
@@ -193,6 +222,21 @@ fn case(k: u64) -> (String, bool) {
     rng.shuffle(&mut prios);
     let gpm = rng.chance(0.6);
     let mutex = rng.chance(0.5);
+    let two_cpus = rng.chance(1.0 / 3.0);
+    let cpu = |rng: &mut Rng| if two_cpus { rng.range_u64(0, 1) } else { 0 };
+    // The mutex is used on one CPU (M0's).
+    let lock_cpu = cpu(&mut rng);
+    // Seed 003 §3's resumption condition: S broadcasts it before each run
+    // (after the previous run's gang_wait); some members wait on it after
+    // notifying, with no timer (so the run's mask may leave them out while
+    // they work at their own priority: Property 1).
+    let resumption = rng.chance(0.3);
+    let s_cpu = cpu(&mut rng);
+    let run_mask: Option<u32> = if rng.chance(1.0 / 3.0) {
+        Some(1 + rng.range_u64(0, 2) as u32)
+    } else {
+        None
+    };
     let period = |rng: &mut Rng| 1000 * rng.range_u64(4, 30);
     let mut tasks: Vec<String> = Vec::new();
     let mode = |rng: &mut Rng| {
@@ -204,46 +248,93 @@ fn case(k: u64) -> (String, bool) {
     };
     // Utilisation budget per task, kept moderate.
     let share = 0.8 / (n + nmed + 1) as f64;
+    let mut listed: Vec<String> = Vec::new();
     for (i, &prio) in prios.iter().enumerate().take(n) {
         let t = period(&mut rng);
         let w = ((t as f64 * share * rng.range_f64(0.2, 1.0)) as u64).max(20);
         let (w1, w2) = (w / 2 + 1, w - w / 2);
-        let lock = if mutex && i == 0 {
+        let locks = mutex && i == 0;
+        let c = if locks { lock_cpu } else { cpu(&mut rng) };
+        let lock = if locks {
             let s = rng.range_u64(10, 1 + w1);
             format!(r#""lock": "m", "run2": {s}, "unlock": "m","#)
         } else {
             String::new()
         };
-        let body = if rng.chance(0.6) {
+        let m = mode(&mut rng);
+        let timer = format!(r#""timer": {{"ref": "t{i}", "period": {t}{m}}}"#);
+        let bits = if rng.chance(0.3) {
+            format!(r#"{{"gang": "G", "bits": {}}}"#, 1 + rng.range_u64(0, 2))
+        } else {
+            r#""G""#.to_string()
+        };
+        // A deadline member joins and leaves each job (a listed one would
+        // be active across its timer's suspension, which the bound of a
+        // deadline member does not cover).
+        let deadline = !locks && rng.chance(0.15);
+        let kind = if deadline {
+            1.0
+        } else {
+            rng.range_f64(0.0, 1.0)
+        };
+        let resumes = resumption && !deadline && !locks && rng.chance(0.4);
+        let mut is_listed = true;
+        let body = if resumes {
+            format!(
+                r#""run": {w1}, "lock": "rr", "gang_notify": "G", "wait": {{"ref": "resume", "mutex": "rr"}}, "unlock": "rr", "run1": {w2}"#
+            )
+        } else if kind < 0.45 {
             // Seed 003 §3: active while working to the barrier point,
             // passive (then notify) before sleeping.
             format!(
-                r#""timer": {{"ref": "t{i}", "period": {t}{m}}}, "gang_active": "G", "run": {w1}, {lock} "run1": {w2}, "gang_passive": "G", "gang_notify": "G""#,
-                m = mode(&mut rng)
+                r#"{timer}, "gang_active": {bits}, "run": {w1}, {lock} "run1": {w2}, "gang_passive": "G", "gang_notify": "G""#
+            )
+        } else if kind < 0.7 {
+            format!(r#"{timer}, "run": {w1}, {lock} "gang_notify": "G", "run1": {w2}"#)
+        } else if kind < 0.82 {
+            // Passive from its start (notifying the run that may find it
+            // active before): then interference only.
+            format!(
+                r#""gang_passive": "G", "gang_notify": "G", {timer}, "run": {w1}, {lock} "run1": {w2}"#
             )
         } else {
+            // Joins for the first half of each job, then leaves.
+            is_listed = false;
             format!(
-                r#""timer": {{"ref": "t{i}", "period": {t}{m}}}, "run": {w1}, {lock} "gang_notify": "G", "run1": {w2}"#,
-                m = mode(&mut rng)
+                r#"{timer}, "gang_insert": "G", "run": {w1}, {lock} "gang_notify": "G", "gang_remove": "G", "run1": {w2}"#
             )
         };
+        if is_listed {
+            listed.push(format!(r#""M{i}""#));
+        }
+        let sched = if deadline {
+            // A deadline member: its own reservation, a margin over its job.
+            let q = (w + w / 4 + 50).min(t);
+            format!(
+                r#""policy": "SCHED_DEADLINE", "dl-runtime": {q}, "dl-deadline": {t}, "dl-period": {t}"#
+            )
+        } else {
+            format!(r#""priority": {prio}"#)
+        };
+        let c = if resumes { s_cpu } else { c };
         tasks.push(format!(
-            r#""M{i}": {{"priority": {p}, "delay": {d}, {body}}}"#,
-            p = prio,
+            r#""M{i}": {{{sched}, "cpus": [{c}], "delay": {d}, {body}}}"#,
             d = rng.range_u64(0, 3000)
         ));
     }
     for j in 0..nmed {
         let t = period(&mut rng);
         let w = ((t as f64 * share * rng.range_f64(0.2, 1.0)) as u64).max(10);
-        let lock = if mutex && j == 0 {
+        let locks = mutex && j == 0;
+        let c = if locks { lock_cpu } else { cpu(&mut rng) };
+        let lock = if locks {
             let s = rng.range_u64(10, 1 + w);
             format!(r#", "lock": "m", "run1": {s}, "unlock": "m""#)
         } else {
             String::new()
         };
         tasks.push(format!(
-            r#""N{j}": {{"priority": {p}, "delay": {d}, "timer": {{"ref": "n{j}", "period": {t}{m}}}, "run": {w}{lock}}}"#,
+            r#""N{j}": {{"priority": {p}, "cpus": [{c}], "delay": {d}, "timer": {{"ref": "n{j}", "period": {t}{m}}}, "run": {w}{lock}}}"#,
             p = prios[n + j],
             d = rng.range_u64(0, 3000),
             m = mode(&mut rng)
@@ -255,7 +346,7 @@ fn case(k: u64) -> (String, bool) {
     } else {
         String::new()
     };
-    let wait = if rng.chance(0.2) {
+    let wait = if !resumption && rng.chance(0.2) {
         format!(
             r#"{{"gang": "G", "timeout": {}}}"#,
             rng.range_u64(1000, 20_000)
@@ -264,22 +355,35 @@ fn case(k: u64) -> (String, bool) {
         r#""G""#.to_string()
     };
     let sprio = if rng.chance(0.5) { 99 } else { prios[n + nmed] };
+    let run = match run_mask {
+        Some(mask) => format!(r#"{{"gang": "G", "mask": {mask}}}"#),
+        None => r#""G""#.to_string(),
+    };
+    let resume = if resumption {
+        r#""lock": "rr", "broad": "resume", "unlock": "rr", "#
+    } else {
+        ""
+    };
     tasks.push(format!(
-        r#""S": {{"priority": {sprio}, "delay": {d}, "timer": {{"ref": "s", "period": {t}}}, "gang_run": "G", {between}"gang_wait": {wait}, "run1": {w}}}"#,
+        r#""S": {{"priority": {sprio}, "cpus": [{c}], "delay": {d}, "timer": {{"ref": "s", "period": {t}}}, {resume}"gang_run": {run}, {between}"gang_wait": {wait}, "run1": {w}}}"#,
+        c = s_cpu,
         d = rng.range_u64(0, 5000),
         w = rng.range_u64(10, 200)
     ));
-    let members: Vec<String> = (0..n).map(|i| format!(r#""M{i}""#)).collect();
+    let mut extra = String::new();
+    if mutex {
+        extra.push_str(r#", "m": {"type": "mutex", "protocol": "inherit"}"#);
+    }
+    if resumption {
+        extra.push_str(
+            r#", "rr": {"type": "mutex", "protocol": "inherit"}, "resume": {"type": "cond"}"#,
+        );
+    }
     let text = format!(
         r#"{{"global": {{"default_policy": "SCHED_FIFO", "pi_enabled": true, "gpm": {gpm}, "duration": 0.3}},
- "resources": {{"G": {{"type": "gang", "members": [{}]}}{}}},
+ "resources": {{"G": {{"type": "gang", "members": [{}]}}{extra}}},
  "tasks": {{{}}}}}"#,
-        members.join(", "),
-        if mutex {
-            r#", "m": {"type": "mutex", "protocol": "inherit"}"#
-        } else {
-            ""
-        },
+        listed.join(", "),
         tasks.join(",\n ")
     );
     (text, gpm)

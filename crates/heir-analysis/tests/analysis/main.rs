@@ -12,6 +12,7 @@ mod level_sweep;
 mod rta;
 mod soundness;
 mod soundness_dl;
+mod soundness_edf;
 mod sweep;
 mod table1;
 

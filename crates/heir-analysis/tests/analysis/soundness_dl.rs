@@ -81,8 +81,8 @@ fn deadline_sets_read_back_with_the_same_bounds() {
 }
 
 /// Bounded and unbounded tasks over the 1000 sets.
-const BOUNDED: u64 = 1515;
-const UNBOUNDED: u64 = 2438;
+const BOUNDED: u64 = 1724;
+const UNBOUNDED: u64 = 2229;
 
 #[test]
 fn deadline_simulated_responses_never_exceed_the_bounds() {
