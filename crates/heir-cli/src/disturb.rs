@@ -89,6 +89,13 @@ pub fn disturbance_lines(real: &RealRun) -> Vec<String> {
             ns_ms(d.wakeup_latency.1)
         ));
     }
+    if d.deadline_behind_fair.0 > 0 {
+        out.push(format!(
+            "  SCHED_DEADLINE threads kept off their CPU by ordinary tasks (throttled, or behind the fair server: not counted as lost): {} times, {} ms",
+            d.deadline_behind_fair.0,
+            ns_ms(d.deadline_behind_fair.1)
+        ));
+    }
     if d.dropped > 0 {
         out.push(format!(
             "  the kernel dropped {} scheduler records while watching: the loss is a lower bound",
@@ -174,6 +181,7 @@ pub fn disturbance_json(real: &RealRun) -> serde_json::Value {
         "fair_server": fair,
         "dropped": d.dropped,
         "wakeup_latency": {"count": d.wakeup_latency.0, "max_ms": d.wakeup_latency.1 as f64 / 1e6},
+        "deadline_behind_fair": {"count": d.deadline_behind_fair.0, "ms": d.deadline_behind_fair.1 as f64 / 1e6},
     })
 }
 

@@ -320,7 +320,7 @@ struct MemberRec {
 
 /// How long a [`Gang::wait_until`] sleeps at most, while a member counted
 /// by the run has no exit hook of its own, before it checks whether that
-/// member exited ([`reap`]).
+/// member exited (`reap`).
 pub const EXIT_POLL_NS: u64 = 10_000_000;
 
 #[derive(Debug)]
@@ -551,7 +551,7 @@ impl Gang {
     /// itself is purged by its own exit; while a counted member has no such
     /// hook (inserted by tid, it never called heir-rt), the wait sleeps at
     /// most [`EXIT_POLL_NS`] at a time and checks that member's pidfd
-    /// ([`reap`]), so its exit ends the wait within that slice.
+    /// (`reap`), so its exit ends the wait within that slice.
     pub fn wait_until(&self, deadline_ns: Option<u64>) -> Result<GangWait, Error> {
         let (seen, mut watch) = {
             let mut st = rt::state();

@@ -671,6 +671,13 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             let parsed = tracefs::parse_text(&rec.text);
             let dropped = rec.dropped.iter().map(|&(_, n)| n).sum::<u64>() + parsed.lost;
             let rt = thread_is_rt(scenario);
+            let deadline: Vec<bool> = scenario
+                .tasks
+                .iter()
+                .flat_map(|t| {
+                    std::iter::repeat_n(t.sched.policy == Policy::Deadline, t.instance as usize)
+                })
+                .collect();
             let threads: Vec<disturb::RunThread<'_>> = names
                 .iter()
                 .zip(&tids)
@@ -691,6 +698,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
                     threads,
                     window: (t0, actual_end.max(t0)),
                     rt,
+                    deadline,
                 },
             )
         }

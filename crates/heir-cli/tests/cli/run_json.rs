@@ -45,7 +45,8 @@ fn the_report_keys_then_apply_all_clean() {
             "by",
             "fair_server",
             "dropped",
-            "wakeup_latency"
+            "wakeup_latency",
+            "deadline_behind_fair"
         ]
     );
     let a = &r["apply"];

@@ -233,6 +233,10 @@ pub struct Disturbance {
     /// [`WAKEUP_LATENCY_NS`] (not counted as lost): how many, and the
     /// longest (ns).
     pub wakeup_latency: (u64, u64),
+    /// `SCHED_DEADLINE` run threads kept off their CPU by an ordinary
+    /// task (not counted as lost: throttled, or behind the fair server):
+    /// how many spans, and their time (ns).
+    pub deadline_behind_fair: (u64, u64),
 }
 
 impl Disturbance {
@@ -264,6 +268,11 @@ pub struct RunThreads<'a> {
     /// The real-time and deadline run threads (start order): a fair task
     /// ahead of one of them came through the fair server.
     pub rt: Vec<bool>,
+    /// The `SCHED_DEADLINE` run threads (start order): one kept off its
+    /// CPU by an ordinary task was throttled (its budget ran out) or
+    /// behind the fair server — the records do not say which, so that
+    /// time is counted apart ([`Disturbance::deadline_behind_fair`]).
+    pub deadline: Vec<bool>,
 }
 
 /// Who holds a CPU.
@@ -317,6 +326,10 @@ struct Walk {
     /// Wake-ups behind a less urgent thread that took less than
     /// [`WAKEUP_LATENCY_NS`]: how many, the longest (ns).
     latency: (u64, u64),
+    /// Per run thread: it is a deadline thread.
+    deadline: Vec<bool>,
+    /// Spans of deadline threads behind ordinary tasks: how many, ns.
+    dl_fair: (u64, u64),
 }
 
 impl Walk {
@@ -335,9 +348,13 @@ impl Walk {
         }
         if let Some(o) = self.open[i].take() {
             let d = now.saturating_sub(o.start);
+            let holder_kprio = self.seen.get(&o.pid).map_or(i32::MAX, |s| s.kprio);
             if o.woken_behind_lower && d < WAKEUP_LATENCY_NS {
                 self.latency.0 += 1;
                 self.latency.1 = self.latency.1.max(d);
+            } else if self.deadline[i] && holder_kprio >= 100 {
+                self.dl_fair.0 += 1;
+                self.dl_fair.1 += d;
             } else {
                 self.raw.push((i, o.cpu, o.start, now, o.pid));
             }
@@ -414,6 +431,10 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
         raw: Vec::new(),
         seen: HashMap::new(),
         latency: (0, 0),
+        deadline: (0..n)
+            .map(|i| run.deadline.get(i).copied().unwrap_or(false))
+            .collect(),
+        dl_fair: (0, 0),
     };
     for r in &parsed.records {
         let now = r.ts_ns;
@@ -510,6 +531,7 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
     spans.sort_by_key(|&(i, c, s, _, _)| (s, i, c));
     let mut d = summarise(spans, w.seen, cpus, run, dropped);
     d.wakeup_latency = w.latency;
+    d.deadline_behind_fair = w.dl_fair;
     d
 }
 
@@ -626,6 +648,7 @@ fn summarise(
         fair_server: cpus.iter().map(|&c| (c, fair_server(c))).collect(),
         dropped,
         wakeup_latency: (0, 0),
+        deadline_behind_fair: (0, 0),
     }
 }
 
@@ -786,6 +809,7 @@ mod tests {
             threads: vec![("A", 10, &w)],
             window: (S, S + 10_000_000),
             rt: vec![true],
+            deadline: vec![false],
         };
         let d = measure(&p, 0, &[1], &run);
         assert_eq!(d.lost_ns, 2_000_000);
@@ -832,6 +856,7 @@ mod tests {
             threads: vec![("B", 11, &w)],
             window: (S, S + 10_000_000),
             rt: vec![true],
+            deadline: vec![false],
         };
         let d = measure(&p, 0, &[0], &run);
         assert_eq!(d.lost_ns, 4_000_000);
@@ -859,6 +884,7 @@ mod tests {
             threads: vec![("L", 20, &wl), ("H", 21, &wh)],
             window: (S, S + 10_000_000),
             rt: vec![true, true],
+            deadline: vec![false, false],
         };
         let d = measure(&p, 0, &[0], &run);
         assert_eq!(d.lost_ns, 0);
@@ -882,6 +908,7 @@ mod tests {
             threads: vec![("C", 12, &w)],
             window: (S, S + 10_000_000),
             rt: vec![true],
+            deadline: vec![false],
         };
         let d = measure(&p, 0, &[0], &run);
         assert_eq!(d.lost_ns, 0);
@@ -911,11 +938,35 @@ mod tests {
             threads: vec![("Q", 13, &w)],
             window: (S, S + 20_000_000),
             rt: vec![true],
+            deadline: vec![false],
         };
         let d = measure(&p, 0, &[1], &run);
         assert_eq!(d.lost_ns, 7_000_000);
         assert_eq!(d.by.len(), 1);
         assert_eq!((d.by[0].tid, d.by[0].comm.as_str()), (4712, "hog"));
         assert_eq!(d.threads[0].jobs, 1);
+    }
+
+    /// A `SCHED_DEADLINE` thread preempted by an ordinary task ran out of
+    /// budget (or met the fair server): counted apart, not as lost.
+    #[test]
+    fn a_deadline_thread_behind_an_ordinary_task_is_counted_apart() {
+        let text = [
+            sw(0, 0, ("swapper/0", 0, 120, 'R'), ("D", 14, -1)),
+            sw(0, 2000, ("D", 14, -1, 'R'), ("cc", 701, 120)),
+            sw(0, 7000, ("cc", 701, 120, 'R'), ("D", 14, -1)),
+        ]
+        .concat();
+        let p = parse_text(&text);
+        let w = [(S, S + 8_000_000)];
+        let run = RunThreads {
+            threads: vec![("D", 14, &w)],
+            window: (S, S + 10_000_000),
+            rt: vec![true],
+            deadline: vec![true],
+        };
+        let d = measure(&p, 0, &[0], &run);
+        assert_eq!(d.lost_ns, 0);
+        assert_eq!(d.deadline_behind_fair, (1, 5_000_000));
     }
 }
