@@ -6,7 +6,10 @@
 //!   `SCHED_DEADLINE` as the file says, pinned to the task's `cpus`; each
 //!   thread sets its own attributes and, at the end, a deadline thread
 //!   returns itself to `SCHED_OTHER` ([`crate::deadline`]: never another
-//!   thread's policy). With deadline tasks the free deadline bandwidth of
+//!   thread's policy). A deadline thread is `SCHED_FIFO` 99 while it waits
+//!   for the run to start and enters its reservation itself so that the
+//!   kernel's first period starts at its first release, as the simulator's
+//!   ([`crate::deadline::enter_at`]). With deadline tasks the free deadline bandwidth of
 //!   their CPUs is measured first (by trying), and a task that does not fit
 //!   is refused by name with its runtime, period and what is free
 //!   ([`RunError::DeadlineAdmission`]); a deadline thread must be allowed on
@@ -922,6 +925,32 @@ fn start_failure(
     ))
 }
 
+/// The error for `task`'s thread `name` refused `SCHED_DEADLINE` by the
+/// kernel when it entered its reservation (`errno`): its admission
+/// (`EBUSY`: another program took bandwidth since the probe), its affinity
+/// (`EPERM`), else what failed.
+fn deadline_error(task: &Task, name: &str, errno: sys::Errno) -> RunError {
+    let cpus = sys::thread_cpus();
+    match task.sched.dl {
+        Some(dl) if errno == libc::EBUSY => RunError::DeadlineAdmission {
+            task: name.to_string(),
+            runtime_us: dl.runtime_us,
+            period_us: dl.period_us,
+            free: 0.0,
+            before: 0.0,
+            cpus,
+        },
+        _ if errno == libc::EPERM => RunError::DeadlineAffinity {
+            task: name.to_string(),
+            cpus,
+        },
+        _ => RunError::Runtime(Error::Os {
+            op: "sched_setattr",
+            errno,
+        }),
+    }
+}
+
 /// Notes what disturbed the run: other programs' real-time threads on its
 /// CPUs, threads that started late.
 fn note_disturbances(
@@ -1325,10 +1354,20 @@ impl ThreadStart {
     /// (-1 on failure), waits for the release, runs its program unless the
     /// run was called off, and leaves the registry.
     fn main(self) -> ThreadOut {
+        // A deadline thread enters its reservation at its first release
+        // ([`run_thread`]); until then it is SCHED_FIFO 99 (it only sleeps
+        // and, just after the threads are released, enters its
+        // reservation: nothing in the run runs yet).
+        let deadline = self.attr.sched_policy == sys::SCHED_DEADLINE;
+        let setup_attr = if deadline {
+            crate::sched::fifo(PRE_RELEASE_FIFO)
+        } else {
+            self.attr
+        };
         let started = sys::set_affinity(0, &self.cpus)
             .map_err(|e| ("sched_setaffinity", e))
             .and_then(|()| {
-                sys::sched_setattr(sys::gettid(), &self.attr).map_err(|e| ("sched_setattr", e))
+                sys::sched_setattr(sys::gettid(), &setup_attr).map_err(|e| ("sched_setattr", e))
             })
             .and_then(|()| thread::join().map(|_| ()).map_err(|e| ("join", e.errno())))
             .and_then(|()| match &self.sh.don {
@@ -1344,9 +1383,13 @@ impl ThreadStart {
         self.ready.wait();
         self.go.wait();
         let out = match (callers, self.sh.begin()) {
-            (Ok(c), Some(t0)) if ok => {
-                run_thread(&self.sh, &self.task, (self.ti, &self.name, self.idx), t0, c)
-            }
+            (Ok(c), Some(t0)) if ok => run_thread(
+                &self.sh,
+                &self.task,
+                (self.ti, &self.name, self.idx),
+                (t0, deadline.then_some(self.attr)),
+                c,
+            ),
             _ => ThreadOut::default(),
         };
         thread::leave();
@@ -2122,14 +2165,37 @@ fn uses_timer(task: &Task) -> bool {
     })
 }
 
+/// What a deadline thread runs as before its first release: a real-time
+/// thread, so that nothing outside the run delays its entry into its
+/// reservation (made just after the release of the threads, 20 ms before
+/// the run's time 0 at least).
+const PRE_RELEASE_FIFO: u8 = 99;
+
+/// One thread of the run: its program from its start (`t0` + its `delay`)
+/// to the end of the run. A deadline thread (`dl`: its reservation) enters
+/// it now so that the kernel's first period starts at its start
+/// ([`crate::deadline::enter_at`]), as the simulator's CBS.
 fn run_thread(
     sh: &Shared,
     task: &Task,
     (ti, name, idx): (usize, &str, usize),
-    t0: u64,
+    (t0, dl): (u64, Option<SchedAttr>),
     callers: HashMap<usize, Caller>,
 ) -> ThreadOut {
     let start = t0 + task.delay_us * 1000;
+    if let Some(attr) = dl.filter(|_| start < t0.saturating_add(sh.duration_ns)) {
+        let entered = crate::deadline::enter_at(&attr, start, |a| {
+            thread::set_sched(a).map_err(|e| e.errno())
+        });
+        if let Err(errno) = entered {
+            let e = deadline_error(task, name, errno);
+            if let Ok(mut f) = sh.failure.lock() {
+                f.get_or_insert(e);
+            }
+            sh.stopped.store(true, Ordering::Relaxed);
+            return ThreadOut::default();
+        }
+    }
     let mut cx = Ctx {
         sh,
         task,
