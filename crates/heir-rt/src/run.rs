@@ -112,6 +112,11 @@ pub struct RunConfig {
     /// Records the kernel's view of the run in an ftrace instance
     /// ([`RealRun::trace`], docs/TRACING.md).
     pub trace: Option<TraceConfig>,
+    /// `heir run --partition`: for the run, make each set of CPUs the
+    /// file pins deadline threads to a root domain of its own
+    /// ([`crate::partition`]), noted through [`RunConfig::on_note`] and
+    /// restored at the end. Off: nothing on the machine changes.
+    pub partition: bool,
 }
 
 /// How [`run`] records the kernel's view of a run ([`crate::tracefs`]).
@@ -218,13 +223,20 @@ pub enum RunError {
     /// A `SCHED_DEADLINE` task pinned to CPUs that are not a whole root
     /// domain (`EPERM`): the kernel admits a deadline thread only with an
     /// affinity covering its root domain.
-    #[error("task {task}: the kernel refuses SCHED_DEADLINE for a thread allowed only on CPUs {cpus:?} (EPERM): a deadline thread must be allowed on every CPU of its root domain; run it on all CPUs, or make those CPUs a root domain of their own (an exclusive cpuset: docs/DEADLINE.md)")]
+    #[error("task {task}: {}", affinity_message(file_cpus.as_deref(), cpus))]
     DeadlineAffinity {
         /// The task (the thread's name).
         task: String,
         /// The machine's CPUs it was to run on.
         cpus: Vec<u32>,
+        /// The task's `cpus` in the file (`None`: it names none, and heir
+        /// chose the run's CPU).
+        file_cpus: Option<Vec<u32>>,
     },
+    /// `--partition` could not make the root domains (why; nothing was
+    /// left changed).
+    #[error("--partition: {0}")]
+    Partition(String),
     /// The kernel's trace could not be recorded (`heir run --trace`).
     #[error("{0}")]
     Trace(#[from] TraceError),
@@ -585,6 +597,11 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         .filter(|p| caps.cpus.contains(p))
         .collect();
     let _claims = survey.keep(&physical);
+    let _partition = if config.partition {
+        Some(partition_for(scenario, config, &cpu_map, &physical, &caps)?)
+    } else {
+        None
+    };
     let dl_free = deadline_admission(scenario, &cpu_map, &physical)?;
     let calibration = calibration(scenario, config, &cpu_map, &physical, &caps);
     let ns_per_loop = calibration.ns_per_loop(None);
@@ -850,6 +867,7 @@ fn deadline_admission(
                         RunError::DeadlineAffinity {
                             task: t.name.clone(),
                             cpus,
+                            file_cpus: t.cpus.clone(),
                         }
                     }
                     e => RunError::DeadlineProbe(e),
@@ -878,6 +896,94 @@ fn deadline_admission(
     Ok(free)
 }
 
+/// [`RunError::DeadlineAffinity`]'s words: what the file says, where heir
+/// ran it, and the ways out.
+fn affinity_message(file_cpus: Option<&[u32]>, cpus: &[u32]) -> String {
+    let how = "a deadline thread must be allowed on every CPU of its root domain";
+    let ways = format!(
+        "make CPUs {cpus:?} a root domain of their own for the run with `heir run --partition`, or by hand (an exclusive cpuset: docs/DEADLINE.md)"
+    );
+    match file_cpus {
+        None => format!(
+            "the file names no CPUs for it, so heir runs it on one CPU of this machine (CPU {}), and the kernel refuses SCHED_DEADLINE there (EPERM): {how}; name every CPU in the task's \"cpus\", or {ways}",
+            cpus.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ),
+        Some(f) if f == cpus => format!(
+            "the kernel refuses SCHED_DEADLINE for a thread allowed only on CPUs {cpus:?} (the file's \"cpus\") (EPERM): {how}; run it on all CPUs, or {ways}"
+        ),
+        Some(f) => format!(
+            "the kernel refuses SCHED_DEADLINE for a thread allowed only on CPUs {cpus:?} (the file's \"cpus\" {f:?}, placed on this machine's) (EPERM): {how}; run it on all CPUs, or {ways}"
+        ),
+    }
+}
+
+/// The root domains a run made (`--partition`): restored when dropped,
+/// with a note of what could not be undone.
+struct RunPartition {
+    part: crate::partition::Partition,
+    on_note: Option<fn(&str)>,
+}
+
+impl Drop for RunPartition {
+    fn drop(&mut self) {
+        if self.part.changes.is_empty() {
+            return;
+        }
+        let failed = crate::partition::restore();
+        self.part.changes.clear();
+        if let Some(f) = self.on_note {
+            if failed.is_empty() {
+                f("--partition: restored the cpusets as they were");
+            } else {
+                f(&format!(
+                    "--partition: could not restore: {}",
+                    failed.join("; ")
+                ));
+            }
+        }
+    }
+}
+
+/// `--partition`: each set of CPUs the run's deadline threads are pinned
+/// to, made a root domain of its own for the run ([`crate::partition`]).
+fn partition_for(
+    scenario: &Scenario,
+    config: &RunConfig,
+    cpu_map: &[(u32, u32)],
+    physical: &[u32],
+    caps: &Capabilities,
+) -> Result<RunPartition, RunError> {
+    let sets: Vec<Vec<u32>> = scenario
+        .tasks
+        .iter()
+        .filter(|t| t.sched.policy == Policy::Deadline)
+        .map(|t| thread_cpus(t, cpu_map, physical))
+        .collect();
+    let all = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|s| crate::partition::parse_cpu_list(&s))
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| caps.cpus.clone());
+    let tag = format!("heir-run-{}", std::process::id());
+    let part = crate::partition::Partition::make(&sets, &all, physical, &tag)
+        .map_err(RunError::Partition)?;
+    if part.changes.is_empty() {
+        config.note(
+            "--partition: nothing to change: the run's deadline threads are allowed on every CPU"
+                .to_string(),
+        );
+    } else {
+        config.note(format!(
+            "--partition changed (restored at the end of the run): {}",
+            part.changes.join("; ")
+        ));
+    }
+    Ok(RunPartition {
+        part,
+        on_note: config.on_note,
+    })
+}
+
 /// The error for thread `i` (of `names`) that could not start: the call
 /// that failed — a deadline thread's admission (`EBUSY`) or affinity
 /// (`EPERM`) named as such — else no privilege.
@@ -898,7 +1004,11 @@ fn start_failure(
         if let Some(dl) = t.sched.dl.filter(|_| t.sched.policy == Policy::Deadline) {
             let cpus = thread_cpus(t, cpu_map, physical);
             if errno == libc::EPERM {
-                return RunError::DeadlineAffinity { task: name, cpus };
+                return RunError::DeadlineAffinity {
+                    task: name,
+                    cpus,
+                    file_cpus: t.cpus.clone(),
+                };
             }
             if errno == libc::EBUSY {
                 let free = deadline_free
@@ -943,6 +1053,7 @@ fn deadline_error(task: &Task, name: &str, errno: sys::Errno) -> RunError {
         _ if errno == libc::EPERM => RunError::DeadlineAffinity {
             task: name.to_string(),
             cpus,
+            file_cpus: task.cpus.clone(),
         },
         _ => RunError::Runtime(Error::Os {
             op: "sched_setattr",
