@@ -12,8 +12,8 @@
 //!   whole *root domain* (else `EPERM`), and only if the root domain's free
 //!   bandwidth covers runtime/period (else `EBUSY`). On a machine with one
 //!   root domain, a deadline thread cannot be pinned to one CPU: a one-CPU
-//!   run needs a one-CPU root domain (an exclusive cpuset; heir never makes
-//!   one by itself).
+//!   run needs a one-CPU root domain (an exclusive cpuset; heir makes one
+//!   only when asked: `heir run --partition`, [`crate::partition`]).
 //!
 //! # The free bandwidth
 //!
@@ -276,8 +276,8 @@ pub const CPUSET_V1: &str = "/sys/fs/cgroup/cpuset";
 /// makes a child cpuset of `cpu` alone, so the kernel splits its root
 /// domain — `cpu` is one root domain, the other CPUs another with no load
 /// balancing between them — and rebuilds the deadline accounting of both.
-/// Dropping it restores both settings. `heir run` never does this by
-/// itself. A process killed while holding one leaves it in place: undo by
+/// Dropping it restores both settings. `heir run` does it only with
+/// `--partition` ([`crate::partition`]). A process killed while holding one leaves it in place: undo by
 /// hand with `echo 1 > /sys/fs/cgroup/cpuset/cpuset.sched_load_balance;
 /// rmdir /sys/fs/cgroup/cpuset/<name>`.
 #[derive(Debug)]

@@ -495,9 +495,10 @@ fn constrained_deadlines_with_offsets_match_the_simulation() {
                 .iter()
                 // NaN (no job) is off too.
                 .filter(|(_, real, sim)| {
-                    (real - sim).abs().partial_cmp(&(0.1 * sim).max(3.0))
-                        != Some(std::cmp::Ordering::Less)
-                        && (real - sim).abs() != (0.1 * sim).max(3.0)
+                    (real - sim)
+                        .abs()
+                        .partial_cmp(&(0.1 * sim).max(3.0))
+                        .is_none_or(|o| o == std::cmp::Ordering::Greater)
                 })
                 .map(|(t, real, sim)| format!("{t}: real {real:.3} ms, sim {sim:.3} ms"))
                 .collect();
