@@ -12,8 +12,8 @@
 //!   whole *root domain* (else `EPERM`), and only if the root domain's free
 //!   bandwidth covers runtime/period (else `EBUSY`). On a machine with one
 //!   root domain, a deadline thread cannot be pinned to one CPU: a one-CPU
-//!   run needs a one-CPU root domain (an exclusive cpuset; heir never makes
-//!   one by itself).
+//!   run needs a one-CPU root domain (an exclusive cpuset; heir makes one
+//!   only when asked: `heir run --partition`, [`crate::partition`]).
 //!
 //! # The free bandwidth
 //!
@@ -276,8 +276,8 @@ pub const CPUSET_V1: &str = "/sys/fs/cgroup/cpuset";
 /// makes a child cpuset of `cpu` alone, so the kernel splits its root
 /// domain — `cpu` is one root domain, the other CPUs another with no load
 /// balancing between them — and rebuilds the deadline accounting of both.
-/// Dropping it restores both settings. `heir run` never does this by
-/// itself. A process killed while holding one leaves it in place: undo by
+/// Dropping it restores both settings. `heir run` does it only with
+/// `--partition` ([`crate::partition`]). A process killed while holding one leaves it in place: undo by
 /// hand with `echo 1 > /sys/fs/cgroup/cpuset/cpuset.sched_load_balance;
 /// rmdir /sys/fs/cgroup/cpuset/<name>`.
 #[derive(Debug)]
@@ -325,6 +325,67 @@ impl Drop for OneCpuRootDomain {
         let _ = std::fs::write(root.join("cpuset.sched_load_balance"), "1");
         let _ = std::fs::remove_dir(&self.child);
     }
+}
+
+/// The kernel's largest deadline period by default
+/// (`/proc/sys/kernel/sched_deadline_period_max_us`, ns).
+const PERIOD_MAX_NS: u64 = 4_194_304_000;
+
+/// The attributes with which a thread entering the deadline class at `now`
+/// (ns, `CLOCK_MONOTONIC`) gets the absolute deadline `release + D` of
+/// `attr` (runtime Q, deadline D, period P): the same Q and P (the same
+/// bandwidth, so the same admission), the relative deadline
+/// `release + D − now` (and the period at least that). `None` when `now`
+/// is at or past `release` (enter with `attr` itself), or when that
+/// deadline exceeds the kernel's largest period (enter later).
+pub fn anchored_attr(attr: &SchedAttr, release_ns: u64, now_ns: u64) -> Option<SchedAttr> {
+    if now_ns >= release_ns {
+        return None;
+    }
+    let d = release_ns - now_ns + attr.sched_deadline;
+    (d <= PERIOD_MAX_NS).then(|| SchedAttr {
+        sched_deadline: d,
+        sched_period: attr.sched_period.max(d),
+        ..*attr
+    })
+}
+
+/// The calling thread enters its `SCHED_DEADLINE` reservation `attr`
+/// (runtime Q, deadline D, period P) *now*, sleeping until `release_ns`
+/// (`CLOCK_MONOTONIC`) afterwards, so that the kernel's first period starts
+/// at `release_ns`, as a task released there (the simulator's CBS): its
+/// first job has the deadline `release + D` and the runtime Q, its periods
+/// start at `release + k·P`.
+///
+/// Entering at `sched_setattr` time starts the kernel's periods *there*
+/// (deadline = now + D): a constrained thread (D < P) that then sleeps past
+/// that deadline is throttled at its wake-up until its next period
+/// (`dl_check_constrained_dl`). So the thread enters with the relative
+/// deadline `release + D − now` ([`anchored_attr`]; same Q and P: the same
+/// bandwidth), which sets its absolute deadline to `release + D`, and at
+/// once sets D back (the kernel keeps the absolute deadline and runtime of
+/// a running thread whose parameters change). Woken at `release`, its
+/// deadline is not passed and its runtime fits — it runs with
+/// (`release + D`, Q) — and each replenishment after that moves the
+/// deadline by P. `set` applies the second, final change (the caller's
+/// registry-aware setter); a release already past enters with `attr` at
+/// once (deadline now + D). Only for the calling thread.
+pub fn enter_at(
+    attr: &SchedAttr,
+    release_ns: u64,
+    set: impl FnOnce(&SchedAttr) -> Result<(), sys::Errno>,
+) -> Result<(), sys::Errno> {
+    let me = sys::gettid();
+    let mut now = sys::now_ns();
+    if now < release_ns && release_ns - now + attr.sched_deadline > PERIOD_MAX_NS {
+        // Too far ahead for one kernel period: wait (outside the class).
+        sys::sleep_until(release_ns + attr.sched_deadline - PERIOD_MAX_NS / 2);
+        now = sys::now_ns();
+    }
+    if let Some(a) = anchored_attr(attr, release_ns, now) {
+        sys::sched_setattr(me, &a)?;
+    }
+    set(attr)
 }
 
 /// The calling thread leaves the deadline class *at once*: it first shrinks

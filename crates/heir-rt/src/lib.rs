@@ -48,6 +48,7 @@ pub mod donate;
 pub mod gang;
 pub mod lock;
 pub mod mutex;
+pub mod partition;
 pub mod queue;
 pub mod robust;
 pub mod rpc;

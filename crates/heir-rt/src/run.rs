@@ -6,7 +6,10 @@
 //!   `SCHED_DEADLINE` as the file says, pinned to the task's `cpus`; each
 //!   thread sets its own attributes and, at the end, a deadline thread
 //!   returns itself to `SCHED_OTHER` ([`crate::deadline`]: never another
-//!   thread's policy). With deadline tasks the free deadline bandwidth of
+//!   thread's policy). A deadline thread is `SCHED_FIFO` 99 while it waits
+//!   for the run to start and enters its reservation itself so that the
+//!   kernel's first period starts at its first release, as the simulator's
+//!   ([`crate::deadline::enter_at`]). With deadline tasks the free deadline bandwidth of
 //!   their CPUs is measured first (by trying), and a task that does not fit
 //!   is refused by name with its runtime, period and what is free
 //!   ([`RunError::DeadlineAdmission`]); a deadline thread must be allowed on
@@ -109,6 +112,11 @@ pub struct RunConfig {
     /// Records the kernel's view of the run in an ftrace instance
     /// ([`RealRun::trace`], docs/TRACING.md).
     pub trace: Option<TraceConfig>,
+    /// `heir run --partition`: for the run, make each set of CPUs the
+    /// file pins deadline threads to a root domain of its own
+    /// ([`crate::partition`]), noted through [`RunConfig::on_note`] and
+    /// restored at the end. Off: nothing on the machine changes.
+    pub partition: bool,
 }
 
 /// How [`run`] records the kernel's view of a run ([`crate::tracefs`]).
@@ -215,13 +223,20 @@ pub enum RunError {
     /// A `SCHED_DEADLINE` task pinned to CPUs that are not a whole root
     /// domain (`EPERM`): the kernel admits a deadline thread only with an
     /// affinity covering its root domain.
-    #[error("task {task}: the kernel refuses SCHED_DEADLINE for a thread allowed only on CPUs {cpus:?} (EPERM): a deadline thread must be allowed on every CPU of its root domain; run it on all CPUs, or make those CPUs a root domain of their own (an exclusive cpuset: docs/DEADLINE.md)")]
+    #[error("task {task}: {}", affinity_message(file_cpus.as_deref(), cpus))]
     DeadlineAffinity {
         /// The task (the thread's name).
         task: String,
         /// The machine's CPUs it was to run on.
         cpus: Vec<u32>,
+        /// The task's `cpus` in the file (`None`: it names none, and heir
+        /// chose the run's CPU).
+        file_cpus: Option<Vec<u32>>,
     },
+    /// `--partition` could not make the root domains (why; nothing was
+    /// left changed).
+    #[error("--partition: {0}")]
+    Partition(String),
     /// The kernel's trace could not be recorded (`heir run --trace`).
     #[error("{0}")]
     Trace(#[from] TraceError),
@@ -582,6 +597,11 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         .filter(|p| caps.cpus.contains(p))
         .collect();
     let _claims = survey.keep(&physical);
+    let _partition = if config.partition {
+        Some(partition_for(scenario, config, &cpu_map, &physical, &caps)?)
+    } else {
+        None
+    };
     let dl_free = deadline_admission(scenario, &cpu_map, &physical)?;
     let calibration = calibration(scenario, config, &cpu_map, &physical, &caps);
     let ns_per_loop = calibration.ns_per_loop(None);
@@ -855,6 +875,7 @@ fn deadline_admission(
                         RunError::DeadlineAffinity {
                             task: t.name.clone(),
                             cpus,
+                            file_cpus: t.cpus.clone(),
                         }
                     }
                     e => RunError::DeadlineProbe(e),
@@ -883,6 +904,94 @@ fn deadline_admission(
     Ok(free)
 }
 
+/// [`RunError::DeadlineAffinity`]'s words: what the file says, where heir
+/// ran it, and the ways out.
+fn affinity_message(file_cpus: Option<&[u32]>, cpus: &[u32]) -> String {
+    let how = "a deadline thread must be allowed on every CPU of its root domain";
+    let ways = format!(
+        "make CPUs {cpus:?} a root domain of their own for the run with `heir run --partition`, or by hand (an exclusive cpuset: docs/DEADLINE.md)"
+    );
+    match file_cpus {
+        None => format!(
+            "the file names no CPUs for it, so heir runs it on one CPU of this machine (CPU {}), and the kernel refuses SCHED_DEADLINE there (EPERM): {how}; name every CPU in the task's \"cpus\", or {ways}",
+            cpus.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ),
+        Some(f) if f == cpus => format!(
+            "the kernel refuses SCHED_DEADLINE for a thread allowed only on CPUs {cpus:?} (the file's \"cpus\") (EPERM): {how}; run it on all CPUs, or {ways}"
+        ),
+        Some(f) => format!(
+            "the kernel refuses SCHED_DEADLINE for a thread allowed only on CPUs {cpus:?} (the file's \"cpus\" {f:?}, placed on this machine's) (EPERM): {how}; run it on all CPUs, or {ways}"
+        ),
+    }
+}
+
+/// The root domains a run made (`--partition`): restored when dropped,
+/// with a note of what could not be undone.
+struct RunPartition {
+    part: crate::partition::Partition,
+    on_note: Option<fn(&str)>,
+}
+
+impl Drop for RunPartition {
+    fn drop(&mut self) {
+        if self.part.changes.is_empty() {
+            return;
+        }
+        let failed = crate::partition::restore();
+        self.part.changes.clear();
+        if let Some(f) = self.on_note {
+            if failed.is_empty() {
+                f("--partition: restored the cpusets as they were");
+            } else {
+                f(&format!(
+                    "--partition: could not restore: {}",
+                    failed.join("; ")
+                ));
+            }
+        }
+    }
+}
+
+/// `--partition`: each set of CPUs the run's deadline threads are pinned
+/// to, made a root domain of its own for the run ([`crate::partition`]).
+fn partition_for(
+    scenario: &Scenario,
+    config: &RunConfig,
+    cpu_map: &[(u32, u32)],
+    physical: &[u32],
+    caps: &Capabilities,
+) -> Result<RunPartition, RunError> {
+    let sets: Vec<Vec<u32>> = scenario
+        .tasks
+        .iter()
+        .filter(|t| t.sched.policy == Policy::Deadline)
+        .map(|t| thread_cpus(t, cpu_map, physical))
+        .collect();
+    let all = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|s| crate::partition::parse_cpu_list(&s))
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| caps.cpus.clone());
+    let tag = format!("heir-run-{}", std::process::id());
+    let part = crate::partition::Partition::make(&sets, &all, physical, &tag)
+        .map_err(RunError::Partition)?;
+    if part.changes.is_empty() {
+        config.note(
+            "--partition: nothing to change: the run's deadline threads are allowed on every CPU"
+                .to_string(),
+        );
+    } else {
+        config.note(format!(
+            "--partition changed (restored at the end of the run): {}",
+            part.changes.join("; ")
+        ));
+    }
+    Ok(RunPartition {
+        part,
+        on_note: config.on_note,
+    })
+}
+
 /// The error for thread `i` (of `names`) that could not start: the call
 /// that failed — a deadline thread's admission (`EBUSY`) or affinity
 /// (`EPERM`) named as such — else no privilege.
@@ -903,7 +1012,11 @@ fn start_failure(
         if let Some(dl) = t.sched.dl.filter(|_| t.sched.policy == Policy::Deadline) {
             let cpus = thread_cpus(t, cpu_map, physical);
             if errno == libc::EPERM {
-                return RunError::DeadlineAffinity { task: name, cpus };
+                return RunError::DeadlineAffinity {
+                    task: name,
+                    cpus,
+                    file_cpus: t.cpus.clone(),
+                };
             }
             if errno == libc::EBUSY {
                 let free = deadline_free
@@ -928,6 +1041,33 @@ fn start_failure(
     RunError::NoPrivilege(format!(
         "thread {name} could not set its scheduling attributes or CPU affinity ({why})"
     ))
+}
+
+/// The error for `task`'s thread `name` refused `SCHED_DEADLINE` by the
+/// kernel when it entered its reservation (`errno`): its admission
+/// (`EBUSY`: another program took bandwidth since the probe), its affinity
+/// (`EPERM`), else what failed.
+fn deadline_error(task: &Task, name: &str, errno: sys::Errno) -> RunError {
+    let cpus = sys::thread_cpus();
+    match task.sched.dl {
+        Some(dl) if errno == libc::EBUSY => RunError::DeadlineAdmission {
+            task: name.to_string(),
+            runtime_us: dl.runtime_us,
+            period_us: dl.period_us,
+            free: 0.0,
+            before: 0.0,
+            cpus,
+        },
+        _ if errno == libc::EPERM => RunError::DeadlineAffinity {
+            task: name.to_string(),
+            cpus,
+            file_cpus: task.cpus.clone(),
+        },
+        _ => RunError::Runtime(Error::Os {
+            op: "sched_setattr",
+            errno,
+        }),
+    }
 }
 
 /// Notes what disturbed the run: other programs' real-time threads on its
@@ -1333,10 +1473,20 @@ impl ThreadStart {
     /// (-1 on failure), waits for the release, runs its program unless the
     /// run was called off, and leaves the registry.
     fn main(self) -> ThreadOut {
+        // A deadline thread enters its reservation at its first release
+        // ([`run_thread`]); until then it is SCHED_FIFO 99 (it only sleeps
+        // and, just after the threads are released, enters its
+        // reservation: nothing in the run runs yet).
+        let deadline = self.attr.sched_policy == sys::SCHED_DEADLINE;
+        let setup_attr = if deadline {
+            crate::sched::fifo(PRE_RELEASE_FIFO)
+        } else {
+            self.attr
+        };
         let started = sys::set_affinity(0, &self.cpus)
             .map_err(|e| ("sched_setaffinity", e))
             .and_then(|()| {
-                sys::sched_setattr(sys::gettid(), &self.attr).map_err(|e| ("sched_setattr", e))
+                sys::sched_setattr(sys::gettid(), &setup_attr).map_err(|e| ("sched_setattr", e))
             })
             .and_then(|()| thread::join().map(|_| ()).map_err(|e| ("join", e.errno())))
             .and_then(|()| match &self.sh.don {
@@ -1352,9 +1502,13 @@ impl ThreadStart {
         self.ready.wait();
         self.go.wait();
         let out = match (callers, self.sh.begin()) {
-            (Ok(c), Some(t0)) if ok => {
-                run_thread(&self.sh, &self.task, (self.ti, &self.name, self.idx), t0, c)
-            }
+            (Ok(c), Some(t0)) if ok => run_thread(
+                &self.sh,
+                &self.task,
+                (self.ti, &self.name, self.idx),
+                (t0, deadline.then_some(self.attr)),
+                c,
+            ),
             _ => ThreadOut::default(),
         };
         thread::leave();
@@ -2130,14 +2284,37 @@ fn uses_timer(task: &Task) -> bool {
     })
 }
 
+/// What a deadline thread runs as before its first release: a real-time
+/// thread, so that nothing outside the run delays its entry into its
+/// reservation (made just after the release of the threads, 20 ms before
+/// the run's time 0 at least).
+const PRE_RELEASE_FIFO: u8 = 99;
+
+/// One thread of the run: its program from its start (`t0` + its `delay`)
+/// to the end of the run. A deadline thread (`dl`: its reservation) enters
+/// it now so that the kernel's first period starts at its start
+/// ([`crate::deadline::enter_at`]), as the simulator's CBS.
 fn run_thread(
     sh: &Shared,
     task: &Task,
     (ti, name, idx): (usize, &str, usize),
-    t0: u64,
+    (t0, dl): (u64, Option<SchedAttr>),
     callers: HashMap<usize, Caller>,
 ) -> ThreadOut {
     let start = t0 + task.delay_us * 1000;
+    if let Some(attr) = dl.filter(|_| start < t0.saturating_add(sh.duration_ns)) {
+        let entered = crate::deadline::enter_at(&attr, start, |a| {
+            thread::set_sched(a).map_err(|e| e.errno())
+        });
+        if let Err(errno) = entered {
+            let e = deadline_error(task, name, errno);
+            if let Ok(mut f) = sh.failure.lock() {
+                f.get_or_insert(e);
+            }
+            sh.stopped.store(true, Ordering::Relaxed);
+            return ThreadOut::default();
+        }
+    }
     let mut cx = Ctx {
         sh,
         task,

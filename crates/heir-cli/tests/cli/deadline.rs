@@ -244,3 +244,280 @@ fn seed001_fig4_fig5_on_real_deadline_threads() {
     // that budget is spent.
     assert!(cs_before_tau2_half[1] >= 6, "bwi: {cs_before_tau2_half:?}");
 }
+
+/// The cpuset hierarchy's state, two levels deep: every cgroup's path and
+/// the cpuset and partition files that `--partition` may change.
+fn cgroup_snapshot() -> Option<Vec<(String, String)>> {
+    let root = match heir::partition::Hierarchy::find().ok()? {
+        heir::partition::Hierarchy::V1(p) | heir::partition::Hierarchy::V2(p) => p,
+    };
+    let files = [
+        "cpuset.cpus",
+        "cpuset.mems",
+        "cpuset.cpu_exclusive",
+        "cpuset.sched_load_balance",
+        "cpuset.cpus.partition",
+        "cgroup.subtree_control",
+    ];
+    let mut out = Vec::new();
+    let mut dirs = vec![(root.clone(), 0)];
+    while let Some((d, depth)) = dirs.pop() {
+        for f in files {
+            if let Ok(v) = std::fs::read_to_string(d.join(f)) {
+                out.push((format!("{}/{f}", d.display()), v.trim().to_string()));
+            }
+        }
+        out.push((d.display().to_string(), "dir".into()));
+        if depth < 2 {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                if e.path().is_dir() {
+                    dirs.push((e.path(), depth + 1));
+                }
+            }
+        }
+    }
+    out.sort();
+    Some(out)
+}
+
+/// `--partition` needs root, two CPUs at least (one for the rest of the
+/// system) and a cpuset hierarchy; `None` (after saying why) where it
+/// cannot be tested, which fails under `CI=true`.
+fn partition_or_skip(test: &str) -> Option<(Rt, Vec<(String, String)>)> {
+    let rt = rt_or_skip(test)?;
+    let why = if heir::sys::allowed_cpus().len() < 2 {
+        Some("fewer than 2 CPUs".to_string())
+    } else {
+        match cgroup_snapshot() {
+            None => Some(format!(
+                "no cpuset hierarchy: {}",
+                heir::partition::Hierarchy::find().err().unwrap_or_default()
+            )),
+            Some(s) => return Some((rt, s)),
+        }
+    };
+    let why = why.unwrap_or_default();
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{test}: --partition cannot be tested under CI=true: {why}"
+    );
+    eprintln!("{test}: SKIPPED: {why}");
+    None
+}
+
+#[test]
+fn a_deadline_file_without_cpus_is_refused_saying_it_names_none() {
+    let Some(_rt) = rt_or_skip("deadline::no_cpus") else {
+        return;
+    };
+    if heir::sys::allowed_cpus().len() < 2 {
+        eprintln!("deadline::no_cpus: SKIPPED: one CPU is a whole root domain");
+        return;
+    }
+    // Seed 001 Fig. 1's tasks name no CPUs: heir runs them on one CPU,
+    // not the whole root domain (unless someone split it).
+    let o = heir(["run".as_ref(), example("seed001-fig1.json").as_os_str()]);
+    let err = stderr(&o);
+    if code(&o) == 0 {
+        eprintln!("deadline::no_cpus: SKIPPED: the machine's root domains are split already");
+        return;
+    }
+    assert_eq!(code(&o), 2, "{err}");
+    assert_eq!(stdout(&o), "");
+    assert!(
+        err.contains("task tau1: the file names no CPUs for it, so heir runs it on one CPU of this machine (CPU "),
+        "{err}"
+    );
+    assert!(err.contains("EPERM"), "{err}");
+    assert!(err.contains("heir run --partition"), "{err}");
+    assert!(!err.contains("allowed only on CPUs"), "{err}");
+}
+
+#[test]
+fn partition_runs_a_partitioned_seed001_example_and_restores_the_cgroups() {
+    let Some((_rt, before)) = partition_or_skip("deadline::partition") else {
+        return;
+    };
+    let before_all = before.clone();
+    let o = heir([
+        "run".as_ref(),
+        example("seed001-fig1.json").as_os_str(),
+        "--partition".as_ref(),
+        "--json".as_ref(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(cgroup_snapshot(), Some(before), "{err}");
+    assert_eq!(code(&o), 0, "{err}");
+    let v = one_json(&o);
+    for t in ["tau1", "tau3"] {
+        assert_eq!(v["tasks"][t]["jobs"], 1, "{t}: {v}");
+    }
+    assert!(
+        err.contains("--partition changed (restored at the end of the run): "),
+        "{err}"
+    );
+    assert!(
+        err.contains("--partition: restored the cpusets as they were"),
+        "{err}"
+    );
+    // A set that would leave the rest of the system no CPU is refused,
+    // and nothing changes.
+    let dir = TempDir::new("dl-partition-all");
+    let cpus = heir::sys::allowed_cpus();
+    let tasks: Vec<String> = cpus
+        .iter()
+        .map(|c| {
+            format!(
+                r#""D{c}": {{ "policy": "SCHED_DEADLINE", "dl-runtime": 1000, "dl-period": 100000, "cpus": [{c}], "run": 100 }}"#
+            )
+        })
+        .collect();
+    let file = dir.write(
+        "all.json",
+        &format!(
+            r#"{{ "global": {{ "duration": 0.05 }}, "tasks": {{ {} }} }}"#,
+            tasks.join(", ")
+        ),
+    );
+    let o = heir([
+        "run".as_ref(),
+        file.as_os_str(),
+        "--partition".as_ref(),
+        "--placement".as_ref(),
+        "as-written".as_ref(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains("would leave the rest of the system with no CPU"),
+        "{err}"
+    );
+    assert_eq!(cgroup_snapshot(), Some(before_all), "{err}");
+}
+
+#[test]
+fn partition_is_restored_on_sigint_mid_run() {
+    let Some((_rt, before)) = partition_or_skip("deadline::partition_sigint") else {
+        return;
+    };
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_heir"))
+        .args([
+            "run".as_ref(),
+            example("dl-constrained-offsets.json").as_os_str(),
+            "--partition".as_ref(),
+            "--duration".as_ref(),
+            "10".as_ref(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start heir");
+    // Wait (bounded) until the partition is in place: the run is going.
+    let t = std::time::Instant::now();
+    while cgroup_snapshot().as_ref() == Some(&before) && t.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let changed = cgroup_snapshot().as_ref() != Some(&before);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let o = child.wait_with_output().expect("heir ends");
+    let err = stderr(&o);
+    assert!(changed, "the partition was never made: {err}");
+    assert_eq!(cgroup_snapshot(), Some(before), "{err}");
+    assert_eq!(code(&o), 130, "{err}");
+    assert!(
+        err.contains("SIGINT: the run was stopped; --partition: restored the cpusets as they were"),
+        "{err}"
+    );
+}
+
+/// `heir run --json` (with `--partition`) of `examples/dl-constrained-offsets.json`
+/// and `heir sim --json` of the same file under `protocol`: each task's
+/// (real max, simulated max) in ms, and whether the real run was
+/// disturbed.
+fn constrained_run(protocol: &str) -> (Vec<(String, f64, f64)>, Option<String>) {
+    let file = example("dl-constrained-offsets.json");
+    let p = format!("M={protocol}");
+    let o = heir([
+        "run".as_ref(),
+        file.as_os_str(),
+        "--partition".as_ref(),
+        "--protocol".as_ref(),
+        p.as_ref(),
+        "--json".as_ref(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{protocol}: {err}");
+    let real = one_json(&o);
+    let sim = heir([
+        "sim".as_ref(),
+        file.as_os_str(),
+        "--protocol".as_ref(),
+        p.as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(code(&sim), 0, "heir sim: {}", stderr(&sim));
+    let sim = one_json(&sim);
+    let max = |v: &serde_json::Value, t: &str| {
+        v["tasks"][t]["response_us"]["max"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            / 1000.0
+    };
+    let rows = ["tau1", "tau2", "tau3"]
+        .iter()
+        .map(|t| (t.to_string(), max(&real, t), max(&sim, t)))
+        .collect();
+    (rows, disturbed(&real, &err))
+}
+
+/// Issue 27: with constrained deadlines (D < P) and offsets, each real
+/// deadline thread enters its reservation at its first release, so every
+/// task's real maximum response is within 3 ms or 10 % of `heir sim`'s of
+/// the same file (computed now: the simulator's rules may change), under
+/// `none` and `bwi`. A run that misses the margins is retried only when
+/// something outside it took its CPU (its measured disturbance).
+#[test]
+fn constrained_deadlines_with_offsets_match_the_simulation() {
+    let Some((_rt, before)) = partition_or_skip("deadline::constrained") else {
+        return;
+    };
+    for protocol in ["none", "bwi"] {
+        let mut why = Vec::new();
+        for attempt in 1..=ATTEMPTS {
+            let (rows, disturbed) = constrained_run(protocol);
+            let off: Vec<String> = rows
+                .iter()
+                // NaN (no job) is off too.
+                .filter(|(_, real, sim)| {
+                    (real - sim)
+                        .abs()
+                        .partial_cmp(&(0.1 * sim).max(3.0))
+                        .is_none_or(|o| o == std::cmp::Ordering::Greater)
+                })
+                .map(|(t, real, sim)| format!("{t}: real {real:.3} ms, sim {sim:.3} ms"))
+                .collect();
+            for (t, real, sim) in &rows {
+                eprintln!("constrained {protocol} {t}: real max {real:.3} ms, sim max {sim:.3} ms");
+            }
+            if off.is_empty() {
+                break;
+            }
+            match disturbed {
+                Some(d) if attempt < ATTEMPTS => {
+                    eprintln!("constrained {protocol}: attempt {attempt} disturbed ({d}) and off: {off:?}; again");
+                    why.push(d);
+                }
+                d => panic!(
+                    "{protocol}: real maxima beyond 3 ms or 10 % of the simulated: {off:?} (disturbance: {d:?}; earlier: {why:?})"
+                ),
+            }
+        }
+    }
+    assert_eq!(cgroup_snapshot(), Some(before));
+}
