@@ -42,6 +42,8 @@ enum Cmd {
 }
 
 fn main() {
+    // `heir run … | head`: end quietly when the reader goes away.
+    heir::sys::default_sigpipe();
     let cli = Cli::parse();
     // An earlier heir killed while tracing (SIGKILL) left its ftrace
     // instances recording, with their buffers: any heir start removes the

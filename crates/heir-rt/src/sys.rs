@@ -641,3 +641,13 @@ pub fn mount_tracefs(target: &str) -> Result<(), Errno> {
         Err(errno())
     }
 }
+
+/// Gives SIGPIPE back its default action (the Rust runtime ignores it, so
+/// a write to a closed pipe fails with EPIPE and `println!` panics): a
+/// command-line tool whose output goes into `| head` then ends quietly,
+/// as `cat` does.
+pub fn default_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler and touches no
+    // memory of this process.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
