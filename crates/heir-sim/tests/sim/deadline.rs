@@ -763,3 +763,69 @@ fn a_waiter_preempted_while_spinning_spins_again_then_runs_the_owner() {
         ])
     );
 }
+
+#[test]
+fn without_affinity_inheritance_the_lender_misses_while_its_cpu_idles() {
+    // The other face of seed 001 Fig. 3 (there tau3, on the owner's CPU,
+    // misses): the lender's own CPU idles while its server waits for the
+    // owner's. Two CPUs, one bwi mutex M:
+    //   O (10/50 ms, CPU0) holds M from 0 for 6 ms of work;
+    //   W (6/10, d 11, CPU1) locks M at 1 ms;
+    //   Z (8/8, d 10, CPU0) runs 8 ms from 2 ms.
+    // 1 ms: O runs on CPU0: W spins on CPU1. 2 ms: Z preempts O; O runs
+    // nowhere, so W sleeps and lends its server (d 11).
+    //
+    // "bwi_affinity": false — O runs W's server only on its own CPU, where
+    // Z's deadline (10) is earlier: CPU1 idles 2–14 ms; O runs 10–14 on
+    // W's server, W 14–15: W misses its deadline (11 ms).
+    //   CPU0  O O|Z Z Z Z Z Z Z Z|O O O O|
+    //   CPU1    W|. . . . . . . . . . . .|W|
+    //
+    // true — W's server runs O on CPU1, where it was admitted (O
+    // migrates): O 2–6, W 6–7, O's job ends on CPU0 after Z (10 ms).
+    //   CPU0  O O|Z Z Z Z Z Z Z Z|
+    //   CPU1    W|O O O O|W|
+    let text = |on: bool| {
+        format!(
+            r#"{{ "global": {{ "duration": 0.03, "default_policy": "SCHED_DEADLINE", "bwi_affinity": {on} }},
+            "resources": {{ "M": {{ "type": "mutex", "protocol": "bwi" }} }},
+            "tasks": {{
+              "O": {{ "dl-runtime": 10000, "dl-period": 50000, "cpus": [0], "loop": 1,
+                     "lock": "M", "run": 6000, "unlock": "M", "timer": {{ "ref": "tO", "period": 50000 }} }},
+              "W": {{ "dl-runtime": 6000, "dl-period": 10000, "cpus": [1], "delay": 1000, "loop": 1,
+                     "lock": "M", "run": 1000, "unlock": "M", "timer": {{ "ref": "tW", "period": 10000 }} }},
+              "Z": {{ "dl-runtime": 8000, "dl-period": 8000, "cpus": [0], "delay": 2000, "loop": 1,
+                     "run": 8000, "timer": {{ "ref": "tZ", "period": 8000 }} }}
+            }} }}"#
+        )
+    };
+    let (r, rec) = run(&parse(&text(false)), &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[("O", 0.0, 2.0), ("Z", 2.0, 10.0), ("O", 10.0, 14.0)])
+    );
+    assert_eq!(rec.merged(1), rows(&[("W", 1.0, 2.0), ("W", 14.0, 15.0)]));
+    assert_eq!(rec.completions("W"), vec![(15.0, 14.0, true)]);
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("O", 1, 0, 14.0, 0),
+            ("W", 1, 1, 14.0, 0),
+            ("Z", 1, 0, 8.0, 0)
+        ])
+    );
+    let (r, rec) = run(&parse(&text(true)), &SimConfig::default());
+    assert_eq!(rec.merged(0), rows(&[("O", 0.0, 2.0), ("Z", 2.0, 10.0)]));
+    assert_eq!(
+        rec.merged(1),
+        rows(&[("W", 1.0, 2.0), ("O", 2.0, 6.0), ("W", 6.0, 7.0)])
+    );
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("O", 1, 0, 10.0, 1),
+            ("W", 1, 0, 6.0, 0),
+            ("Z", 1, 0, 8.0, 0)
+        ])
+    );
+}
