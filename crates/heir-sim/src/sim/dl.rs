@@ -758,7 +758,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let mut any = false;
         for t in 0..self.threads.len() as u32 {
             let th = &self.threads[t as usize];
-            if th.dl.own.is_none() {
+            // Only spinners and blocked deadline threads can change.
+            if th.dl.own.is_none() || !(th.dl.spinning || th.status == Status::Blocked) {
+                continue;
+            }
+            if !th.dl.spinning && self.bwi_wait(t).is_none() {
                 continue;
             }
             let end = self
