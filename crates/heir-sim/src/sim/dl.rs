@@ -36,11 +36,17 @@
 //!   elsewhere, consuming that server's budget; a throttled server is
 //!   skipped until it is replenished. A server is consumed by one CPU at a
 //!   time: with several helpers of one condvar, the first to run on it
-//!   takes it. A deadline waiter that blocks on a `bwi` mutex whose owner is
-//!   running on another CPU spins on its own CPU (consuming its own budget)
-//!   until the mutex is handed to it or the owner stops running — then it
-//!   sleeps and its server is lent. `bwi` mutexes are handed over in FIFO
-//!   order.
+//!   takes it. The server of a deadline waiter on a `bwi` mutex stays in
+//!   the EDF competition at its own deadline (M-BWI's rule, Faggioli,
+//!   Lipari, Cucinotta, "Analysis and implementation of the multiprocessor
+//!   bandwidth inheritance protocol"): while the owner runs nowhere the
+//!   waiter sleeps and the owner runs on its server (so the owner is
+//!   picked where the server would be); while the owner runs, on another
+//!   server, the waiter is ready and spins wherever it is picked,
+//!   consuming its own budget — preempted, it spins again when picked
+//!   again, and left spinning when the owner stops, its server runs the
+//!   owner ([`Simulator::settle_spinners`]). `bwi` mutexes are handed over
+//!   in FIFO order.
 
 use super::*;
 use crate::queue::{Rank, DL_LEVEL};
@@ -701,7 +707,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             return false;
         };
         let (e, me) = (&self.threads[end as usize], &self.threads[t as usize]);
-        if e.status == Status::Running && e.cpu != me.cpu {
+        if e.status == Status::Running && e.cpu != me.cpu && end != t && self.may_spin(t, end) {
             let th = &mut self.threads[t as usize];
             th.dl.spinning = true;
             th.act = Act::Spin;
@@ -711,44 +717,119 @@ impl<'s, 'o> Simulator<'s, 'o> {
         false
     }
 
-    /// Spinning threads whose owner no longer runs stop spinning and sleep,
-    /// lending their servers. True if any did (schedule again).
+    /// The resource of the `bwi` mutex deadline thread `t` waits on, if
+    /// it waits on one (the waiters that spin; those of condition
+    /// variables and endpoints only lend).
+    pub(super) fn bwi_wait(&self, t: u32) -> Option<usize> {
+        let th = &self.threads[t as usize];
+        th.dl.own?;
+        let o = self.engine.blocked_on(th.eng).ok().flatten()?;
+        if self.lends(o.0 as usize) != Lends::Server
+            || self.engine.spec(o).ok()?.kind != heir_core::ObjKind::Mutex
+        {
+            return None;
+        }
+        self.obj_res.get(o.0 as usize).copied()
+    }
+
+    /// M-BWI's rule for the server of a deadline waiter on a `bwi` mutex
+    /// (Faggioli, Lipari, Cucinotta, "Analysis and implementation of the
+    /// multiprocessor bandwidth inheritance protocol"; seed 001 §3.6): the
+    /// owner at the end of its chain is added to the server, which stays
+    /// in the EDF competition at its own deadline; scheduled, it runs the
+    /// owner if the owner runs nowhere, else it spins. Here:
+    ///
+    /// - while the owner runs (on another server), the waiter is ready and
+    ///   *spinning*: queued at its own deadline, consuming its own budget
+    ///   on the CPU it gets; preempted, it waits in its run queue and
+    ///   spins again when it is picked while the owner still runs;
+    /// - while the owner does not run, the waiter sleeps and its server is
+    ///   lent: the owner ranks at the earliest of its servers and runs on
+    ///   it (a running spinner left without a running owner leaves its CPU,
+    ///   where the owner may then run on its server).
+    ///
+    /// Spinners whose owner stopped running sleep; sleeping waiters whose
+    /// owner runs on another server spin. True if any changed (schedule
+    /// again).
     pub(super) fn settle_spinners(&mut self) -> R<bool> {
         if !self.has_bwi {
             return Ok(false);
         }
         let mut any = false;
         for t in 0..self.threads.len() as u32 {
-            if !self.threads[t as usize].dl.spinning {
+            let th = &self.threads[t as usize];
+            // Only spinners and blocked deadline threads can change.
+            if th.dl.own.is_none() || !(th.dl.spinning || th.status == Status::Blocked) {
                 continue;
             }
-            let running = self
+            if !th.dl.spinning && self.bwi_wait(t).is_none() {
+                continue;
+            }
+            let end = self
                 .chain_end(t)
-                .is_some_and(|e| self.threads[e as usize].status == Status::Running && e != t);
-            if running {
-                continue;
-            }
-            any = true;
-            let th = &mut self.threads[t as usize];
-            th.dl.spinning = false;
-            match th.status {
-                Status::Running => self.block(t),
-                Status::Ready => {
-                    if th.queued {
-                        self.dequeue(t);
-                    }
-                    let th = &mut self.threads[t as usize];
-                    th.dl.parked = false;
-                    th.status = Status::Blocked;
-                    th.act = Act::Step;
+                .filter(|&e| e != t && self.threads[e as usize].status == Status::Running);
+            if th.dl.spinning {
+                if end.is_some() {
+                    continue;
                 }
-                _ => {}
+                any = true;
+                let th = &mut self.threads[t as usize];
+                th.dl.spinning = false;
+                match th.status {
+                    Status::Running => self.block(t),
+                    Status::Ready => {
+                        if th.queued {
+                            self.dequeue(t);
+                        }
+                        let th = &mut self.threads[t as usize];
+                        th.dl.parked = false;
+                        th.status = Status::Blocked;
+                        th.act = Act::Step;
+                    }
+                    _ => {}
+                }
+            } else if th.status == Status::Blocked {
+                // The owner runs, on a server other than this one.
+                let Some(e) = end else {
+                    continue;
+                };
+                if !self.may_spin(t, e) {
+                    continue;
+                }
+                any = true;
+                let th = &mut self.threads[t as usize];
+                th.dl.spinning = true;
+                th.status = Status::Ready;
+                th.act = Act::Spin;
+                self.queue_or_park(t, false);
             }
         }
         if any {
             self.dl_refresh();
         }
         Ok(any)
+    }
+
+    /// Whether deadline waiter `t`, blocked on a `bwi` mutex, spins while
+    /// `end`, the running task at the end of its chain, runs: its server is
+    /// lent to `end` (every object on the way lends servers), and neither
+    /// `end` nor anyone else consumes it now.
+    fn may_spin(&self, t: u32, end: u32) -> bool {
+        let used = self.threads[t as usize].dl.used_by;
+        if used.is_some_and(|u| u != t) || self.bwi_wait(t).is_none() {
+            return false;
+        }
+        let mut lenders = Vec::new();
+        self.lenders(end, &mut lenders);
+        lenders.contains(&t)
+    }
+
+    /// A spinner dispatched on a CPU starts spinning there (shown as a
+    /// `Spin` instant).
+    pub(super) fn spin_dispatched(&mut self, t: u32) {
+        if let Some(res) = self.bwi_wait(t) {
+            self.instant(t, InstantKind::Spin, res);
+        }
     }
 
     /// A spinning thread was handed the mutex it spun for: it goes on.

@@ -334,7 +334,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 Ok(())
             }
             Act::Runtime { end } if end > now => Ok(()),
-            Act::Spin => Ok(()),
+            Act::Spin => {
+                self.spin_dispatched(t);
+                Ok(())
+            }
             _ => {
                 th.act = Act::Step;
                 self.step(t)

@@ -593,3 +593,239 @@ fn mbwi_fig5_periodic_over_two_seconds_under_each_protocol() {
         [(55, 28, 1, 48.0), (83, 0, 0, 13.0), (27, 0, 0, 68.0)]
     );
 }
+
+/// The default configuration on `n` CPUs.
+fn cpus(n: u32) -> SimConfig {
+    SimConfig {
+        cpus: Some(n),
+        ..SimConfig::default()
+    }
+}
+
+/// The (time, thread) of every `Spin` instant.
+fn spins(rec: &Rec) -> Vec<(f64, String)> {
+    rec.instants()
+        .into_iter()
+        .filter(|i| i.2 == InstantKind::Spin)
+        .map(|i| (i.0, i.1))
+        .collect()
+}
+
+#[test]
+fn three_cpus_a_blocked_server_spins_before_a_later_server_runs() {
+    // M-BWI's rule: a blocked waiter's server stays in the EDF competition
+    // at its own deadline; picked, it runs the owner if the owner runs
+    // nowhere, else it spins. Three CPUs, one bwi mutex M:
+    //   O  (20/100 ms) holds M from 0 for 10 ms of work;
+    //   W1 (10/20, d 21) and W2 (12/30, d 31) lock M at 1 ms;
+    //   X  (3/5, d 7) runs 2–5 ms; L (5/40, d 43) arrives at 3 ms.
+    //
+    //   CPU0  O O|X X X|L L L L L|             O on its own server 0–2
+    //   CPU1    W1 spin|O on W1's server . . .|W1|
+    //   CPU2    W2 spin . . . . . . . . . . . . .|W2|
+    //         0 1 2 3 4 5 6 7 8 9 10 11 12
+    //
+    // 1 ms: O runs on CPU0, so W1 and W2 spin. 2 ms: X preempts O (the
+    // latest deadline running); O runs nowhere: W1's server (the earliest)
+    // runs it on CPU1, and W2's server — picked on CPU2 while O runs on
+    // W1's — spins on. 3 ms: L's deadline is later than every running
+    // one: it waits for X's CPU (5 ms). 10 ms: M goes to W1 (FIFO), which
+    // runs 10–11 on its CPU; W2 spins until 11 ms, then runs 11–12.
+    // (Before this rule, W2 slept from 2 ms on and CPU2 idled until L ran
+    // there at 3 ms, ahead of W2's earlier deadline.)
+    let sc = parse(
+        r#"{ "global": { "duration": 0.05, "default_policy": "SCHED_DEADLINE" },
+            "resources": { "M": { "type": "mutex", "protocol": "bwi" } },
+            "tasks": {
+              "O":  { "dl-runtime": 20000, "dl-period": 100000, "loop": 1,
+                      "lock": "M", "run": 10000, "unlock": "M" },
+              "W1": { "dl-runtime": 10000, "dl-period": 20000, "delay": 1000, "loop": 1,
+                      "lock": "M", "run": 1000, "unlock": "M" },
+              "W2": { "dl-runtime": 12000, "dl-period": 30000, "delay": 1000, "loop": 1,
+                      "lock": "M", "run": 1000, "unlock": "M" },
+              "X":  { "dl-runtime": 3000, "dl-period": 5000, "delay": 2000, "loop": 1, "run": 3000 },
+              "L":  { "dl-runtime": 5000, "dl-period": 40000, "delay": 3000, "loop": 1, "run": 5000 }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &cpus(3));
+    assert_eq!(
+        rec.merged(0),
+        rows(&[("O", 0.0, 2.0), ("X", 2.0, 5.0), ("L", 5.0, 10.0)])
+    );
+    assert_eq!(
+        rec.merged(1),
+        rows(&[("W1", 1.0, 2.0), ("O", 2.0, 10.0), ("W1", 10.0, 11.0)])
+    );
+    // W2 leaves CPU2 and is picked again at 2 ms, the instant O stops
+    // running (its server is lent for that instant): a second `Spin`
+    // instant, no gap.
+    assert_eq!(rec.merged(2), rows(&[("W2", 1.0, 12.0)]));
+    assert_eq!(
+        spins(&rec),
+        vec![(1.0, s("W1")), (1.0, s("W2")), (2.0, s("W2"))]
+    );
+    // O runs on W1's server from 2 ms.
+    let o: Vec<(f64, f64, Option<String>)> = rec
+        .slices_of("O")
+        .into_iter()
+        .map(|x| (x.0, x.1, x.3))
+        .collect();
+    assert_eq!(o, vec![(0.0, 2.0, None), (2.0, 10.0, Some(s("W1")))]);
+    // W1's 10 ms: 1 spun, 8 lent to O, 1 its own: throttled at 11 ms.
+    // W2 spun 11 of its 12 ms; L spent its 5 ms.
+    assert_eq!(
+        (server(&r, "W1"), server(&r, "W2"), server(&r, "L")),
+        ((1, 0), (0, 0), (1, 0))
+    );
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("O", 1, 0, 10.0, 1),
+            ("W1", 1, 0, 10.0, 0),
+            ("W2", 1, 0, 11.0, 0),
+            ("X", 1, 0, 3.0, 0),
+            ("L", 1, 0, 7.0, 0)
+        ])
+    );
+}
+
+#[test]
+fn a_waiter_preempted_while_spinning_spins_again_then_runs_the_owner() {
+    // Two CPUs, one bwi mutex M:
+    //   O (6/25 ms, d 25) holds M from 0 for 10 ms of work;
+    //   W (8/30, d 31) locks M at 1 ms;
+    //   X (2/10, d 12) runs 2–4 ms; Y (2/8, d 11) runs 3–5 ms.
+    //
+    //   CPU0  O O O|Y Y|W W|O on W's server|W|
+    //   CPU1    W|X X|O O O|
+    //         0 1 2 3 4 5 6 7 8 9 10 11 12
+    //
+    // 1 ms: O runs on CPU0: W spins on CPU1. 2 ms: X preempts W (the
+    // latest deadline running), which waits in its run queue, spinning.
+    // 3 ms: Y preempts O; O runs nowhere, so W's server is lent, but O's
+    // own (d 25) is earlier and no CPU is free. 4 ms: X ends; O runs on
+    // its own server on CPU1, so W's server, when picked, spins: at 5 ms,
+    // when Y ends, W spins again on CPU0. 7 ms: O's own 6 ms are spent
+    // (throttled): O runs nowhere and W's server, running on CPU0, runs
+    // it there (O migrates) until the unlock at 11 ms; W runs 11–12.
+    // (Before this rule, W slept from 3 ms on and CPU0 idled 5–7 ms.)
+    let sc = parse(
+        r#"{ "global": { "duration": 0.05, "default_policy": "SCHED_DEADLINE" },
+            "resources": { "M": { "type": "mutex", "protocol": "bwi" } },
+            "tasks": {
+              "O": { "dl-runtime": 6000, "dl-period": 25000, "loop": 1,
+                     "lock": "M", "run": 10000, "unlock": "M" },
+              "W": { "dl-runtime": 8000, "dl-period": 30000, "delay": 1000, "loop": 1,
+                     "lock": "M", "run": 1000, "unlock": "M" },
+              "X": { "dl-runtime": 2000, "dl-period": 10000, "delay": 2000, "loop": 1, "run": 2000 },
+              "Y": { "dl-runtime": 2000, "dl-period": 8000, "delay": 3000, "loop": 1, "run": 2000 }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &cpus(2));
+    assert_eq!(
+        rec.merged(0),
+        rows(&[
+            ("O", 0.0, 3.0),
+            ("Y", 3.0, 5.0),
+            ("W", 5.0, 7.0),
+            ("O", 7.0, 11.0),
+            ("W", 11.0, 12.0)
+        ])
+    );
+    assert_eq!(
+        rec.merged(1),
+        rows(&[("W", 1.0, 2.0), ("X", 2.0, 4.0), ("O", 4.0, 7.0)])
+    );
+    assert_eq!(spins(&rec), vec![(1.0, s("W")), (5.0, s("W"))]);
+    let o: Vec<(f64, f64, Option<String>)> = rec
+        .slices_of("O")
+        .into_iter()
+        .map(|x| (x.0, x.1, x.3))
+        .collect();
+    assert_eq!(
+        o,
+        vec![
+            (0.0, 3.0, None),
+            (4.0, 7.0, None),
+            (7.0, 11.0, Some(s("W")))
+        ]
+    );
+    // W's 8 ms: 1 + 2 spun, 4 lent, 1 its own: throttled at 12 ms. O's own
+    // 6 ms ran out at 7 ms: its job ends at its replenishment (25 ms).
+    assert_eq!((server(&r, "W"), server(&r, "O")), ((1, 0), (1, 1)));
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("O", 1, 0, 25.0, 2),
+            ("W", 1, 0, 11.0, 1),
+            ("X", 1, 0, 2.0, 0),
+            ("Y", 1, 0, 2.0, 0)
+        ])
+    );
+}
+
+#[test]
+fn without_affinity_inheritance_the_lender_misses_while_its_cpu_idles() {
+    // The other face of seed 001 Fig. 3 (there tau3, on the owner's CPU,
+    // misses): the lender's own CPU idles while its server waits for the
+    // owner's. Two CPUs, one bwi mutex M:
+    //   O (10/50 ms, CPU0) holds M from 0 for 6 ms of work;
+    //   W (6/10, d 11, CPU1) locks M at 1 ms;
+    //   Z (8/8, d 10, CPU0) runs 8 ms from 2 ms.
+    // 1 ms: O runs on CPU0: W spins on CPU1. 2 ms: Z preempts O; O runs
+    // nowhere, so W sleeps and lends its server (d 11).
+    //
+    // "bwi_affinity": false — O runs W's server only on its own CPU, where
+    // Z's deadline (10) is earlier: CPU1 idles 2–14 ms; O runs 10–14 on
+    // W's server, W 14–15: W misses its deadline (11 ms).
+    //   CPU0  O O|Z Z Z Z Z Z Z Z|O O O O|
+    //   CPU1    W|. . . . . . . . . . . .|W|
+    //
+    // true — W's server runs O on CPU1, where it was admitted (O
+    // migrates): O 2–6, W 6–7, O's job ends on CPU0 after Z (10 ms).
+    //   CPU0  O O|Z Z Z Z Z Z Z Z|
+    //   CPU1    W|O O O O|W|
+    let text = |on: bool| {
+        format!(
+            r#"{{ "global": {{ "duration": 0.03, "default_policy": "SCHED_DEADLINE", "bwi_affinity": {on} }},
+            "resources": {{ "M": {{ "type": "mutex", "protocol": "bwi" }} }},
+            "tasks": {{
+              "O": {{ "dl-runtime": 10000, "dl-period": 50000, "cpus": [0], "loop": 1,
+                     "lock": "M", "run": 6000, "unlock": "M", "timer": {{ "ref": "tO", "period": 50000 }} }},
+              "W": {{ "dl-runtime": 6000, "dl-period": 10000, "cpus": [1], "delay": 1000, "loop": 1,
+                     "lock": "M", "run": 1000, "unlock": "M", "timer": {{ "ref": "tW", "period": 10000 }} }},
+              "Z": {{ "dl-runtime": 8000, "dl-period": 8000, "cpus": [0], "delay": 2000, "loop": 1,
+                     "run": 8000, "timer": {{ "ref": "tZ", "period": 8000 }} }}
+            }} }}"#
+        )
+    };
+    let (r, rec) = run(&parse(&text(false)), &SimConfig::default());
+    assert_eq!(
+        rec.merged(0),
+        rows(&[("O", 0.0, 2.0), ("Z", 2.0, 10.0), ("O", 10.0, 14.0)])
+    );
+    assert_eq!(rec.merged(1), rows(&[("W", 1.0, 2.0), ("W", 14.0, 15.0)]));
+    assert_eq!(rec.completions("W"), vec![(15.0, 14.0, true)]);
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("O", 1, 0, 14.0, 0),
+            ("W", 1, 1, 14.0, 0),
+            ("Z", 1, 0, 8.0, 0)
+        ])
+    );
+    let (r, rec) = run(&parse(&text(true)), &SimConfig::default());
+    assert_eq!(rec.merged(0), rows(&[("O", 0.0, 2.0), ("Z", 2.0, 10.0)]));
+    assert_eq!(
+        rec.merged(1),
+        rows(&[("W", 1.0, 2.0), ("O", 2.0, 6.0), ("W", 6.0, 7.0)])
+    );
+    assert_eq!(
+        figures(&r),
+        fig(&[
+            ("O", 1, 0, 10.0, 1),
+            ("W", 1, 0, 6.0, 0),
+            ("Z", 1, 0, 8.0, 0)
+        ])
+    );
+}
