@@ -701,44 +701,45 @@ impl<'a> Renderer<'a> {
             .map(|y| (y + self.lane * 0.38, self.lane * 0.44))
     }
 
+    /// A span across a thread's lane (throttled, displaced): class
+    /// `class`, filled with the pattern of the same id, `what` in its
+    /// tooltip.
+    fn span_rect(&mut self, sp: &Span, class: &str, what: &str, stroke: &str) {
+        let Some(y) = self.lane_top(sp.thread) else {
+            return;
+        };
+        let x0 = self.x(sp.start_ns);
+        let w = (self.x(sp.end_ns) - x0).max(0.3);
+        let tip = xml(&format!(
+            "{}: {what} {}–{} ms",
+            self.name(sp.thread),
+            ms(sp.start_ns),
+            ms(sp.end_ns)
+        ));
+        let _ = writeln!(
+            self.out,
+            r##"<rect class="{class}" x="{x0:.2}" y="{:.2}" width="{w:.2}" height="{:.2}" fill="url(#{class})" stroke="{stroke}" stroke-width="0.5"><title>{tip}</title></rect>"##,
+            y + self.lane * 0.3,
+            self.lane * 0.6
+        );
+    }
+
     fn bars(&mut self) {
         let _ = writeln!(self.out, r#"<g class="bars">"#);
         for sp in &self.g.throttled {
-            let Some(y) = self.lane_top(sp.thread) else {
-                continue;
-            };
-            let x0 = self.x(sp.start_ns);
-            let w = (self.x(sp.end_ns) - x0).max(0.3);
-            let tip = xml(&format!(
-                "{}: server throttled (budget exhausted) {}–{} ms",
-                self.name(sp.thread),
-                ms(sp.start_ns),
-                ms(sp.end_ns)
-            ));
-            let _ = writeln!(
-                self.out,
-                r##"<rect class="throttled" x="{x0:.2}" y="{:.2}" width="{w:.2}" height="{:.2}" fill="url(#throttled)" stroke="#999999" stroke-width="0.5"><title>{tip}</title></rect>"##,
-                y + self.lane * 0.3,
-                self.lane * 0.6
+            self.span_rect(
+                sp,
+                "throttled",
+                "server throttled (budget exhausted)",
+                "#999999",
             );
         }
         for sp in &self.g.displaced {
-            let Some(y) = self.lane_top(sp.thread) else {
-                continue;
-            };
-            let x0 = self.x(sp.start_ns);
-            let w = (self.x(sp.end_ns) - x0).max(0.3);
-            let tip = xml(&format!(
-                "{}: runnable, its CPU held by a thread outside the run {}–{} ms (heir run's disturbance report names it)",
-                self.name(sp.thread),
-                ms(sp.start_ns),
-                ms(sp.end_ns)
-            ));
-            let _ = writeln!(
-                self.out,
-                r##"<rect class="displaced" x="{x0:.2}" y="{:.2}" width="{w:.2}" height="{:.2}" fill="url(#displaced)" stroke="{DISPLACED}" stroke-width="0.5"><title>{tip}</title></rect>"##,
-                y + self.lane * 0.3,
-                self.lane * 0.6
+            self.span_rect(
+                sp,
+                "displaced",
+                "runnable, its CPU held by a thread outside the run (heir run's disturbance report names it)",
+                DISPLACED,
             );
         }
         let mut last_cpu: Vec<Option<u32>> = vec![None; self.g.threads.len()];

@@ -269,38 +269,9 @@ fn sigint_removes_the_instance() {
     };
     let dir = TempDir::new("run-trace-int");
     let out = dir.join("t.json");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heir"))
-        .args([
-            "run".as_ref(),
-            example("fig6-producer-consumer.json").as_os_str(),
-        ])
-        .args([
-            "--duration".as_ref(),
-            "5".as_ref(),
-            "--trace".as_ref(),
-            out.as_os_str(),
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start heir");
-    let instance = instances_of(child.id());
-    let t0 = std::time::Instant::now();
-    while !instance.iter().any(|p| p.exists()) {
-        if t0.elapsed().as_secs() > 8 || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            let o = child.wait_with_output().unwrap();
-            let err = String::from_utf8_lossy(&o.stderr).into_owned();
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true") && err.contains("cannot trace"),
-                "the instance never appeared: {err}"
-            );
-            eprintln!("run_trace::sigint: SKIPPED: {err}");
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let Some((child, instance)) = traced_run_started("run_trace::sigint", &out, 1) else {
+        return;
+    };
     // Tracing has started once the run's threads are released: the
     // signal arrives mid-run.
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -321,6 +292,50 @@ fn sigint_removes_the_instance() {
         assert!(!p.exists(), "{} left behind", p.display());
     }
     assert!(dir.files().is_empty(), "{:?}", dir.files());
+}
+
+/// Starts `heir run fig6 --duration 5 --trace OUT` and waits until at
+/// least `instances` of its ftrace instances exist: the child and the
+/// instances' paths; `None` (after saying why) where the kernel cannot be
+/// traced, outside CI.
+fn traced_run_started(
+    test: &str,
+    out: &std::path::Path,
+    instances: usize,
+) -> Option<(std::process::Child, Vec<std::path::PathBuf>)> {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heir"))
+        .args([
+            "run".as_ref(),
+            example("fig6-producer-consumer.json").as_os_str(),
+        ])
+        .args([
+            "--duration".as_ref(),
+            "5".as_ref(),
+            "--trace".as_ref(),
+            out.as_os_str(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start heir");
+    let instance = instances_of(child.id());
+    let t0 = std::time::Instant::now();
+    while instance.iter().filter(|p| p.exists()).count() < instances {
+        if t0.elapsed().as_secs() > 8 || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true") && err.contains("cannot trace"),
+                "{test}: the instances never appeared: {err}"
+            );
+            eprintln!("{test}: SKIPPED: {err}");
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Some((child, instance))
 }
 
 /// The ftrace instances a heir process `pid` may make: its traced run's
@@ -348,38 +363,9 @@ fn any_heir_start_removes_the_instances_of_a_killed_run() {
     };
     let dir = TempDir::new("run-trace-kill");
     let out = dir.join("t.json");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heir"))
-        .args([
-            "run".as_ref(),
-            example("fig6-producer-consumer.json").as_os_str(),
-        ])
-        .args([
-            "--duration".as_ref(),
-            "5".as_ref(),
-            "--trace".as_ref(),
-            out.as_os_str(),
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start heir");
-    let instance = instances_of(child.id());
-    let t0 = std::time::Instant::now();
-    while instance.iter().filter(|p| p.exists()).count() < 2 {
-        if t0.elapsed().as_secs() > 8 || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            let o = child.wait_with_output().unwrap();
-            let err = String::from_utf8_lossy(&o.stderr).into_owned();
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true") && err.contains("cannot trace"),
-                "the instances never appeared: {err}"
-            );
-            eprintln!("run_trace::sigkill: SKIPPED: {err}");
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let Some((mut child, instance)) = traced_run_started("run_trace::sigkill", &out, 2) else {
+        return;
+    };
     std::thread::sleep(std::time::Duration::from_millis(300));
     child.kill().expect("SIGKILL");
     let _ = child.wait();
