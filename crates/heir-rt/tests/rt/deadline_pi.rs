@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use heir::deadline::{self, OneCpuRootDomain};
-use heir::sys::{self, FUTEX_TID_MASK};
+use heir::sys::{self, FUTEX_TID_MASK, FUTEX_WAITERS};
 
 use crate::common::*;
 
@@ -66,6 +66,20 @@ fn become_deadline(cpu: u32, runtime_us: u64, period_us: u64) {
             sys::errno_name(e)
         )
     });
+}
+
+/// Sleeps (50 µs steps) until `word` has a bit of `mask` set, `done` is
+/// set (O is about to unlock), or `limit`: the steps follow each other by
+/// what happened, not by the clock, so a thread started late on a loaded
+/// machine (the fair server runs ordinary tasks ahead of FIFO ones) cannot
+/// swap them.
+fn wait_word(word: &AtomicU32, mask: u32, done: &AtomicBool, limit: u64) {
+    while word.load(Ordering::Acquire) & mask == 0
+        && !done.load(Ordering::Acquire)
+        && sys::now_ns() < limit
+    {
+        sys::sleep_until(sys::now_ns() + 50_000);
+    }
 }
 
 /// The calling thread leaves the deadline class by its own change, running.
@@ -129,6 +143,8 @@ fn case(cpu: u32, other_cpu: Option<u32>, owner_dl: bool) -> Seen {
         std::thread::spawn(move || {
             become_deadline(cpu, 2_000, 20_000);
             sys::sleep_until(t0 + MS);
+            // After O holds the word.
+            wait_word(&word, FUTEX_TID_MASK, &AtomicBool::new(false), limit);
             let got = pi_lock(&word, limit);
             if got {
                 pi_unlock(&word);
@@ -139,9 +155,13 @@ fn case(cpu: u32, other_cpu: Option<u32>, owner_dl: bool) -> Seen {
     };
     let middle = {
         let unlocked_at = unlocked_at.clone();
+        let word_m = word.clone();
+        let done_m = done.clone();
         std::thread::spawn(move || {
             become_deadline(cpu, 5_000, 100_000);
             sys::sleep_until(t0 + 3 * MS);
+            // Once W waits on O (O boosted).
+            wait_word(&word_m, FUTEX_WAITERS, &done_m, limit);
             // 3 ms of its 5 ms: never throttled by its own overrun.
             busy_cpu(3 * MS, limit);
             let end = sys::now_ns();
@@ -152,10 +172,12 @@ fn case(cpu: u32, other_cpu: Option<u32>, owner_dl: bool) -> Seen {
     };
     let hog = {
         let done = done.clone();
+        let word_h = word.clone();
         std::thread::spawn(move || {
             sys::set_affinity(0, &[cpu]).expect("pin");
             sys::sched_setattr(sys::gettid(), &heir::sched::fifo(50)).expect("FIFO 50");
             sys::sleep_until(t0 + 2 * MS);
+            wait_word(&word_h, FUTEX_WAITERS, &done, limit);
             let c0 = thread_cpu_ns();
             while !done.load(Ordering::Acquire) && sys::now_ns() < limit {
                 std::hint::spin_loop();
@@ -168,12 +190,14 @@ fn case(cpu: u32, other_cpu: Option<u32>, owner_dl: bool) -> Seen {
     // The sampler reads O's /proc from another CPU while O is boosted.
     let sampler = other_cpu.map(|oc| {
         let done = done.clone();
+        let word_s = word.clone();
         std::thread::spawn(move || {
             sys::set_affinity(0, &[oc]).expect("pin the sampler");
             let _ = sys::sched_setattr(sys::gettid(), &heir::sched::fifo(90));
             let mut v = Vec::new();
             let mut policy = u32::MAX;
             sys::sleep_until(t0 + 2 * MS);
+            wait_word(&word_s, FUTEX_WAITERS, &done, limit);
             while !done.load(Ordering::Acquire) && sys::now_ns() < limit {
                 let sample = deadline::proc_sched(otid);
                 // O may have unlocked (and lost its boost) while /proc was
@@ -244,7 +268,13 @@ fn deadline_inheritance_through_a_pi_futex_on_this_kernel() {
     // and /proc shows no dl.* for it (they are shown by policy).
     if other_cpu.is_some() {
         assert!(!fifo.samples.is_empty());
-        assert!(fifo.samples.iter().all(|s| s.0 == -1), "{:?}", fifo.samples);
+        assert!(
+            fifo.samples.iter().all(|s| s.0 == -1),
+            "{} of {} samples not in the deadline class; the first: {:?}",
+            fifo.samples.iter().filter(|s| s.0 != -1).count(),
+            fifo.samples.len(),
+            &fifo.samples[..fifo.samples.len().min(8)]
+        );
         assert!(fifo.samples.iter().all(|s| s.1.is_none()));
         assert_eq!(fifo.owner_policy_boosted, sys::SCHED_FIFO);
     }
