@@ -148,17 +148,58 @@ pub fn simulate(
     Ok((r, c))
 }
 
+/// How the page's note on skipped real runs begins (the page's
+/// introduction then leaves the reason to it).
+const NO_REAL_RUN: &str = "No real run: ";
+
+/// The page's note when the real runs are skipped for `why` (heir-rt's
+/// reason, e.g. `no permission to set SCHED_FIFO (…)`).
+pub fn no_real_run_note(why: &str) -> String {
+    format!("{NO_REAL_RUN}{why}.")
+}
+
+/// The one line on stderr when `heir COMMAND`'s real runs are skipped for
+/// `why`.
+pub fn no_real_run_line(command: &str, why: &str) -> String {
+    format!(
+        "heir {command}: no real-threads run: {why}; the report page has the simulation and the analysis only"
+    )
+}
+
+/// The real runs of `heir COMMAND` are skipped for `why`: said once on
+/// stderr, and in the page's notes.
+pub fn skip_real(command: &str, why: &str, notes: &mut Vec<String>) {
+    eprintln!("{}", no_real_run_line(command, why));
+    notes.push(no_real_run_note(why));
+}
+
+/// Why this process may not run `scenario` on real threads, asked before
+/// any run starts (heir-rt's own check, which [`run_real`] meets again):
+/// `None` when it may, or when no task needs a real-time policy.
+pub fn real_run_refused(scenario: &Scenario) -> Option<String> {
+    let needs_rt = scenario.tasks.iter().any(|t| {
+        t.sched.policy.is_realtime()
+            || t.phases
+                .iter()
+                .any(|p| p.sched.is_some_and(|s| s.policy.is_realtime()))
+    });
+    if needs_rt {
+        heir::caps::Capabilities::detect().realtime_missing()
+    } else {
+        None
+    }
+}
+
 /// Runs `scenario` on real threads for `seconds` with PI-CV `pi_cv`,
 /// traced when tracefs allows (else untraced, with a note in `notes`).
-/// `Ok(None)` when this process may not use real-time priorities (the
-/// reason is in `notes`).
+/// `Ok(Err(why))` when this process may not use real-time priorities.
 pub fn run_real(
     file: &str,
     scenario: &Scenario,
     pi_cv: bool,
     seconds: f64,
     notes: &mut Vec<String>,
-) -> Result<Option<RealRun>, CliError> {
+) -> Result<Result<RealRun, String>, CliError> {
     let mut config = RunConfig {
         duration_us: Some((seconds * 1e6) as u64),
         pi_cv: Some(pi_cv),
@@ -170,12 +211,9 @@ pub fn run_real(
         match heir::run::run(scenario, &config) {
             Ok(r) => {
                 disturbance_notes(&r, pi_cv, notes);
-                return Ok(Some(r));
+                return Ok(Ok(r));
             }
-            Err(RunError::NoPrivilege(why)) => {
-                notes.push(format!("No real run: {why}."));
-                return Ok(None);
-            }
+            Err(RunError::NoPrivilege(why)) => return Ok(Err(why)),
             Err(RunError::Trace(e)) if config.trace.is_some() => {
                 notes.push(format!(
                     "Real runs are not traced ({e}): no real Gantt chart, CDF or boosts."
@@ -352,6 +390,8 @@ pub fn page(
             "Real threads: {:.3} s per setting, on this machine.",
             real.duration_us / 1e6
         )),
+        // A skipped run's note says why.
+        None if notes.iter().any(|n| n.starts_with(NO_REAL_RUN)) => {}
         None => intro.push("No real run (heir report --real SECONDS, as root).".to_string()),
     }
     let mut settings = Vec::new();
@@ -436,6 +476,12 @@ pub fn main(args: Args) -> CliResult {
     let mut notes = Vec::new();
     let mut runs = Vec::new();
     let mut may_run = args.real > 0.0;
+    if may_run {
+        if let Some(why) = real_run_refused(&scenario) {
+            skip_real("report", &why, &mut notes);
+            may_run = false;
+        }
+    }
     for pi_cv in SETTINGS {
         let sim = simulate(&file, &scenario, pi_cv, args.duration, window, None)?;
         let real = if may_run {
@@ -445,7 +491,7 @@ pub fn main(args: Args) -> CliResult {
                 on_off(pi_cv)
             );
             match run_real(&file, &scenario, pi_cv, args.real, &mut notes)? {
-                Some(r) => {
+                Ok(r) => {
                     if let Some(t) = &r.trace {
                         let lost = t.stats.lost_total();
                         if lost > 0 {
@@ -457,7 +503,8 @@ pub fn main(args: Args) -> CliResult {
                     }
                     Some(collect_real(&r, window, &file, pi_cv))
                 }
-                None => {
+                Err(why) => {
+                    skip_real("report", &why, &mut notes);
                     may_run = false;
                     None
                 }
