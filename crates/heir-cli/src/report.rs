@@ -288,13 +288,28 @@ fn figures(report: &Report, task: &str) -> TaskFigures {
     }
 }
 
+/// `n` and `what`, plural when `n` is not 1 (`3 tasks`).
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// What the analysis gives one setting: a row per task (its bound as the
+/// maximum), each task without a bound with why (`"Client1: unbounded
+/// priority inversion: …"`), and the threads it does not bound because
+/// they are not tasks (servers).
+struct Bounds {
+    rows: Vec<TaskFigures>,
+    unbounded: Vec<String>,
+    not_tasks: Vec<String>,
+}
+
 /// heir-analysis' bound of each task with PI-CV `pi_cv` (the file's mutex
-/// protocols), or why there is none.
-fn analysis(
-    scenario: &Scenario,
-    pi_cv: bool,
-    tasks: &[String],
-) -> (Vec<TaskFigures>, Option<String>) {
+/// protocols), and why some have none.
+fn analysis(scenario: &Scenario, pi_cv: bool, tasks: &[String]) -> Bounds {
     let mut sc = scenario.clone();
     sc.global.pi_cv = pi_cv;
     match heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()) {
@@ -306,20 +321,33 @@ fn analysis(
                     ..TaskFigures::default()
                 })
                 .collect();
-            let why = tasks
-                .iter()
-                .filter_map(|t| {
-                    r.task(t)
-                        .and_then(|b| b.reason.clone())
-                        .map(|w| format!("{t}: {w}"))
-                })
-                .next();
-            (rows, why)
+            let (mut unbounded, mut not_tasks) = (Vec::new(), Vec::new());
+            for t in tasks {
+                let why = match (r.task(t), r.skipped.iter().find(|(n, _)| n == t)) {
+                    (Some(b), _) if b.wcrt_us.is_some() => continue,
+                    (Some(b), _) => b.reason.clone().unwrap_or_else(|| "unbounded".into()),
+                    (None, Some((_, why))) => why.clone(),
+                    (None, None) => match &r.tasks_note {
+                        Some(note) => note.clone(),
+                        None => {
+                            not_tasks.push(t.clone());
+                            continue;
+                        }
+                    },
+                };
+                unbounded.push(format!("{t}: {why}"));
+            }
+            Bounds {
+                rows,
+                unbounded,
+                not_tasks,
+            }
         }
-        Err(e) => (
-            vec![TaskFigures::default(); tasks.len()],
-            Some(e.to_string()),
-        ),
+        Err(e) => Bounds {
+            rows: vec![TaskFigures::default(); tasks.len()],
+            unbounded: vec![e.to_string()],
+            not_tasks: Vec::new(),
+        },
     }
 }
 
@@ -399,14 +427,27 @@ pub fn page(
         let label = format!("PI-CV {}", on_off(r.pi_cv));
         let (sim, sim_c) = &r.sim;
         let mut faces = vec![face(Face::Simulated, "simulated", sim, &tasks, Some(sim_c))];
-        let (bound_rows, why) = analysis(scenario, r.pi_cv, &tasks);
-        if let Some(why) = why {
-            notes.push(format!("{label}: no analysis bound for some tasks: {why}"));
+        let bounds = analysis(scenario, r.pi_cv, &tasks);
+        if !bounds.unbounded.is_empty() {
+            notes.push(format!(
+                "{label}: no analysis bound for {}: {}",
+                count(bounds.unbounded.len(), "task"),
+                bounds.unbounded.join("; ")
+            ));
+        }
+        if !bounds.not_tasks.is_empty() {
+            let note = format!(
+                "No analysis bound for {}: the analysis bounds the tasks with a deadline; a server's work is counted in its callers' bounds.",
+                bounds.not_tasks.join(", ")
+            );
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
         }
         faces.push(FaceReport {
             face: Face::Analysed,
             label: "analysis bound".to_string(),
-            rows: bound_rows,
+            rows: bounds.rows,
             samples: Vec::new(),
         });
         let mut gantts = vec![(
