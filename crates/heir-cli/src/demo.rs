@@ -213,14 +213,14 @@ fn run_real(
             eprintln!("heir demo: running on real SCHED_FIFO threads for {seconds} s ({label})...");
         }
         match crate::report::run_real(SCENARIO_FILE, scenario, pi_cv, seconds, notes)? {
-            Some(real) => {
+            Ok(real) => {
                 let face = crate::report::collect_real(&real, REPORT_WINDOW, SCENARIO_FILE, pi_cv);
                 runs.push((
                     Run::new(scenario, label, pi_cv, real.report, Vec::new()),
                     face,
                 ));
             }
-            None => return Ok(Err(notes.pop().unwrap_or_default())),
+            Err(why) => return Ok(Err(why)),
         }
     }
     Ok(Ok(runs))
@@ -264,7 +264,14 @@ pub fn main(args: Args) -> CliResult {
     ];
     let mut runs = vec![off, on];
     let mut notes = Vec::new();
-    if args.real_seconds > 0.0 {
+    let refused = if args.real_seconds > 0.0 {
+        crate::report::real_run_refused(&scenario)
+    } else {
+        None
+    };
+    if let Some(why) = refused {
+        crate::report::skip_real("demo", &why, &mut notes);
+    } else if args.real_seconds > 0.0 {
         match run_real(&scenario, args.real_seconds, args.json, &mut notes)? {
             Ok(real) => {
                 for (run, face) in real {
@@ -274,10 +281,7 @@ pub fn main(args: Args) -> CliResult {
                     runs.push(run);
                 }
             }
-            Err(why) => {
-                eprintln!("heir demo: no real-threads run: {why}");
-                notes.push(format!("No real run: {why}"));
-            }
+            Err(why) => crate::report::skip_real("demo", &why, &mut notes),
         }
     }
     // The report page of every run (Table I: sim, analysis, real).

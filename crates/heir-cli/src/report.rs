@@ -148,17 +148,58 @@ pub fn simulate(
     Ok((r, c))
 }
 
+/// How the page's note on skipped real runs begins (the page's
+/// introduction then leaves the reason to it).
+const NO_REAL_RUN: &str = "No real run: ";
+
+/// The page's note when the real runs are skipped for `why` (heir-rt's
+/// reason, e.g. `no permission to set SCHED_FIFO (…)`).
+pub fn no_real_run_note(why: &str) -> String {
+    format!("{NO_REAL_RUN}{why}.")
+}
+
+/// The one line on stderr when `heir COMMAND`'s real runs are skipped for
+/// `why`.
+pub fn no_real_run_line(command: &str, why: &str) -> String {
+    format!(
+        "heir {command}: no real-threads run: {why}; the report page has the simulation and the analysis only"
+    )
+}
+
+/// The real runs of `heir COMMAND` are skipped for `why`: said once on
+/// stderr, and in the page's notes.
+pub fn skip_real(command: &str, why: &str, notes: &mut Vec<String>) {
+    eprintln!("{}", no_real_run_line(command, why));
+    notes.push(no_real_run_note(why));
+}
+
+/// Why this process may not run `scenario` on real threads, asked before
+/// any run starts (heir-rt's own check, which [`run_real`] meets again):
+/// `None` when it may, or when no task needs a real-time policy.
+pub fn real_run_refused(scenario: &Scenario) -> Option<String> {
+    let needs_rt = scenario.tasks.iter().any(|t| {
+        t.sched.policy.is_realtime()
+            || t.phases
+                .iter()
+                .any(|p| p.sched.is_some_and(|s| s.policy.is_realtime()))
+    });
+    if needs_rt {
+        heir::caps::Capabilities::detect().realtime_missing()
+    } else {
+        None
+    }
+}
+
 /// Runs `scenario` on real threads for `seconds` with PI-CV `pi_cv`,
 /// traced when tracefs allows (else untraced, with a note in `notes`).
-/// `Ok(None)` when this process may not use real-time priorities (the
-/// reason is in `notes`).
+/// `Ok(Err(why))` when this process may not use real-time priorities.
 pub fn run_real(
     file: &str,
     scenario: &Scenario,
     pi_cv: bool,
     seconds: f64,
     notes: &mut Vec<String>,
-) -> Result<Option<RealRun>, CliError> {
+) -> Result<Result<RealRun, String>, CliError> {
     let mut config = RunConfig {
         duration_us: Some((seconds * 1e6) as u64),
         pi_cv: Some(pi_cv),
@@ -170,12 +211,9 @@ pub fn run_real(
         match heir::run::run(scenario, &config) {
             Ok(r) => {
                 disturbance_notes(&r, pi_cv, notes);
-                return Ok(Some(r));
+                return Ok(Ok(r));
             }
-            Err(RunError::NoPrivilege(why)) => {
-                notes.push(format!("No real run: {why}."));
-                return Ok(None);
-            }
+            Err(RunError::NoPrivilege(why)) => return Ok(Err(why)),
             Err(RunError::Trace(e)) if config.trace.is_some() => {
                 notes.push(format!(
                     "Real runs are not traced ({e}): no real Gantt chart, CDF or boosts."
@@ -250,13 +288,28 @@ fn figures(report: &Report, task: &str) -> TaskFigures {
     }
 }
 
+/// `n` and `what`, plural when `n` is not 1 (`3 tasks`).
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// What the analysis gives one setting: a row per task (its bound as the
+/// maximum), each task without a bound with why (`"Client1: unbounded
+/// priority inversion: …"`), and the threads it does not bound because
+/// they are not tasks (servers).
+struct Bounds {
+    rows: Vec<TaskFigures>,
+    unbounded: Vec<String>,
+    not_tasks: Vec<String>,
+}
+
 /// heir-analysis' bound of each task with PI-CV `pi_cv` (the file's mutex
-/// protocols), or why there is none.
-fn analysis(
-    scenario: &Scenario,
-    pi_cv: bool,
-    tasks: &[String],
-) -> (Vec<TaskFigures>, Option<String>) {
+/// protocols), and why some have none.
+fn analysis(scenario: &Scenario, pi_cv: bool, tasks: &[String]) -> Bounds {
     let mut sc = scenario.clone();
     sc.global.pi_cv = pi_cv;
     match heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()) {
@@ -268,20 +321,33 @@ fn analysis(
                     ..TaskFigures::default()
                 })
                 .collect();
-            let why = tasks
-                .iter()
-                .filter_map(|t| {
-                    r.task(t)
-                        .and_then(|b| b.reason.clone())
-                        .map(|w| format!("{t}: {w}"))
-                })
-                .next();
-            (rows, why)
+            let (mut unbounded, mut not_tasks) = (Vec::new(), Vec::new());
+            for t in tasks {
+                let why = match (r.task(t), r.skipped.iter().find(|(n, _)| n == t)) {
+                    (Some(b), _) if b.wcrt_us.is_some() => continue,
+                    (Some(b), _) => b.reason.clone().unwrap_or_else(|| "unbounded".into()),
+                    (None, Some((_, why))) => why.clone(),
+                    (None, None) => match &r.tasks_note {
+                        Some(note) => note.clone(),
+                        None => {
+                            not_tasks.push(t.clone());
+                            continue;
+                        }
+                    },
+                };
+                unbounded.push(format!("{t}: {why}"));
+            }
+            Bounds {
+                rows,
+                unbounded,
+                not_tasks,
+            }
         }
-        Err(e) => (
-            vec![TaskFigures::default(); tasks.len()],
-            Some(e.to_string()),
-        ),
+        Err(e) => Bounds {
+            rows: vec![TaskFigures::default(); tasks.len()],
+            unbounded: vec![e.to_string()],
+            not_tasks: Vec::new(),
+        },
     }
 }
 
@@ -352,6 +418,8 @@ pub fn page(
             "Real threads: {:.3} s per setting, on this machine.",
             real.duration_us / 1e6
         )),
+        // A skipped run's note says why.
+        None if notes.iter().any(|n| n.starts_with(NO_REAL_RUN)) => {}
         None => intro.push("No real run (heir report --real SECONDS, as root).".to_string()),
     }
     let mut settings = Vec::new();
@@ -359,14 +427,27 @@ pub fn page(
         let label = format!("PI-CV {}", on_off(r.pi_cv));
         let (sim, sim_c) = &r.sim;
         let mut faces = vec![face(Face::Simulated, "simulated", sim, &tasks, Some(sim_c))];
-        let (bound_rows, why) = analysis(scenario, r.pi_cv, &tasks);
-        if let Some(why) = why {
-            notes.push(format!("{label}: no analysis bound for some tasks: {why}"));
+        let bounds = analysis(scenario, r.pi_cv, &tasks);
+        if !bounds.unbounded.is_empty() {
+            notes.push(format!(
+                "{label}: no analysis bound for {}: {}",
+                count(bounds.unbounded.len(), "task"),
+                bounds.unbounded.join("; ")
+            ));
+        }
+        if !bounds.not_tasks.is_empty() {
+            let note = format!(
+                "No analysis bound for {}: the analysis bounds the tasks with a deadline; a server's work is counted in its callers' bounds.",
+                bounds.not_tasks.join(", ")
+            );
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
         }
         faces.push(FaceReport {
             face: Face::Analysed,
             label: "analysis bound".to_string(),
-            rows: bound_rows,
+            rows: bounds.rows,
             samples: Vec::new(),
         });
         let mut gantts = vec![(
@@ -436,6 +517,12 @@ pub fn main(args: Args) -> CliResult {
     let mut notes = Vec::new();
     let mut runs = Vec::new();
     let mut may_run = args.real > 0.0;
+    if may_run {
+        if let Some(why) = real_run_refused(&scenario) {
+            skip_real("report", &why, &mut notes);
+            may_run = false;
+        }
+    }
     for pi_cv in SETTINGS {
         let sim = simulate(&file, &scenario, pi_cv, args.duration, window, None)?;
         let real = if may_run {
@@ -445,7 +532,7 @@ pub fn main(args: Args) -> CliResult {
                 on_off(pi_cv)
             );
             match run_real(&file, &scenario, pi_cv, args.real, &mut notes)? {
-                Some(r) => {
+                Ok(r) => {
                     if let Some(t) = &r.trace {
                         let lost = t.stats.lost_total();
                         if lost > 0 {
@@ -457,7 +544,8 @@ pub fn main(args: Args) -> CliResult {
                     }
                     Some(collect_real(&r, window, &file, pi_cv))
                 }
-                None => {
+                Err(why) => {
+                    skip_real("report", &why, &mut notes);
                     may_run = false;
                     None
                 }

@@ -29,6 +29,8 @@ mod reliability;
 mod report;
 #[path = "cli/report_browser.rs"]
 mod report_browser;
+#[path = "cli/rtapp_files.rs"]
+mod rtapp_files;
 #[path = "cli/run_errors.rs"]
 mod run_errors;
 #[path = "cli/run_gang.rs"]

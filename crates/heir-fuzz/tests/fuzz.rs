@@ -59,8 +59,8 @@ fn mutated_files_never_crash_hang_or_differ() {
                 s.slowest
             );
             assert!(s.inputs >= seeds.len() as u64);
-            // Most seed files read (not rt-app's spreading-tasks.json, a
-            // key twice, nor tutorial/example6.json, its `mem` event).
+            // Most seed files read (not rt-app's tutorial/example6.json,
+            // its `mem` event).
             assert!(s.inputs > s.refused);
         }
         Err((input, failure)) => {

@@ -67,12 +67,15 @@ pub struct BoostRow {
     pub donor: String,
     /// The boosted thread (its name).
     pub to: String,
-    /// How many boosts began.
+    /// How many boosts lasted some time.
     pub count: u64,
     /// Time boosted in total (ns).
     pub total_ns: u64,
     /// The longest boost (ns).
     pub max_ns: u64,
+    /// How many lasted no time: lent and taken back at the same instant
+    /// (not in `count`, nor in the mean).
+    pub momentary: u64,
 }
 
 /// Who lent to whom, and for how long, from the trace stream's `Boost`
@@ -83,22 +86,26 @@ pub struct BoostSummary {
     names: Vec<String>,
     /// Per thread: its current boost (donor, since).
     open: Vec<Option<(usize, u64)>>,
-    /// (donor, to) → (count, total, max).
-    pairs: BTreeMap<(usize, usize), (u64, u64, u64)>,
+    /// (donor, to) → (count, total, max, momentary).
+    pairs: BTreeMap<(usize, usize), (u64, u64, u64, u64)>,
 }
 
 impl BoostSummary {
     fn close(&mut self, to: usize, at: u64) {
         if let Some((d, since)) = self.open.get_mut(to).and_then(Option::take) {
-            let e = self.pairs.entry((d, to)).or_insert((0, 0, 0));
+            let e = self.pairs.entry((d, to)).or_insert((0, 0, 0, 0));
             let len = at.saturating_sub(since);
-            e.0 += 1;
-            e.1 += len;
-            e.2 = e.2.max(len);
+            if len == 0 {
+                e.3 += 1;
+            } else {
+                e.0 += 1;
+                e.1 += len;
+                e.2 = e.2.max(len);
+            }
         }
     }
 
-    /// The pairs, most time first.
+    /// The pairs, most time first (then most momentary boosts).
     pub fn rows(&self) -> Vec<BoostRow> {
         let name = |i: usize| {
             self.names
@@ -109,15 +116,22 @@ impl BoostSummary {
         let mut rows: Vec<BoostRow> = self
             .pairs
             .iter()
-            .map(|(&(d, t), &(count, total_ns, max_ns))| BoostRow {
-                donor: name(d),
-                to: name(t),
-                count,
-                total_ns,
-                max_ns,
-            })
+            .map(
+                |(&(d, t), &(count, total_ns, max_ns, momentary))| BoostRow {
+                    donor: name(d),
+                    to: name(t),
+                    count,
+                    total_ns,
+                    max_ns,
+                    momentary,
+                },
+            )
             .collect();
-        rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.to.cmp(&b.to)));
+        rows.sort_by(|a, b| {
+            (b.total_ns.cmp(&a.total_ns))
+                .then(b.momentary.cmp(&a.momentary))
+                .then(a.to.cmp(&b.to))
+        });
         rows
     }
 }
@@ -190,6 +204,8 @@ mod tests {
             boost(10, Some(0)),
             boost(15, Some(0)), // same donor: the same boost
             boost(30, None),
+            boost(35, Some(0)), // taken back at once: momentary
+            boost(35, None),
             boost(40, Some(0)),
         ] {
             b.event(&e);
@@ -202,7 +218,8 @@ mod tests {
                 to: "P".into(),
                 count: 2,
                 total_ns: 25,
-                max_ns: 20
+                max_ns: 20,
+                momentary: 1,
             }]
         );
     }

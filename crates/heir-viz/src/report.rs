@@ -51,6 +51,27 @@ pub struct SettingReport {
     pub boosts: Vec<(String, Vec<BoostRow>)>,
 }
 
+/// A face's maximum above the analysis bound ([`ReportPage::over_bound`]):
+/// flagged in the table (`td.over-bound`, [`OVER_BOUND`]) and in the notes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OverBound {
+    /// Index in [`ReportPage::tasks`].
+    pub task: usize,
+    /// Index in [`ReportPage::settings`].
+    pub setting: usize,
+    /// The face (simulated or real) and its label.
+    pub face: Face,
+    /// The face's label.
+    pub label: String,
+    /// Its maximum (µs).
+    pub max_us: f64,
+    /// The bound (µs).
+    pub bound_us: f64,
+}
+
+/// The marker after a maximum above its bound.
+pub const OVER_BOUND: &str = "▲";
+
 /// Which face a column is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Face {
@@ -109,6 +130,8 @@ figure.cdfbox{width:600px;flex:0 0 600px}
 .gantt svg{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.9em;color:#444;margin:.2em 0}
 .notes li{margin:.2em 0}
+td.over-bound,li.over-bound b{color:#b00000;font-weight:bold}td.over-bound{background:#fdecea}
+p.momentary{font-size:.9em;color:#555}
 @media print{body{margin:0;max-width:none}h2{break-after:avoid}}
 "#;
 
@@ -130,8 +153,24 @@ impl ReportPage {
         self.cdfs(&mut o);
         self.gantts(&mut o);
         self.boosts(&mut o);
-        if !self.notes.is_empty() {
+        let over = self.over_bound();
+        if !self.notes.is_empty() || !over.is_empty() {
             o.push_str("<h2>Notes</h2>\n<ul class=\"notes\">\n");
+            for x in &over {
+                let why = match x.face {
+                    Face::Real => "a real run may exceed it: the analysis counts no kernel or runtime overhead, no other load on the CPU and no calibration error",
+                    _ => "a simulation above its bound is a bug in the analysis or in the simulator",
+                };
+                let _ = writeln!(
+                    o,
+                    "<li class=\"over-bound\"><b>{OVER_BOUND} {}, {}: the {} maximum, {:.3} ms, is above the analysis bound, {:.3} ms</b> ({why}).</li>",
+                    xml(&self.tasks[x.task]),
+                    xml(&self.settings[x.setting].label),
+                    xml(&x.label),
+                    x.max_us / 1000.0,
+                    x.bound_us / 1000.0
+                );
+            }
             for n in &self.notes {
                 let _ = writeln!(o, "<li>{}</li>", xml(n));
             }
@@ -139,6 +178,41 @@ impl ReportPage {
         }
         o.push_str("</body></html>\n");
         o
+    }
+
+    /// Every maximum of a simulated or real face above the analysis bound
+    /// of its task and setting: the simulator's compared to the ns (it is
+    /// exact), a real run's as measured — as `heir analyze --compare`.
+    pub fn over_bound(&self) -> Vec<OverBound> {
+        let mut out = Vec::new();
+        for (si, s) in self.settings.iter().enumerate() {
+            let Some(bounds) = s.faces.iter().find(|f| f.face == Face::Analysed) else {
+                continue;
+            };
+            for f in s.faces.iter().filter(|f| f.face != Face::Analysed) {
+                for (ti, row) in f.rows.iter().enumerate() {
+                    let bound = bounds.rows.get(ti).and_then(|b| b.max_us);
+                    let (Some(max_us), Some(bound_us)) = (row.max_us, bound) else {
+                        continue;
+                    };
+                    let above = match f.face {
+                        Face::Real => max_us > bound_us,
+                        _ => (max_us * 1000.0).round() > (bound_us * 1000.0).round(),
+                    };
+                    if above && ti < self.tasks.len() {
+                        out.push(OverBound {
+                            task: ti,
+                            setting: si,
+                            face: f.face,
+                            label: f.label.clone(),
+                            max_us,
+                            bound_us,
+                        });
+                    }
+                }
+            }
+        }
+        out
     }
 
     fn settings_table(&self, o: &mut String) {
@@ -190,6 +264,7 @@ impl ReportPage {
             }
         }
         let fmt = |v: Option<f64>| v.map_or("–".to_string(), |us| format!("{:.3}", us / 1000.0));
+        let over = self.over_bound();
         for (ti, task) in self.tasks.iter().enumerate() {
             for (fi, (face, label)) in faces.iter().enumerate() {
                 let class = match face {
@@ -208,7 +283,7 @@ impl ReportPage {
                     );
                 }
                 let _ = write!(o, "<td class=\"l\">{}</td>", xml(label));
-                for s in &self.settings {
+                for (si, s) in self.settings.iter().enumerate() {
                     let row = s
                         .faces
                         .iter()
@@ -220,13 +295,23 @@ impl ReportPage {
                                 (Some(m), Some(j)) => format!("{m} / {j}"),
                                 _ => "–".to_string(),
                             };
+                            let max = match over
+                                .iter()
+                                .find(|x| (x.task, x.setting, x.face) == (ti, si, *face))
+                            {
+                                Some(x) => format!(
+                                    "<td class=\"over-bound\" title=\"above the analysis bound, {:.3} ms\">{} {OVER_BOUND}</td>",
+                                    x.bound_us / 1000.0,
+                                    fmt(r.max_us)
+                                ),
+                                None => format!("<td>{}</td>", fmt(r.max_us)),
+                            };
                             let _ = write!(
                                 o,
-                                "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{jobs}</td>",
+                                "<td>{}</td><td>{}</td><td>{}</td>{max}<td>{jobs}</td>",
                                 fmt(r.mean_us),
                                 fmt(r.p90_us),
                                 fmt(r.p99_us),
-                                fmt(r.max_us)
                             );
                         }
                         None => o.push_str("<td colspan=\"5\">not run</td>"),
@@ -235,7 +320,10 @@ impl ReportPage {
                 o.push_str("</tr>\n");
             }
         }
-        o.push_str("</table>\n<p>For the analysis, <i>max</i> is heir-analysis' worst-case response time (the bound).</p>\n");
+        let _ = writeln!(
+            o,
+            "</table>\n<p>For the analysis, <i>max</i> is heir-analysis' worst-case response time (the bound); {OVER_BOUND} marks a maximum above it (see the notes).</p>"
+        );
     }
 
     fn cdfs(&self, o: &mut String) {
@@ -276,22 +364,49 @@ impl ReportPage {
                     o.push_str("<p>No thread lent its urgency to another.</p>\n");
                     continue;
                 }
-                o.push_str("<table class=\"boosts\"><tr><th class=\"l\">donor</th><th class=\"l\">boosted</th><th>boosts</th><th>total (ms)</th><th>longest (ms)</th><th>mean (ms)</th></tr>\n");
-                for r in rows {
+                let momentary: Vec<String> = rows
+                    .iter()
+                    .filter(|r| r.momentary > 0)
+                    .map(|r| {
+                        let times = match r.momentary {
+                            1 => "once".to_string(),
+                            n => format!("{n} times"),
+                        };
+                        format!("{} → {} {times}", xml(&r.donor), xml(&r.to))
+                    })
+                    .collect();
+                let timed: Vec<&BoostRow> = rows.iter().filter(|r| r.count > 0).collect();
+                if timed.is_empty() {
+                    o.push_str("<p>No thread lent its urgency to another for any time.</p>\n");
+                } else {
+                    self.boost_table(o, &timed);
+                }
+                if !momentary.is_empty() {
                     let _ = writeln!(
                         o,
-                        "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        xml(&r.donor),
-                        xml(&r.to),
-                        r.count,
-                        ms(r.total_ns),
-                        ms(r.max_ns),
-                        ms(r.total_ns / r.count.max(1))
+                        "<p class=\"momentary\">Not boosts: lent and taken back at the same instant (0 ms, no effect on the schedule): {}.</p>",
+                        momentary.join(", ")
                     );
                 }
-                o.push_str("</table>\n");
             }
         }
+    }
+
+    fn boost_table(&self, o: &mut String, rows: &[&BoostRow]) {
+        o.push_str("<table class=\"boosts\"><tr><th class=\"l\">donor</th><th class=\"l\">boosted</th><th>boosts</th><th>total (ms)</th><th>longest (ms)</th><th>mean (ms)</th></tr>\n");
+        for r in rows {
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                xml(&r.donor),
+                xml(&r.to),
+                r.count,
+                ms(r.total_ns),
+                ms(r.max_ns),
+                ms(r.total_ns / r.count.max(1))
+            );
+        }
+        o.push_str("</table>\n");
     }
 }
 
@@ -517,6 +632,7 @@ mod tests {
                         count: 2,
                         total_ns: 4_000_000,
                         max_ns: 3_000_000,
+                        momentary: 0,
                     }],
                 )],
             }],
@@ -561,6 +677,121 @@ mod tests {
         let top = format!("V{CDF_T:.2}");
         assert!(html.contains(&top), "{html}");
         assert!(html.contains("A: analysis bound 3.000 ms"));
+    }
+
+    /// Seed 000's Table I on a real machine: Annoyer's real maximum
+    /// (50 ms) above its bound (39 ms) with PI-CV off; Client1's real
+    /// maximum equal to its bound, and the simulation within the bounds.
+    fn table1_over_bound() -> ReportPage {
+        let max = |ms: f64| TaskFigures {
+            jobs: Some(100),
+            misses: Some(0),
+            mean_us: Some(ms * 500.0),
+            p90_us: Some(ms * 800.0),
+            p99_us: Some(ms * 900.0),
+            max_us: Some(ms * 1000.0),
+        };
+        let face = |face, label: &str, rows| FaceReport {
+            face,
+            label: label.into(),
+            rows,
+            samples: vec![vec![], vec![]],
+        };
+        ReportPage {
+            title: "Table I".into(),
+            tasks: vec!["Client1".into(), "Annoyer".into()],
+            settings: vec![SettingReport {
+                label: "PI-CV off".into(),
+                faces: vec![
+                    face(Face::Simulated, "simulated", vec![max(19.0), max(39.0)]),
+                    face(
+                        Face::Analysed,
+                        "analysis bound",
+                        vec![
+                            TaskFigures {
+                                max_us: Some(19_000.0),
+                                ..TaskFigures::default()
+                            },
+                            TaskFigures {
+                                max_us: Some(39_000.0),
+                                ..TaskFigures::default()
+                            },
+                        ],
+                    ),
+                    face(Face::Real, "real", vec![max(19.0), max(50.0)]),
+                ],
+                ..SettingReport::default()
+            }],
+            ..ReportPage::default()
+        }
+    }
+
+    #[test]
+    fn a_real_maximum_above_its_bound_is_flagged_in_the_table_and_the_notes() {
+        let page = table1_over_bound();
+        assert_eq!(
+            page.over_bound(),
+            [OverBound {
+                task: 1,
+                setting: 0,
+                face: Face::Real,
+                label: "real".into(),
+                max_us: 50_000.0,
+                bound_us: 39_000.0,
+            }]
+        );
+        let html = page.render();
+        // The one flagged cell: Annoyer's real maximum.
+        assert_eq!(html.matches("class=\"over-bound\"").count(), 2, "{html}");
+        assert!(
+            html.contains("<td class=\"over-bound\" title=\"above the analysis bound, 39.000 ms\">50.000 ▲</td>"),
+            "{html}"
+        );
+        assert!(html.contains("<h2>Notes</h2>"));
+        assert!(html.contains(
+            "<li class=\"over-bound\"><b>▲ Annoyer, PI-CV off: the real maximum, 50.000 ms, is above the analysis bound, 39.000 ms</b> (a real run may exceed it: the analysis counts no kernel or runtime overhead, no other load on the CPU and no calibration error).</li>"
+        ), "{html}");
+        // Equal to the bound, or simulated within it: not flagged.
+        assert_eq!(html.matches("<td>19.000</td>").count(), 3, "{html}");
+    }
+
+    #[test]
+    fn a_simulated_maximum_above_its_bound_is_flagged_as_a_bug() {
+        let mut page = table1_over_bound();
+        page.settings[0].faces[0].rows[0].max_us = Some(19_001.0);
+        page.settings[0].faces.pop();
+        let html = page.render();
+        assert!(html.contains(
+            "<li class=\"over-bound\"><b>▲ Client1, PI-CV off: the simulated maximum, 19.001 ms, is above the analysis bound, 19.000 ms</b> (a simulation above its bound is a bug in the analysis or in the simulator).</li>"
+        ), "{html}");
+        assert!(!html.contains("Annoyer, PI-CV off: the"), "{html}");
+    }
+
+    #[test]
+    fn boosts_that_last_no_time_are_not_listed_as_boosts() {
+        let mut page = page();
+        let row = |donor: &str, count, total_ns, momentary| BoostRow {
+            donor: donor.into(),
+            to: "B".into(),
+            count,
+            total_ns,
+            max_ns: total_ns,
+            momentary,
+        };
+        page.settings[0].boosts = vec![
+            (
+                "simulated".into(),
+                vec![row("A", 0, 0, 1600), row("C", 0, 0, 1)],
+            ),
+            ("real".into(), vec![row("A", 1, 2_000_000, 3)]),
+        ];
+        let html = page.render();
+        let sim = &html[html.find("<h3>PI-CV on, simulated</h3>").unwrap()..];
+        assert!(sim.starts_with(
+            "<h3>PI-CV on, simulated</h3>\n<p>No thread lent its urgency to another for any time.</p>\n<p class=\"momentary\">Not boosts: lent and taken back at the same instant (0 ms, no effect on the schedule): A → B 1600 times, C → B once.</p>\n<h3>PI-CV on, real</h3>\n"
+        ), "{sim}");
+        assert!(html.contains("<td class=\"l\">A</td><td class=\"l\">B</td><td>1</td><td>2.000</td><td>2.000</td><td>2.000</td></tr>\n</table>\n<p class=\"momentary\">Not boosts: lent and taken back at the same instant (0 ms, no effect on the schedule): A → B 3 times.</p>"), "{html}");
+        assert!(!html.contains("<td>0</td>"), "{html}");
     }
 
     #[test]

@@ -59,9 +59,52 @@ fn demo_without_rt_privilege_shows_the_simulation_only() {
         return;
     };
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(stderr(&o).contains("no real-threads run"), "{}", stderr(&o));
+    // Said once, what and why, and no "running on real threads" before it.
+    assert_eq!(
+        stderr(&o),
+        format!("heir demo: no real-threads run: {NO_PERMISSION}; the report page has the simulation and the analysis only\n")
+    );
     let r = one_json(&o);
     assert_eq!(r["runs"].as_array().map(Vec::len), Some(2));
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(page.matches("No real run").count(), 1, "{page}");
+    assert!(
+        page.contains(&format!("No real run: {NO_PERMISSION}.")),
+        "{page}"
+    );
+}
+
+/// heir-rt's reason when real-time priorities are refused.
+const NO_PERMISSION: &str =
+    "no permission to set SCHED_FIFO (run as root, or grant CAP_SYS_NICE / RLIMIT_RTPRIO)";
+
+#[test]
+fn report_without_rt_privilege_says_once_that_the_real_runs_are_skipped() {
+    let dir = TempDir::new("report-nopriv");
+    let page = dir.join("r.html");
+    let file = example("table1-client-server.json");
+    let Some(o) = heir_without_sys_nice(&[
+        "report",
+        file.to_str().unwrap(),
+        "--real",
+        "1",
+        "-o",
+        page.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("heir report: no real-threads run: {NO_PERMISSION}; the report page has the simulation and the analysis only\n")
+    );
+    assert_eq!(stdout(&o), format!("wrote {}\n", page.display()));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("No real run").count(), 1, "{html}");
+    assert!(
+        html.contains(&format!("No real run: {NO_PERMISSION}.")),
+        "{html}"
+    );
 }
 
 /// Two SCHED_OTHER threads share a PI mutex: Low (nice 10) holds it for

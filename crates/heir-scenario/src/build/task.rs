@@ -369,13 +369,52 @@ impl Builder<'_> {
         if list.is_empty() {
             return fail(value_at(ph), &ph_path, "expected at least one phase");
         }
-        self.unique_keys(list, &ph_path)?;
+        let list = self.last_of_each_phase(list, &ph_path);
         let mut current = sched;
         let mut phases = Vec::with_capacity(list.len());
         for p in list {
             phases.push(self.phase(idx, &m.key, p, &ph_path, &mut current)?);
         }
         Ok(phases)
+    }
+
+    /// The phases of `list` (at `ph_path`) as rt-app runs them: json-c keeps
+    /// the last value of a repeated key, in the place of its first, so a
+    /// phase name given again replaces the earlier phase (which is not read)
+    /// where that one was. A warning at the last one says what was kept.
+    fn last_of_each_phase<'m>(&mut self, list: &'m [Member], ph_path: &str) -> Vec<&'m Member> {
+        let mut kept: Vec<&Member> = Vec::with_capacity(list.len());
+        // Per key: its place in `kept`, its first member and how many times.
+        let mut seen: HashMap<&str, (usize, &Member, usize)> = HashMap::new();
+        for m in list {
+            match seen.get_mut(m.key.as_str()) {
+                Some((slot, _, times)) => {
+                    kept[*slot] = m;
+                    *times += 1;
+                }
+                None => {
+                    seen.insert(&m.key, (kept.len(), m, 1));
+                    kept.push(m);
+                }
+            }
+        }
+        for &last in &kept {
+            let (_, first, times) = seen[last.key.as_str()];
+            if times > 1 {
+                let (l, c) = self.line_col(first.key_span.start);
+                self.warn(
+                    last.key_span.start,
+                    &key_path(ph_path, &last.key),
+                    format!(
+                        "phase {} is given {times} times (first at line {l}, column {c}): \
+                         heir keeps only this last one, in the first one's place, as rt-app \
+                         does (its JSON reader keeps a repeated key's last value)",
+                        quote_short(&last.key)
+                    ),
+                );
+            }
+        }
+        kept
     }
 
     /// The one unnamed phase of task `m` (at `path`) written without

@@ -317,11 +317,6 @@ fn phase_errors() {
             "expected a phase object, found 5",
         ),
         (
-            r#""phases": {"p": {"run": 1}, "p": {"run": 2}}"#,
-            "tasks.A.phases.p",
-            "duplicate key \"p\" (first at line 1, column 29): it may appear only once here",
-        ),
-        (
             r#""phases": {"p": {"instance": 2, "run": 1}}"#,
             "tasks.A.phases.p.instance",
             "unknown key \"instance\" in phase \"p\": expected a property (loop, cpus, policy, priority, dl-runtime, dl-period, dl-deadline, util_min, util_max, nodes_membind) or an event (lock, unlock, wait, signal, broad, sync, sleep, runtime, run, timer, suspend, resume, yield, barrier, push, pop, call, serve, gang_run, gang_wait, gang_notify, gang_insert, gang_remove, gang_active, gang_passive; a suffix is allowed, as in run1)",
@@ -332,6 +327,26 @@ fn phase_errors() {
         assert_eq!(e.message, message, "{body}");
         assert_eq!(e.path.as_deref(), Some(path), "{body}");
     }
+}
+
+/// rt-app (json-c) keeps a repeated phase name's last value, in the
+/// place of the first: so does heir, with a warning at the kept one.
+#[test]
+fn a_repeated_phase_keeps_its_last_value_in_the_first_place() {
+    let s = ok(&one_task(
+        r#""phases": {"p": {"run": 1}, "q": {"sleep": 5}, "p": {"loop": 3, "run": 2}, "p": {"run": 4}}"#,
+    ));
+    let phases = &s.tasks[0].phases;
+    let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["p", "q"]);
+    assert_eq!(kinds(&s, 0, 0), [EventKind::Run(Micros::Fixed(4))]);
+    assert_eq!(phases[0].loops, 1);
+    assert_eq!((phases[0].line, phases[0].column), (1, 93));
+    assert_eq!(phases[0].path, "tasks.A.phases.p");
+    assert_eq!(
+        warnings(&s),
+        ["1:93: tasks.A.phases.p: phase \"p\" is given 3 times (first at line 1, column 29): heir keeps only this last one, in the first one's place, as rt-app does (its JSON reader keeps a repeated key's last value)"]
+    );
 }
 
 #[test]
