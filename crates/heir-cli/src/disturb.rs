@@ -96,6 +96,13 @@ pub fn disturbance_lines(real: &RealRun) -> Vec<String> {
             ns_ms(d.deadline_behind_fair.1)
         ));
     }
+    if d.idle_behind_fair.0 > 0 {
+        out.push(format!(
+            "  SCHED_IDLE threads (passive servers between donations) behind ordinary tasks (what the class means: not counted as lost): {} times, {} ms",
+            d.idle_behind_fair.0,
+            ns_ms(d.idle_behind_fair.1)
+        ));
+    }
     if d.dropped > 0 {
         out.push(format!(
             "  the kernel dropped {} scheduler records while watching: the loss is a lower bound",
@@ -182,6 +189,7 @@ pub fn disturbance_json(real: &RealRun) -> serde_json::Value {
         "dropped": d.dropped,
         "wakeup_latency": {"count": d.wakeup_latency.0, "max_ms": d.wakeup_latency.1 as f64 / 1e6},
         "deadline_behind_fair": {"count": d.deadline_behind_fair.0, "ms": d.deadline_behind_fair.1 as f64 / 1e6},
+        "idle_behind_fair": {"count": d.idle_behind_fair.0, "ms": d.idle_behind_fair.1 as f64 / 1e6},
     })
 }
 

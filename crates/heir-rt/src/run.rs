@@ -690,7 +690,16 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
             }
             let parsed = tracefs::parse_text(&rec.text);
             let dropped = rec.dropped.iter().map(|&(_, n)| n).sum::<u64>() + parsed.lost;
-            let rt = thread_is_rt(scenario);
+            // Passive servers run at SCHED_IDLE between donations.
+            let idle: Vec<bool> = scenario
+                .tasks
+                .iter()
+                .enumerate()
+                .flat_map(|(ti, t)| {
+                    let passive = shared.don.as_ref().is_some_and(|d| d.is_passive(ti));
+                    std::iter::repeat_n(passive, t.instance as usize)
+                })
+                .collect();
             let deadline: Vec<bool> = scenario
                 .tasks
                 .iter()
@@ -717,7 +726,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
                 &disturb::RunThreads {
                     threads,
                     window: (t0, actual_end.max(t0)),
-                    rt,
+                    idle,
                     deadline,
                 },
             )
@@ -1119,19 +1128,6 @@ impl RunConfig {
 fn watch_buffer_kb(duration_us: u64) -> u32 {
     let secs = duration_us.div_ceil(1_000_000);
     (secs.saturating_mul(1024)).clamp(2048, 65_536) as u32
-}
-
-/// Per thread (start order): its task runs at a real-time or deadline
-/// policy.
-fn thread_is_rt(scenario: &Scenario) -> Vec<bool> {
-    scenario
-        .tasks
-        .iter()
-        .flat_map(|t| {
-            let rt = matches!(t.sched.policy, Policy::Fifo | Policy::Rr | Policy::Deadline);
-            std::iter::repeat_n(rt, t.instance as usize)
-        })
-        .collect()
 }
 
 /// The run's length (µs): the configuration's, else the file's finite

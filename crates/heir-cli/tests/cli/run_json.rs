@@ -46,7 +46,8 @@ fn the_report_keys_then_apply_all_clean() {
             "fair_server",
             "dropped",
             "wakeup_latency",
-            "deadline_behind_fair"
+            "deadline_behind_fair",
+            "idle_behind_fair"
         ]
     );
     let a = &r["apply"];

@@ -237,6 +237,10 @@ pub struct Disturbance {
     /// task (not counted as lost: throttled, or behind the fair server):
     /// how many spans, and their time (ns).
     pub deadline_behind_fair: (u64, u64),
+    /// `SCHED_IDLE` run threads (passive servers between donations) kept
+    /// off their CPU by ordinary tasks (not counted as lost: that is what
+    /// the class means): how many spans, and their time (ns).
+    pub idle_behind_fair: (u64, u64),
 }
 
 impl Disturbance {
@@ -265,9 +269,12 @@ pub struct RunThreads<'a> {
     pub threads: Vec<RunThread<'a>>,
     /// The run's window (ns): its start and end.
     pub window: (u64, u64),
-    /// The real-time and deadline run threads (start order): a fair task
-    /// ahead of one of them came through the fair server.
-    pub rt: Vec<bool>,
+    /// The run threads that run at `SCHED_IDLE` (start order: a passive
+    /// server of the donation model between donations): one kept off its
+    /// CPU by an ordinary task while at that class was only doing what
+    /// `SCHED_IDLE` means, and that time is counted apart
+    /// ([`Disturbance::idle_behind_fair`]).
+    pub idle: Vec<bool>,
     /// The `SCHED_DEADLINE` run threads (start order): one kept off its
     /// CPU by an ordinary task was throttled (its budget ran out) or
     /// behind the fair server — the records do not say which, so that
@@ -330,6 +337,10 @@ struct Walk {
     deadline: Vec<bool>,
     /// Spans of deadline threads behind ordinary tasks: how many, ns.
     dl_fair: (u64, u64),
+    /// Per run thread: it runs at `SCHED_IDLE` when not boosted.
+    idle: Vec<bool>,
+    /// Spans of such threads, at their own class, behind ordinary tasks.
+    idle_fair: (u64, u64),
 }
 
 impl Walk {
@@ -355,7 +366,18 @@ impl Walk {
             } else if self.deadline[i] && holder_kprio >= 100 {
                 self.dl_fair.0 += 1;
                 self.dl_fair.1 += d;
+            } else if self.idle[i] && self.kprio[i] >= 100 && holder_kprio >= 100 {
+                self.idle_fair.0 += 1;
+                self.idle_fair.1 += d;
             } else {
+                // An ordinary task ahead of a real-time or deadline thread
+                // (kernel priority below 100) came through the fair
+                // server.
+                if self.kprio[i] < 100 {
+                    if let Some(x) = self.seen.get_mut(&o.pid) {
+                        x.over_rt = true;
+                    }
+                }
                 self.raw.push((i, o.cpu, o.start, now, o.pid));
             }
         }
@@ -435,6 +457,10 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
             .map(|i| run.deadline.get(i).copied().unwrap_or(false))
             .collect(),
         dl_fair: (0, 0),
+        idle: (0..n)
+            .map(|i| run.idle.get(i).copied().unwrap_or(false))
+            .collect(),
+        idle_fair: (0, 0),
     };
     for r in &parsed.records {
         let now = r.ts_ns;
@@ -532,6 +558,7 @@ pub fn measure(parsed: &Parsed, dropped: u64, cpus: &[u32], run: &RunThreads<'_>
     let mut d = summarise(spans, w.seen, cpus, run, dropped);
     d.wakeup_latency = w.latency;
     d.deadline_behind_fair = w.dl_fair;
+    d.idle_behind_fair = w.idle_fair;
     d
 }
 
@@ -561,9 +588,6 @@ fn summarise(
             x.lost_ns += d;
             if !x.cpus.contains(&c) {
                 x.cpus.push(c);
-            }
-            if run.rt.get(i).copied().unwrap_or(false) {
-                x.over_rt = true;
             }
         }
     }
@@ -649,6 +673,7 @@ fn summarise(
         dropped,
         wakeup_latency: (0, 0),
         deadline_behind_fair: (0, 0),
+        idle_behind_fair: (0, 0),
     }
 }
 
@@ -808,8 +833,8 @@ mod tests {
         let run = RunThreads {
             threads: vec![("A", 10, &w)],
             window: (S, S + 10_000_000),
-            rt: vec![true],
             deadline: vec![false],
+            idle: vec![false],
         };
         let d = measure(&p, 0, &[1], &run);
         assert_eq!(d.lost_ns, 2_000_000);
@@ -855,8 +880,8 @@ mod tests {
         let run = RunThreads {
             threads: vec![("B", 11, &w)],
             window: (S, S + 10_000_000),
-            rt: vec![true],
             deadline: vec![false],
+            idle: vec![false],
         };
         let d = measure(&p, 0, &[0], &run);
         assert_eq!(d.lost_ns, 4_000_000);
@@ -883,8 +908,8 @@ mod tests {
         let run = RunThreads {
             threads: vec![("L", 20, &wl), ("H", 21, &wh)],
             window: (S, S + 10_000_000),
-            rt: vec![true, true],
             deadline: vec![false, false],
+            idle: vec![false, false],
         };
         let d = measure(&p, 0, &[0], &run);
         assert_eq!(d.lost_ns, 0);
@@ -907,8 +932,8 @@ mod tests {
         let run = RunThreads {
             threads: vec![("C", 12, &w)],
             window: (S, S + 10_000_000),
-            rt: vec![true],
             deadline: vec![false],
+            idle: vec![false],
         };
         let d = measure(&p, 0, &[0], &run);
         assert_eq!(d.lost_ns, 0);
@@ -937,8 +962,8 @@ mod tests {
         let run = RunThreads {
             threads: vec![("Q", 13, &w)],
             window: (S, S + 20_000_000),
-            rt: vec![true],
             deadline: vec![false],
+            idle: vec![false],
         };
         let d = measure(&p, 0, &[1], &run);
         assert_eq!(d.lost_ns, 7_000_000);
@@ -962,11 +987,37 @@ mod tests {
         let run = RunThreads {
             threads: vec![("D", 14, &w)],
             window: (S, S + 10_000_000),
-            rt: vec![true],
             deadline: vec![true],
+            idle: vec![false],
         };
         let d = measure(&p, 0, &[0], &run);
         assert_eq!(d.lost_ns, 0);
         assert_eq!(d.deadline_behind_fair, (1, 5_000_000));
+    }
+
+    /// A `SCHED_IDLE` thread (a passive server between donations) behind an
+    /// ordinary task is what its class means: apart. Boosted by a caller
+    /// (kernel priority 79), the same wait is a loss to the fair server.
+    #[test]
+    fn an_idle_class_thread_behind_an_ordinary_task_is_counted_apart() {
+        let text = [
+            sw(0, 0, ("S", 15, 120, 'R'), ("cc", 702, 120)),
+            sw(0, 3000, ("cc", 702, 120, 'R'), ("S", 15, 120)),
+            sw(0, 4000, ("S", 15, 79, 'R'), ("cc", 702, 120)),
+            sw(0, 6000, ("cc", 702, 120, 'R'), ("S", 15, 79)),
+        ]
+        .concat();
+        let p = parse_text(&text);
+        let w = [(S, S + 8_000_000)];
+        let run = RunThreads {
+            threads: vec![("S", 15, &w)],
+            window: (S, S + 10_000_000),
+            deadline: vec![false],
+            idle: vec![true],
+        };
+        let d = measure(&p, 0, &[0], &run);
+        assert_eq!(d.idle_behind_fair, (1, 3_000_000));
+        assert_eq!(d.lost_ns, 2_000_000);
+        assert_eq!(d.by[0].class, DisturberClass::Fair { via_fair_server: true });
     }
 }
