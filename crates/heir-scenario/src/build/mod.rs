@@ -272,9 +272,10 @@ fn push_unique(v: &mut Vec<TaskIdx>, t: TaskIdx) {
 }
 
 /// Reads the JSON tree of a scenario into the model.
-pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
+pub(crate) fn build(root: &Value, lines: &LineIndex<'_>, limit: &ThreadLimit) -> R<Scenario> {
     let mut b = Builder {
         lines,
+        limit,
         global: Global {
             duration_s: None,
             default_policy: Policy::Other,
@@ -304,6 +305,8 @@ pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
 
 struct Builder<'a> {
     lines: &'a LineIndex<'a>,
+    /// The face's thread limit.
+    limit: &'a ThreadLimit,
     global: Global,
     warnings: Vec<Warning>,
     task_by_name: HashMap<String, TaskIdx>,
@@ -318,9 +321,8 @@ struct Builder<'a> {
     use_order: Vec<String>,
     /// Names used as both the cond and the mutex of one `wait`/`sync`.
     paired: HashSet<String>,
-    /// Threads of the tasks read so far (at most [`MAX_THREADS`] + one
-    /// task's, so no overflow).
-    threads: u32,
+    /// Threads of the tasks read so far (at most the limit + one task's).
+    threads: u64,
     /// `global.ipc`, passive tasks, calls with a timeout or a nested call.
     rpc: Rpc,
     /// Seed 003: the gang each task is listed in (a thread is a member of
