@@ -789,8 +789,9 @@ pub fn deadlock_line(report: &Report) -> Option<String> {
 
 /// Writes `value` as one pretty-printed JSON object on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: stdout alone writes each line (a system call per line of
+    // a report of 100,000 tasks).
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     serde_json::to_writer_pretty(&mut out, value).context("writing JSON to stdout")?;
     writeln!(out).context("writing to stdout")?;
     out.flush().context("writing to stdout")
