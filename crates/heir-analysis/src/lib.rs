@@ -76,7 +76,7 @@ use heir_scenario::Scenario;
 /// would not fit in the machine's available memory at this much each is
 /// refused. Dense task × mutex and task × server tables come on top
 /// (docs/ANALYSIS.md, "Large sets").
-pub const BYTES_PER_THREAD: u64 = 2048;
+pub const BYTES_PER_THREAD: u64 = 3072;
 
 /// Why a scenario with gangs has no per-task bounds.
 pub const GANG_TASKS_NOTE: &str = "per-task bounds are not computed for a scenario with gangs: the task model has no gang boosts (docs/ANALYSIS.md §10)";

@@ -20,14 +20,15 @@
 //! - **Response time.** `Y(p)`, the least `w ≥ 1` with `w = G'(w)`, where
 //!   `G'` is the interference of every task strictly above `p` and of the
 //!   reservations, grows as `p` goes down: one min-heap of the next release
-//!   boundary `k·T` of each task above follows it up the levels (each pop is
-//!   one more job in the window). For τ_i at `p`, `f_i(w) ≥ B_i + E_i +
+//!   boundary `k·T` of each period above (the tasks of one period share
+//!   `k = ⌈Y/T⌉`, so one entry sums their `E`) follows it up the levels
+//!   (each pop is one more job of that period in the window). For τ_i at `p`, `f_i(w) ≥ B_i + E_i +
 //!   G'(w)`, so its least fixed point is `≥ Y(p)` and then `≥ B_i + E_i +
 //!   G'(Y(p))`: the iteration starts there (and at least where the per-task
 //!   analysis starts), for every job of the busy period. `G'(w) = G'(Y) +
 //!   Σ_{k·T < w} (⌈w/T⌉ − k)·E` is summed over the heap entries below `w`
 //!   only (a subtree whose root is not below `w` is skipped). Tasks of the
-//!   same level are summed directly.
+//!   same level are summed per distinct period, less τ_i's own term.
 //!
 //! Whatever is rare or near a limit goes back to the per-task code, which
 //! gives the reference values: a level utilisation within 10⁻⁷ of 1 (the
