@@ -945,6 +945,25 @@ impl Analyzer {
     }
 }
 
+/// `num/den` in units of 2⁻⁶⁴ (truncated): the terms of the utilisation
+/// reported in [`Unbounded::Overload`]. Their sum is exact, so the reported
+/// value does not depend on the order it is summed in — the level sweep
+/// sums it level by level, the per-task analysis task by task — and is
+/// within `n·2⁻⁶⁴` of `Σ num/den` (a sum of `f64` quotients in task order
+/// would cost the sweep `O(n)` per task, and is further from it).
+pub(crate) fn share(num: u64, den: u64) -> u128 {
+    match den {
+        0 if num == 0 => 0,
+        0 => u128::MAX,
+        _ => ((num as u128) << 64) / den as u128,
+    }
+}
+
+/// A sum of [`share`]s as a number.
+pub(crate) fn share_to_f64(x: u128) -> f64 {
+    x as f64 / 18_446_744_073_709_551_616.0
+}
+
 fn reset<T: Clone>(v: &mut Vec<T>, len: usize, value: T) {
     v.clear();
     v.resize(len, value);
@@ -992,7 +1011,12 @@ pub(crate) fn busy_window_until(
         terms.extend_from_slice(hp);
         terms.extend_from_slice(dl);
         if !edf::sum_le_one(&terms) {
-            return Err(Unbounded::Overload { utilisation: util });
+            let exact: u128 = terms
+                .iter()
+                .fold(0, |acc, &(e, t)| acc.saturating_add(share(e, t)));
+            return Err(Unbounded::Overload {
+                utilisation: share_to_f64(exact),
+            });
         }
         // Exactly 1 (the level fills the CPU): a busy period that closes at
         // w ≤ (q+1)·T would have w ≥ b + extra + U·w = b + extra + w, so it

@@ -70,6 +70,14 @@ pub use report::{AnalysisReport, TaskBound};
 
 use heir_scenario::Scenario;
 
+/// The memory one thread of a scenario needs in the analysis (its task in
+/// the [`TaskSet`], the analyzer's per-task tables, its result and report
+/// line), estimated for `heir analyze`'s thread limit: a file whose threads
+/// would not fit in the machine's available memory at this much each is
+/// refused. Dense task × mutex and task × server tables come on top
+/// (docs/ANALYSIS.md, "Large sets").
+pub const BYTES_PER_THREAD: u64 = 3072;
+
 /// Why a scenario with gangs has no per-task bounds.
 pub const GANG_TASKS_NOTE: &str = "per-task bounds are not computed for a scenario with gangs: the task model has no gang boosts (docs/ANALYSIS.md §10)";
 

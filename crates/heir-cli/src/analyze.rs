@@ -111,6 +111,20 @@ fn gang_max_of(report: &Report, gang: &str, thread: &str) -> Option<f64> {
         .and_then(|w| w.latency_us.max)
 }
 
+/// The threads `heir analyze` reads: `heir run`'s limit with `--real`
+/// (real threads), the simulator's with `--compare`, the analysis' own
+/// otherwise.
+fn thread_limit(args: &Args) -> heir_scenario::limits::ThreadLimit {
+    use crate::output::Face;
+    if args.real {
+        Face::Run.thread_limit("heir analyze --real")
+    } else if args.compare {
+        Face::Sim.thread_limit("heir analyze --compare")
+    } else {
+        Face::Analyze.thread_limit("heir analyze")
+    }
+}
+
 /// Runs `heir analyze`.
 pub fn main(args: Args) -> CliResult {
     let mut family: Option<Protocol> = None;
@@ -127,7 +141,7 @@ pub fn main(args: Args) -> CliResult {
             ProtocolArg::Mutex(o) => overrides.push(o.clone()),
         }
     }
-    let (file, mut scenario) = read_scenario_with(&args.file, &overrides)?;
+    let (file, mut scenario) = read_scenario_with(&args.file, &thread_limit(&args), &overrides)?;
     crate::output::apply_gpm(&mut scenario, args.gpm);
     let options = Options { protocol: family };
     // `file:line:col: at path: …`, or `file: at path: …` without a position.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use heir::run::{RealRun, RunError};
-use heir_scenario::limits::beyond_time_limit_s;
+use heir_scenario::limits::{beyond_time_limit_s, ThreadLimit};
 use heir_scenario::{Policy, Scenario, Sched, Warning};
 use heir_sim::{Observer, Report, SimError, TaskReport};
 use heir_viz::{ChromeTrace, SvgGantt, SvgOptions, Tee};
@@ -92,23 +92,64 @@ pub fn bad_input_in(file: &str, has_position: bool, e: impl std::fmt::Display) -
     CliError::bad_input(anyhow!("{file}{sep}{e}"))
 }
 
-/// Reads and checks the scenario file at `path` and prints the reader's
-/// warnings; returns the file's name as given (for messages) and the
-/// scenario. An unreadable file or a reader error is bad input (exit 2).
-pub fn read_scenario(path: &Path) -> Result<(String, Scenario), CliError> {
+/// What a face does with the scenario, which sets how many threads it may
+/// have (docs/SCENARIO.md §7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Face {
+    /// `heir run` (and anything that also runs real threads): real threads,
+    /// at most [`heir_scenario::limits::MAX_THREADS`].
+    Run,
+    /// `heir sim`, `heir report` without real runs: a simulated thread each.
+    Sim,
+    /// `heir analyze` (without `--compare`): a task of the analysis each.
+    Analyze,
+}
+
+impl Face {
+    /// The thread limit of the face: `heir run`'s fixed limit, or what the
+    /// machine's available memory holds at the face's bytes per thread.
+    pub fn thread_limit(self, name: &str) -> ThreadLimit {
+        let per_thread = match self {
+            Face::Run => return ThreadLimit::fixed(name, heir_scenario::limits::MAX_THREADS),
+            Face::Sim => heir_sim::BYTES_PER_THREAD,
+            Face::Analyze => heir_analysis::BYTES_PER_THREAD,
+        };
+        ThreadLimit::from_memory(name, per_thread, available_memory())
+    }
+}
+
+/// Linux's `MemAvailable` (bytes): memory that can be allocated without
+/// swapping. Unknown (no `/proc/meminfo`): no memory bound.
+fn available_memory() -> u64 {
+    let kb = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    });
+    kb.map_or(u64::MAX, |kb| kb.saturating_mul(1024))
+}
+
+/// Reads and checks the scenario file at `path` within `limit` threads and
+/// prints the reader's warnings; returns the file's name as given (for
+/// messages) and the scenario. An unreadable file or a reader error is bad
+/// input (exit 2).
+pub fn read_scenario(path: &Path, limit: &ThreadLimit) -> Result<(String, Scenario), CliError> {
     let file = path.display().to_string();
-    let scenario = heir_scenario::load(path).map_err(CliError::bad_input)?;
+    let scenario = heir_scenario::load_with(path, limit).map_err(CliError::bad_input)?;
     print_warnings(&file, &scenario.warnings);
     Ok((file, scenario))
 }
 
-/// Reads a scenario file and applies `--protocol NAME=P` overrides to it
-/// (an override that names no mutex is bad input, exit 2).
+/// Reads a scenario file within `limit` threads and applies `--protocol
+/// NAME=P` overrides to it (an override that names no mutex is bad input,
+/// exit 2).
 pub fn read_scenario_with(
     path: &Path,
+    limit: &ThreadLimit,
     overrides: &[heir_scenario::protocols::Override],
 ) -> Result<(String, Scenario), CliError> {
-    let (file, mut scenario) = read_scenario(path)?;
+    let (file, mut scenario) = read_scenario(path, limit)?;
     heir_scenario::protocols::apply(&mut scenario, overrides)
         .map_err(|e| CliError::bad_input(anyhow!("{file}: {e}")))?;
     Ok((file, scenario))
@@ -748,8 +789,9 @@ pub fn deadlock_line(report: &Report) -> Option<String> {
 
 /// Writes `value` as one pretty-printed JSON object on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: stdout alone writes each line (a system call per line of
+    // a report of 100,000 tasks).
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     serde_json::to_writer_pretty(&mut out, value).context("writing JSON to stdout")?;
     writeln!(out).context("writing to stdout")?;
     out.flush().context("writing to stdout")

@@ -498,7 +498,13 @@ pub fn write_page(path: &Path, page: &ReportPage) -> anyhow::Result<PathBuf> {
 
 /// Runs `heir report`.
 pub fn main(args: Args) -> CliResult {
-    let (file, scenario) = crate::output::read_scenario_with(&args.file, &args.protocol)?;
+    // Real runs (`--real S`) make real threads: heir run's limit.
+    let face = if args.real > 0.0 {
+        crate::output::Face::Run.thread_limit("heir report --real")
+    } else {
+        crate::output::Face::Sim.thread_limit("heir report")
+    };
+    let (file, scenario) = crate::output::read_scenario_with(&args.file, &face, &args.protocol)?;
     if !(args.real.is_finite() && args.real >= 0.0) {
         return Err(CliError::bad_input(anyhow!(
             "--real must be a non-negative number of seconds, got {}",

@@ -130,7 +130,11 @@ pub enum PlacementArg {
 
 /// Runs `heir run`.
 pub fn main(args: Args) -> CliResult {
-    let (file, mut scenario) = read_scenario_with(&args.file, &args.protocol)?;
+    let (file, mut scenario) = read_scenario_with(
+        &args.file,
+        &crate::output::Face::Run.thread_limit("heir run"),
+        &args.protocol,
+    )?;
     crate::output::apply_gpm(&mut scenario, args.gpm);
     let config = RunConfig {
         duration_us: args.duration,

@@ -100,7 +100,11 @@ pub fn parse_ms(s: &str) -> Result<f64, String> {
 
 /// Runs `heir sim`.
 pub fn main(args: Args) -> CliResult {
-    let (file, mut scenario) = read_scenario_with(&args.file, &args.protocol)?;
+    let (file, mut scenario) = read_scenario_with(
+        &args.file,
+        &crate::output::Face::Sim.thread_limit("heir sim"),
+        &args.protocol,
+    )?;
     apply_gpm(&mut scenario, args.gpm);
     let config = SimConfig {
         seed: args.seed,

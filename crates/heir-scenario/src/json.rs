@@ -270,18 +270,28 @@ pub enum PathSeg {
 /// written `cpus[1]`.
 pub fn push_path(path: &str, seg: &PathSeg) -> String {
     match seg {
-        PathSeg::Key(k) => {
-            let plain = !k.is_empty()
-                && k.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                && cut(k).is_none();
-            match (plain, path.is_empty()) {
-                (true, true) => k.clone(),
-                (true, false) => format!("{path}.{k}"),
-                (false, _) => format!("{path}[{}]", quote_short(k)),
-            }
-        }
+        PathSeg::Key(k) => push_key(path, k),
         PathSeg::Index(i) => format!("{path}[{i}]"),
+    }
+}
+
+/// `path` followed by the key `k`, as [`push_path`] writes a
+/// [`PathSeg::Key`].
+pub fn push_key(path: &str, k: &str) -> String {
+    let plain = !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && cut(k).is_none();
+    match (plain, path.is_empty()) {
+        (true, true) => k.to_string(),
+        (true, false) => {
+            let mut out = String::with_capacity(path.len() + 1 + k.len());
+            out.push_str(path);
+            out.push('.');
+            out.push_str(k);
+            out
+        }
+        (false, _) => format!("{path}[{}]", quote_short(k)),
     }
 }
 

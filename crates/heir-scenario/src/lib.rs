@@ -99,12 +99,27 @@ impl ScenarioError {
 /// Reads a scenario from text; `file` names it in errors.
 ///
 /// Stops at the first error. Never panics, whatever the text.
+///
+/// At most [`limits::MAX_THREADS`] threads (the real-thread limit,
+/// [`limits::ThreadLimit::default`]); [`parse_str_with`] takes the face's.
 pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    parse_str_with(text, file, &limits::ThreadLimit::default())
+}
+
+/// [`parse_str`] with the face's thread limit: `instance` of a task and the
+/// threads of all tasks beyond `threads.max` are refused at the offending
+/// value, with `threads`' message.
+pub fn parse_str_with(
+    text: &str,
+    file: &str,
+    threads: &limits::ThreadLimit,
+) -> Result<Scenario, ScenarioError> {
     check_size(text.len(), file)?;
     let lines = json::LineIndex::new(text);
     let root = json::parse(text)
         .map_err(|e| ScenarioError::at(&lines, file, e.offset, e.path, e.message))?;
-    build::build(&root, &lines).map_err(|f| ScenarioError::at(&lines, file, f.at, f.path, f.msg))
+    build::build(&root, &lines, threads)
+        .map_err(|f| ScenarioError::at(&lines, file, f.at, f.path, f.msg))
 }
 
 /// Reads a scenario from the bytes of a file, which must be UTF-8 text;
@@ -114,9 +129,18 @@ pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
 /// column, and the JSON path of the value it falls in), unless a syntax
 /// error comes before. Otherwise as [`parse_str`].
 pub fn parse_bytes(bytes: &[u8], file: &str) -> Result<Scenario, ScenarioError> {
+    parse_bytes_with(bytes, file, &limits::ThreadLimit::default())
+}
+
+/// [`parse_bytes`] with the face's thread limit (as [`parse_str_with`]).
+pub fn parse_bytes_with(
+    bytes: &[u8],
+    file: &str,
+    threads: &limits::ThreadLimit,
+) -> Result<Scenario, ScenarioError> {
     check_size(bytes.len(), file)?;
     let bad = match std::str::from_utf8(bytes) {
-        Ok(text) => return parse_str(text, file),
+        Ok(text) => return parse_str_with(text, file, threads),
         Err(e) => e,
     };
     let at = bad.valid_up_to();
@@ -162,8 +186,16 @@ fn check_size(len: usize, file: &str) -> Result<(), ScenarioError> {
 
 /// Reads a scenario file (UTF-8, see [`parse_bytes`]); errors name the file
 /// as `path` displays. A file over [`limits::MAX_FILE_BYTES`] is refused
-/// before it is read.
+/// before it is read. At most [`limits::MAX_THREADS`] threads:
+/// [`load_with`] takes the face's limit.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    load_with(path, &limits::ThreadLimit::default())
+}
+
+/// [`load`] with the face's thread limit (as [`parse_str_with`]): `heir
+/// sim` and `heir analyze` pass what the machine's memory holds, `heir run`
+/// [`limits::MAX_THREADS`].
+pub fn load_with(path: &Path, threads: &limits::ThreadLimit) -> Result<Scenario, ScenarioError> {
     use std::io::Read;
     let file = path.display().to_string();
     let cannot_read = |e: std::io::Error| ScenarioError {
@@ -181,5 +213,5 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     f.take(limits::MAX_FILE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(cannot_read)?;
-    parse_bytes(&bytes, &file)
+    parse_bytes_with(&bytes, &file, threads)
 }

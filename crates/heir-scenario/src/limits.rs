@@ -17,9 +17,116 @@ pub const MAX_FILE_BYTES: usize = 16 << 20;
 /// from them, so a long name multiplies.
 pub const MAX_NAME_BYTES: usize = 256;
 
-/// The most threads a scenario may create: `instance` of one task, and the
-/// sum over all tasks.
+/// The most threads a scenario may create — `instance` of one task, and the
+/// sum over all tasks — when it is read for real threads (`heir run`), and
+/// the limit of [`ThreadLimit::default`]: what [`crate::load`] and
+/// [`crate::parse_str`] apply. A face that does not create real threads
+/// passes its own [`ThreadLimit`] to [`crate::load_with`].
 pub const MAX_THREADS: u32 = 1024;
+
+/// The most threads a model of a scenario (the simulator, the analysis) is
+/// ever given, whatever the machine's memory: 2²⁴ (16,777,216). Below it,
+/// [`ThreadLimit::from_memory`] bounds them by what the machine can hold.
+pub const MAX_MODEL_THREADS: u32 = 1 << 24;
+
+/// The most threads a read accepts (`instance` of one task, and the sum over
+/// all tasks), set by the face that reads the scenario: `heir run` creates
+/// real threads ([`MAX_THREADS`]); `heir sim` and `heir analyze` hold a
+/// model of each thread in memory ([`ThreadLimit::from_memory`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadLimit {
+    /// Who sets the limit, for messages: `heir` (the default), `heir sim`,
+    /// `heir run`, … (`over heir sim's limit of N threads`).
+    pub face: String,
+    /// The most threads.
+    pub max: u32,
+    /// When the limit comes from memory: what a thread needs and what the
+    /// machine has, for the message.
+    pub memory: Option<MemoryBound>,
+}
+
+/// The memory a [`ThreadLimit`] was derived from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryBound {
+    /// Estimated bytes per thread of the face's model.
+    pub bytes_per_thread: u64,
+    /// Bytes of memory available to it (Linux's `MemAvailable`).
+    pub available: u64,
+}
+
+impl Default for ThreadLimit {
+    /// [`MAX_THREADS`], as `heir` (the real-thread limit; the messages say
+    /// `over heir's limit of 1024 threads`).
+    fn default() -> Self {
+        ThreadLimit {
+            face: "heir".to_string(),
+            max: MAX_THREADS,
+            memory: None,
+        }
+    }
+}
+
+impl ThreadLimit {
+    /// A fixed limit of `max` threads set by `face`.
+    pub fn fixed(face: &str, max: u32) -> Self {
+        ThreadLimit {
+            face: face.to_string(),
+            max,
+            memory: None,
+        }
+    }
+
+    /// The threads a model of `bytes_per_thread` bytes each can have in
+    /// `available` bytes of memory, at most [`MAX_MODEL_THREADS`] (and at
+    /// least one).
+    pub fn from_memory(face: &str, bytes_per_thread: u64, available: u64) -> Self {
+        let fit = available / bytes_per_thread.max(1);
+        ThreadLimit {
+            face: face.to_string(),
+            max: u32::try_from(fit)
+                .unwrap_or(u32::MAX)
+                .clamp(1, MAX_MODEL_THREADS),
+            memory: Some(MemoryBound {
+                bytes_per_thread,
+                available,
+            }),
+        }
+    }
+
+    /// `over heir sim's limit of N threads`, and when the limit comes from
+    /// memory what `threads` threads would need (`: 1025 threads would need
+    /// about 4.0 GiB (4096 bytes each), this machine has 3.9 GiB available`).
+    pub fn over(&self, threads: u64) -> String {
+        let (face, max) = (&self.face, self.max);
+        let mut s = format!("over {face}'s limit of {max} threads");
+        match self.memory {
+            Some(m) if max < MAX_MODEL_THREADS => s.push_str(&format!(
+                ": {threads} threads would need about {} ({} bytes each), this machine has {} available",
+                bytes_shown(threads.saturating_mul(m.bytes_per_thread)),
+                m.bytes_per_thread,
+                bytes_shown(m.available)
+            )),
+            _ => {}
+        }
+        s
+    }
+}
+
+/// Bytes as `512 B`, `3.5 KiB`, `1.2 GiB`.
+pub fn bytes_shown(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
 
 /// The most CPUs: CPU numbers in `cpus` go from 0 to `MAX_CPUS - 1`, and
 /// `heir sim --cpus N` takes at most this many. It is Linux's
@@ -108,6 +215,30 @@ mod tests {
     // Exact in an f64 (below 2^53), and far from u64 overflow.
     const _: () = assert!(MAX_TIME_NS < 1 << 53);
     const _: () = assert!(MAX_TIME_NS < u64::MAX / 1000);
+
+    #[test]
+    fn thread_limits_from_memory() {
+        let l = ThreadLimit::from_memory("heir sim", 4096, 8 << 30);
+        assert_eq!(l.max, 2 * 1024 * 1024);
+        assert_eq!(
+            l.over(3_000_000),
+            "over heir sim's limit of 2097152 threads: 3000000 threads would need about 11.4 GiB \
+             (4096 bytes each), this machine has 8.0 GiB available"
+        );
+        let big = ThreadLimit::from_memory("heir sim", 1, u64::MAX);
+        assert_eq!(big.max, MAX_MODEL_THREADS);
+        assert_eq!(
+            big.over(1 << 25),
+            "over heir sim's limit of 16777216 threads"
+        );
+        assert_eq!(ThreadLimit::from_memory("x", 4096, 0).max, 1);
+        assert_eq!(
+            ThreadLimit::default().over(1025),
+            "over heir's limit of 1024 threads"
+        );
+        assert_eq!(bytes_shown(512), "512 B");
+        assert_eq!(bytes_shown(3584), "3.5 KiB");
+    }
 
     #[test]
     fn the_time_limit_is_100_days() {

@@ -16,6 +16,12 @@
 //! is `VmHWM`, the process's peak, scenario included; `scenario_rss_kb` the
 //! RSS once the scenario is built, before the simulator is). `--simso FILE` also writes the task set for
 //! `scripts/simso_run.py` (one `period_ms wcet_ms priority` line per task).
+//! `--json FILE` writes the same set as a scenario file for `heir sim` and
+//! `heir analyze` (`scripts/bench-cli-scale.sh`: global `duration` the
+//! `SECONDS` above, `SCHED_FIFO`, priority inheritance; on one CPU
+//! every task pinned to CPU 0; each task an
+//! absolute timer of its period, then its `run`, and `lock; run; unlock`
+//! of its mutex) and exits without simulating.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -43,12 +49,13 @@ fn status_kb(key: &str) -> Option<u64> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: sim_scale TASKS CPUS {none|mutex} [SECONDS] [--simso FILE]";
-    let (mut pos, mut simso) = (Vec::new(), None);
+    let usage = "usage: sim_scale TASKS CPUS {none|mutex} [SECONDS] [--simso FILE] [--json FILE]";
+    let (mut pos, mut simso, mut json) = (Vec::new(), None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--simso" => simso = it.next().cloned(),
+            "--json" => json = it.next().cloned(),
             "--bench" => {}
             _ => pos.push(a.clone()),
         }
@@ -85,6 +92,15 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     }
+    if let Some(path) = json {
+        return match std::fs::write(&path, scenario_json(&set, secs, cpus)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let sc = periodic_scenario(&set, 1);
     drop(set);
     let cfg = SimConfig {
@@ -116,4 +132,37 @@ fn main() -> ExitCode {
         status_kb("VmHWM:").unwrap_or(0)
     );
     ExitCode::SUCCESS
+}
+
+/// The set as an rt-app scenario file (the tasks of [`periodic_scenario`],
+/// one line each), simulated for `secs`; on one CPU every task is pinned
+/// to CPU 0 (the same schedule, and one `heir analyze` accepts).
+fn scenario_json(set: &[heir_sim::bench::PeriodicTask], secs: f64, cpus: u32) -> String {
+    let pin = if cpus == 1 { "\"cpus\": [0], " } else { "" };
+    let mut out = format!(
+        "{{\n\"global\": {{\"duration\": {secs}, \"default_policy\": \"SCHED_FIFO\", \"pi_enabled\": true}},\n\"tasks\": {{\n"
+    );
+    for (i, t) in set.iter().enumerate() {
+        let mut events = format!(
+            "\"timer\": {{\"ref\": \"tm{i}\", \"period\": {}, \"mode\": \"absolute\"}}",
+            t.period_us
+        );
+        let outside = t.wcet_us - t.section_us;
+        if outside > 0 {
+            events.push_str(&format!(", \"run\": {outside}"));
+        }
+        if let Some(m) = t.mutex {
+            events.push_str(&format!(
+                ", \"lock\": \"m{m}\", \"run\": {}, \"unlock\": \"m{m}\"",
+                t.section_us
+            ));
+        }
+        let sep = if i + 1 < set.len() { "," } else { "" };
+        out.push_str(&format!(
+            "\"t{i}\": {{\"priority\": {}, {pin}{events}}}{sep}\n",
+            t.priority
+        ));
+    }
+    out.push_str("}\n}\n");
+    out
 }

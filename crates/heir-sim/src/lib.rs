@@ -212,6 +212,14 @@ pub use sim::{
 
 use heir_scenario::Scenario;
 
+/// The memory one simulated thread needs, estimated for the readers'
+/// thread limit (`heir sim` refuses a file whose threads would not fit in
+/// the machine's available memory at this much each): its `Thread`, `Cold`
+/// record and engine task (≈ 1.5 KB), its response-time histogram (at most
+/// 1 KiB), its share of the scenario and the allocator's slack, rounded up
+/// (docs/PERFORMANCE.md, "heir sim and heir analyze at scale").
+pub const BYTES_PER_THREAD: u64 = 4096;
+
 /// Overrides of what the scenario file says.
 #[derive(Clone, Debug, Default)]
 pub struct SimConfig {

@@ -20,20 +20,23 @@
 //! - **Response time.** `Y(p)`, the least `w ≥ 1` with `w = G'(w)`, where
 //!   `G'` is the interference of every task strictly above `p` and of the
 //!   reservations, grows as `p` goes down: one min-heap of the next release
-//!   boundary `k·T` of each task above follows it up the levels (each pop is
-//!   one more job in the window). For τ_i at `p`, `f_i(w) ≥ B_i + E_i +
+//!   boundary `k·T` of each period above (the tasks of one period share
+//!   `k = ⌈Y/T⌉`, so one entry sums their `E`) follows it up the levels
+//!   (each pop is one more job of that period in the window). For τ_i at `p`, `f_i(w) ≥ B_i + E_i +
 //!   G'(w)`, so its least fixed point is `≥ Y(p)` and then `≥ B_i + E_i +
 //!   G'(Y(p))`: the iteration starts there (and at least where the per-task
 //!   analysis starts), for every job of the busy period. `G'(w) = G'(Y) +
 //!   Σ_{k·T < w} (⌈w/T⌉ − k)·E` is summed over the heap entries below `w`
 //!   only (a subtree whose root is not below `w` is skipped). Tasks of the
-//!   same level are summed directly.
+//!   same level are summed per distinct period, less τ_i's own term.
 //!
 //! Whatever is rare or near a limit goes back to the per-task code, which
 //! gives the reference values: a level utilisation within 10⁻⁷ of 1 (the
 //! overload test and the reported utilisation), a response longer than the
 //! `B_i + E_i = 0`, sums near the analysis limit, a chain that would need
 //! too many steps.
+
+use std::collections::HashMap;
 
 use super::*;
 
@@ -79,6 +82,8 @@ pub(super) struct Sweep {
     sums: Vec<u128>,
     level_e: Vec<u128>,
     level_u: Vec<f64>,
+    /// Per level `Σ E/T` in [`share`]s (the reported utilisation).
+    level_share: Vec<u128>,
     nested_ord: Vec<usize>,
     /// Per task, for the task being analysed: `f_L` when it differs from
     /// `g_L(p)` (valid when `stamp == gen`), and column marks.
@@ -92,8 +97,16 @@ pub(super) struct Sweep {
     /// The chain: a min-heap of entries by `key`.
     /// `Σ 2Q` of the reservations of the CPU (the per-task start's share).
     dl_q2: u128,
-    heap: Vec<Entry>,
+    heap: Vec<u32>,
     stack: Vec<usize>,
+    /// The heap's entries, one per distinct period (tasks of one period
+    /// have the same `k` once they are in the chain: `⌈Y/T⌉`), and the
+    /// entry of each period.
+    groups: Vec<Entry>,
+    group_of: HashMap<u64, u32>,
+    /// Per level of the CPU being swept, its tasks by period: `(T, Σ E)`.
+    level_groups_off: Vec<usize>,
+    level_groups: Vec<(u64, u64)>,
 }
 
 impl Sweep {
@@ -110,10 +123,14 @@ impl Sweep {
         }
     }
 
+    fn key(&self, j: usize) -> u64 {
+        self.groups[self.heap[j] as usize].key
+    }
+
     fn sift_up(&mut self, mut j: usize) {
         while j > 0 {
             let p = (j - 1) / 2;
-            if self.heap[p].key <= self.heap[j].key {
+            if self.key(p) <= self.key(j) {
                 break;
             }
             self.heap.swap(p, j);
@@ -126,10 +143,10 @@ impl Sweep {
         loop {
             let (l, r) = (2 * j + 1, 2 * j + 2);
             let mut m = j;
-            if l < n && self.heap[l].key < self.heap[m].key {
+            if l < n && self.key(l) < self.key(m) {
                 m = l;
             }
-            if r < n && self.heap[r].key < self.heap[m].key {
+            if r < n && self.key(r) < self.key(m) {
                 m = r;
             }
             if m == j {
@@ -140,14 +157,26 @@ impl Sweep {
         }
     }
 
-    /// Adds an entry of period `period` and coefficient `coef` at count `k`.
+    /// Adds an entry of period `period` and coefficient `coef` at count `k`
+    /// (to the entry of its period when that one is at `k` too: `Σ
+    /// (⌈w/T⌉ − k)·coef` is the same).
     fn push(&mut self, period: u64, coef: u64, k: u64) {
-        self.heap.push(Entry {
+        if let Some(&g) = self.group_of.get(&period) {
+            let e = &mut self.groups[g as usize];
+            if e.k == k {
+                e.coef += coef;
+                return;
+            }
+        }
+        let g = self.groups.len() as u32;
+        self.groups.push(Entry {
             key: k.saturating_mul(period),
             period,
             coef,
             k,
         });
+        self.group_of.insert(period, g);
+        self.heap.push(g);
         self.sift_up(self.heap.len() - 1);
     }
 
@@ -161,7 +190,7 @@ impl Sweep {
             self.stack.push(0);
         }
         while let Some(j) = self.stack.pop() {
-            let e = self.heap[j];
+            let e = self.groups[self.heap[j] as usize];
             if e.key >= w {
                 continue;
             }
@@ -290,9 +319,12 @@ impl Analyzer {
         // The chain starts at Y = 1 with the reservations that can run on c.
         let sw = &mut self.sw;
         sw.heap.clear();
+        sw.groups.clear();
+        sw.group_of.clear();
         sw.dl_q2 = 0;
         let mut gsum: u128 = 0;
         let mut util_above = 0.0f64;
+        let mut share_above: u128 = 0;
         for (h, th) in set.tasks.iter().enumerate() {
             if self.fixed[h] || (self.cpu[h] != c && th.global_cpus.is_none()) {
                 continue;
@@ -305,6 +337,7 @@ impl Analyzer {
                 gsum += 2 * runtime as u128;
                 sw.dl_q2 += 2 * runtime as u128;
                 util_above += runtime as f64 / period as f64;
+                share_above = share_above.saturating_add(share(runtime, period));
             }
         }
         let mut y: u64 = 1;
@@ -318,7 +351,8 @@ impl Analyzer {
             let (_, s0, s1) = self.sw.levels[a];
             for k in s0..s1 {
                 let i = self.sw.ord[k];
-                let r = self.sweep_task(set, i, a, chain.then_some(gsum), util_above, e_above);
+                let above = (util_above, share_above, e_above);
+                let r = self.sweep_task(set, i, a, chain.then_some(gsum), above);
                 out[i] = Some(r);
             }
             // The level joins the chain at the current Y.
@@ -330,6 +364,7 @@ impl Analyzer {
                 gsum += kk as u128 * th.demand as u128;
             }
             util_above += self.sw.level_u[a];
+            share_above = share_above.saturating_add(self.sw.level_share[a]);
             e_above += self.sw.level_e[a];
             chain = chain && util_above < 1.0 - 1e-7 && self.advance(&mut y, &mut gsum, &mut pops);
         }
@@ -348,7 +383,8 @@ impl Analyzer {
                 return false;
             }
             *y = *gsum as u64;
-            while let Some(e) = sw.heap.first_mut() {
+            while let Some(&g) = sw.heap.first() {
+                let e = &mut sw.groups[g as usize];
                 if e.key >= *y {
                     break;
                 }
@@ -381,6 +417,7 @@ impl Analyzer {
         sw.levels.clear();
         sw.level_e.clear();
         sw.level_u.clear();
+        sw.level_share.clear();
         sw.nested_ord.clear();
         for (k, &t) in sw.ord.iter().enumerate() {
             match sw.levels.last_mut() {
@@ -389,16 +426,44 @@ impl Analyzer {
                     sw.levels.push((prio[t], k, k + 1));
                     sw.level_e.push(0);
                     sw.level_u.push(0.0);
+                    sw.level_share.push(0);
                 }
             }
             let a = sw.levels.len() - 1;
             sw.level_of[t] = a;
             sw.level_e[a] += set.tasks[t].demand as u128;
             sw.level_u[a] += set.tasks[t].utilisation();
+            let (e, p) = (set.tasks[t].demand, set.tasks[t].period);
+            sw.level_share[a] = sw.level_share[a].saturating_add(share(e, p));
             if self.nested[t] {
                 sw.nested_ord.push(t);
             }
         }
+        // Each level's tasks by period.
+        sw.level_groups.clear();
+        sw.level_groups_off.clear();
+        for &(_, s0, s1) in &sw.levels {
+            let start = sw.level_groups.len();
+            sw.level_groups_off.push(start);
+            sw.level_groups.extend(
+                sw.ord[s0..s1]
+                    .iter()
+                    .map(|&t| (set.tasks[t].period, set.tasks[t].demand)),
+            );
+            let items = &mut sw.level_groups[start..];
+            items.sort_unstable();
+            let mut len = 0;
+            for x in 0..items.len() {
+                if len > 0 && items[len - 1].0 == items[x].0 {
+                    items[len - 1].1 += items[x].1;
+                } else {
+                    items[len] = items[x];
+                    len += 1;
+                }
+            }
+            sw.level_groups.truncate(start + len);
+        }
+        sw.level_groups_off.push(sw.level_groups.len());
     }
 
     /// `S` of every level of the CPU: `Σ g_L(p)` over the tasks `L` without
@@ -435,15 +500,15 @@ impl Analyzer {
     }
 
     /// One task of the sweep at level `a`; `gsum` is `G'(Y)` when the
-    /// chain holds.
+    /// chain holds; `above` is the utilisation (as `f64` and in
+    /// [`share`]s) and `Σ E` of the levels above and the reservations.
     fn sweep_task(
         &mut self,
         set: &TaskSet,
         i: usize,
         a: usize,
         gsum: Option<u128>,
-        util_above: f64,
-        e_above: u128,
+        (util_above, share_above, e_above): (f64, u128, u128),
     ) -> TaskResult {
         if let Some(why) = self.inversion(set, i).or_else(|| self.higher_suspends(i)) {
             return TaskResult::unbounded(why, None);
@@ -454,8 +519,9 @@ impl Analyzer {
         let util = util_above + self.sw.level_u[a];
         if util > 1.0 + 1e-6 {
             // Overloaded whatever the rounding (the exact test agrees): the
-            // utilisation is reported as the per-task analysis sums it.
-            let utilisation = self.utilisation_as_summed(set, i);
+            // utilisation is reported as the per-task analysis sums it, in
+            // shares (exact, in any order).
+            let utilisation = share_to_f64(share_above.saturating_add(self.sw.level_share[a]));
             return TaskResult::unbounded(Unbounded::Overload { utilisation }, Some(blocking));
         }
         let base = e as u128 + blocking as u128;
@@ -481,32 +547,6 @@ impl Analyzer {
         }
     }
 
-    /// The level utilisation of task `i` as [`busy_window`] sums it (its
-    /// own, then `hp(i)` in task order, then the reservations), without
-    /// building the lists.
-    fn utilisation_as_summed(&self, set: &TaskSet, i: usize) -> f64 {
-        let (pi, cpu) = (self.prio[i], self.cpu[i]);
-        let near = |h: usize| h != i && (self.cpu[h] == cpu || set.tasks[h].global_cpus.is_some());
-        let ti = &set.tasks[i];
-        ti.demand as f64 / ti.period as f64
-            + (0..self.n)
-                .filter(|&h| near(h) && self.fixed[h] && self.prio[h] >= pi)
-                .map(|h| set.tasks[h].demand as f64 / set.tasks[h].period as f64)
-                .sum::<f64>()
-            + set
-                .tasks
-                .iter()
-                .enumerate()
-                .filter(|&(h, _)| near(h) && !self.fixed[h])
-                .filter_map(|(_, th)| match th.class {
-                    Class::Deadline {
-                        runtime, period, ..
-                    } => Some(runtime as f64 / period as f64),
-                    Class::Fixed { .. } => None,
-                })
-                .sum::<f64>()
-    }
-
     /// The level-i busy window of task `i` at level `a` (as
     /// [`busy_window`], every job of the busy period) from the chain, or
     /// `None` to leave it to [`busy_window`].
@@ -519,7 +559,6 @@ impl Analyzer {
         gsum: u128,
         e_above: u128,
     ) -> Option<Result<Nanos, Unbounded>> {
-        let (_, s0, s1) = self.sw.levels[a];
         let (e, t) = (set.tasks[i].demand as u128, set.tasks[i].period as u128);
         let b = b as u128;
         // Where the per-task analysis starts: one job of everyone.
@@ -543,13 +582,12 @@ impl Analyzer {
                 }
                 let w64 = w as u64;
                 let mut next = base + gsum + self.sw.delta(w64);
-                for k in s0..s1 {
-                    let h = self.sw.ord[k];
-                    if h != i {
-                        let th = &set.tasks[h];
-                        next += w64.div_ceil(th.period) as u128 * th.demand as u128;
-                    }
+                // The level's other tasks: all of them by period, less τ_i.
+                let (g0, g1) = (self.sw.level_groups_off[a], self.sw.level_groups_off[a + 1]);
+                for &(period, demand) in &self.sw.level_groups[g0..g1] {
+                    next += w64.div_ceil(period) as u128 * demand as u128;
                 }
+                next -= w64.div_ceil(t as u64) as u128 * e;
                 if next > LIMIT {
                     return Some(Err(Unbounded::BusyPeriod));
                 }

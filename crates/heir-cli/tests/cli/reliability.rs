@@ -62,16 +62,83 @@ fn refused(tag: &str, text: &str) -> String {
     err.replace(&file.display().to_string(), "s.json")
 }
 
+/// Runs `heir CMD s.json` on `text`, expecting exit 2 and one line on
+/// stderr; returns it (without `heir: error: `, the file named `s.json`).
+fn refused_by(cmd: &str, tag: &str, text: &str) -> String {
+    let dir = TempDir::new(tag);
+    let file = dir.write("s.json", text);
+    let o = heir([cmd.as_ref(), file.as_os_str()]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "heir {cmd}: {err}");
+    assert_eq!(stdout(&o), "", "heir {cmd}: nothing on stdout");
+    err.strip_prefix("heir: error: ")
+        .unwrap_or_else(|| panic!("heir {cmd}: {err}"))
+        .trim_end()
+        .replace(&file.display().to_string(), "s.json")
+}
+
 #[test]
 fn a_huge_instance_count_is_refused_not_allocated() {
-    // Was: "memory allocation of 103079215080 bytes failed", SIGABRT.
+    // Was: "memory allocation of 103079215080 bytes failed", SIGABRT. Each
+    // face has its limit: heir run's real threads, what the machine's
+    // memory holds for heir sim and heir analyze.
+    let text =
+        r#"{"global": {"duration": 1}, "tasks": {"A": {"instance": 4294967295, "run": 1000}}}"#;
     assert_eq!(
-        refused(
-            "instance",
-            r#"{"global": {"duration": 1}, "tasks": {"A": {"instance": 4294967295, "run": 1000}}}"#
-        ),
-        "s.json:1:57: at tasks.A.instance: instance 4294967295 is over heir's limit of 1024 threads"
+        refused_by("run", "instance-run", text),
+        "s.json:1:57: at tasks.A.instance: instance 4294967295 is over heir run's limit of 1024 threads"
     );
+    for face in ["sim", "analyze"] {
+        let err = refused_by(face, "instance-model", text);
+        let head = format!(
+            "s.json:1:57: at tasks.A.instance: instance 4294967295 is over heir {face}'s limit of "
+        );
+        assert!(err.starts_with(&head), "{err}");
+        // From memory, unless the machine holds heir's fixed maximum.
+        assert!(
+            err.contains("4294967295 threads would need about ")
+                || err.ends_with("limit of 16777216 threads"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn each_face_has_its_thread_limit() {
+    // 1025 threads: over heir run's limit, at the task that passes it...
+    let text = r#"{"global": {"duration": 0.01}, "tasks": {"A": {"instance": 1000, "priority": 10, "cpus": [0], "timer": {"ref": "t", "period": 10000}, "run": 1},
+        "B": {"instance": 25, "run": 1, "priority": 5, "cpus": [0], "timer": {"ref": "u", "period": 10000}}}}"#;
+    assert_eq!(
+        refused_by("run", "threads-run", text),
+        "s.json:2:27: at tasks.B.instance: task \"B\" brings the threads to 1025 in all, \
+         over heir run's limit of 1024 threads"
+    );
+    // ... and analyze --compare --real, which runs real threads too.
+    let dir = TempDir::new("threads-model");
+    let file = dir.write("s.json", text);
+    let o = heir([
+        "analyze".as_ref(),
+        file.as_os_str(),
+        "--compare".as_ref(),
+        "--real".as_ref(),
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("over heir analyze --real's limit of 1024 threads"),
+        "{}",
+        stderr(&o)
+    );
+    // Simulated and analysed.
+    for args in [
+        &["sim", "--json"][..],
+        &["analyze", "--json"],
+        &["analyze", "--compare", "--json"],
+    ] {
+        let mut all: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        all.insert(1, file.as_os_str());
+        let o = heir(all);
+        assert_eq!(code(&o), 0, "heir {args:?}: {}", stderr(&o));
+    }
 }
 
 #[test]

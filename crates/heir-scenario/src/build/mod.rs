@@ -46,7 +46,7 @@ fn fail<T>(at: usize, path: &str, msg: impl Into<String>) -> R<T> {
 }
 
 fn key_path(path: &str, key: &str) -> String {
-    push_path(path, &PathSeg::Key(key.to_string()))
+    crate::json::push_key(path, key)
 }
 
 /// "found ..." for a member's value, `no value` for `"key",`.
@@ -272,9 +272,10 @@ fn push_unique(v: &mut Vec<TaskIdx>, t: TaskIdx) {
 }
 
 /// Reads the JSON tree of a scenario into the model.
-pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
+pub(crate) fn build(root: &Value, lines: &LineIndex<'_>, limit: &ThreadLimit) -> R<Scenario> {
     let mut b = Builder {
         lines,
+        limit,
         global: Global {
             duration_s: None,
             default_policy: Policy::Other,
@@ -304,6 +305,8 @@ pub(crate) fn build(root: &Value, lines: &LineIndex<'_>) -> R<Scenario> {
 
 struct Builder<'a> {
     lines: &'a LineIndex<'a>,
+    /// The face's thread limit.
+    limit: &'a ThreadLimit,
     global: Global,
     warnings: Vec<Warning>,
     task_by_name: HashMap<String, TaskIdx>,
@@ -311,16 +314,17 @@ struct Builder<'a> {
     resources: Vec<Resource>,
     /// Parallel to `resources`.
     usage: Vec<Usage>,
-    by_key: HashMap<(String, Ns), ResIdx>,
+    /// Resources by name, then kind (a name may be used as several kinds,
+    /// an error found later): looked up by `&str`, without a copy.
+    by_key: HashMap<String, Vec<(Ns, ResIdx)>>,
     suspend_of: HashMap<TaskIdx, ResIdx>,
     /// Uses per name, and names in order of first use.
     uses: HashMap<String, Vec<Use>>,
     use_order: Vec<String>,
     /// Names used as both the cond and the mutex of one `wait`/`sync`.
     paired: HashSet<String>,
-    /// Threads of the tasks read so far (at most [`MAX_THREADS`] + one
-    /// task's, so no overflow).
-    threads: u32,
+    /// Threads of the tasks read so far (at most the limit + one task's).
+    threads: u64,
     /// `global.ipc`, passive tasks, calls with a timeout or a nested call.
     rpc: Rpc,
     /// Seed 003: the gang each task is listed in (a thread is a member of
@@ -529,10 +533,13 @@ impl Builder<'_> {
 
     /// Records a use of `name` as a resource of kind `ns`.
     fn record_use(&mut self, name: &str, ns: Ns, path: &str, at: usize, declared: bool) {
-        let uses = self.uses.entry(name.to_string()).or_default();
-        if uses.is_empty() {
-            self.use_order.push(name.to_string());
-        }
+        let uses = match self.uses.get_mut(name) {
+            Some(uses) => uses,
+            None => {
+                self.use_order.push(name.to_string());
+                self.uses.entry(name.to_string()).or_default()
+            }
+        };
         uses.push(Use {
             ns,
             path: path.to_string(),
@@ -544,7 +551,11 @@ impl Builder<'_> {
     /// The resource `name` of kind `ns`, created with defaults at its first use.
     fn res(&mut self, name: &str, ns: Ns, path: &str, at: usize) -> ResIdx {
         self.record_use(name, ns, path, at, false);
-        if let Some(&r) = self.by_key.get(&(name.to_string(), ns)) {
+        let found = self
+            .by_key
+            .get(name)
+            .and_then(|kinds| kinds.iter().find_map(|&(k, r)| (k == ns).then_some(r)));
+        if let Some(r) = found {
             self.usage[r.0].used = true;
             return r;
         }
@@ -578,8 +589,21 @@ impl Builder<'_> {
             },
         };
         let r = self.new_resource(name, path, kind);
-        self.by_key.insert((name.to_string(), ns), r);
+        self.key_resource(name, ns, r);
         r
+    }
+
+    /// Files resource `r` under its name and kind.
+    fn key_resource(&mut self, name: &str, ns: Ns, r: ResIdx) {
+        match self.by_key.get_mut(name) {
+            Some(kinds) => match kinds.iter_mut().find(|(k, _)| *k == ns) {
+                Some(x) => x.1 = r,
+                None => kinds.push((ns, r)),
+            },
+            None => {
+                self.by_key.insert(name.to_string(), vec![(ns, r)]);
+            }
+        }
     }
 
     fn new_resource(&mut self, name: &str, path: &str, kind: ResourceKind) -> ResIdx {

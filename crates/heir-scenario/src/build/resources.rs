@@ -95,7 +95,7 @@ impl Builder<'_> {
             declared: Some((path.clone(), m.key_span.start)),
             ..Usage::default()
         });
-        self.by_key.insert((m.key.clone(), ns), idx);
+        self.key_resource(&m.key, ns, idx);
         self.record_use(&m.key, ns, &path, m.key_span.start, true);
         Ok(())
     }

@@ -202,14 +202,7 @@ impl Builder<'_> {
         let prop = |k: &str| props.get(k).copied();
 
         let instance = match prop("instance") {
-            Some(f) => count_within(
-                f,
-                key_path(&path, "instance"),
-                0,
-                MAX_THREADS,
-                "a number of threads (an integer ≥ 0)",
-                "threads",
-            )?,
+            Some(f) => self.instance(f, key_path(&path, "instance"))?,
             None => 1,
         };
         self.add_threads(instance, m, prop("instance"), &path)?;
@@ -314,11 +307,29 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// The `instance` member `f` (at `path`): an integer ≥ 0 within the
+    /// face's thread limit.
+    fn instance(&self, f: &Member, path: String) -> R<u32> {
+        let v = f.value.as_ref();
+        let Some(n) = count_of(v) else {
+            return Err(expected(f, path, "a number of threads (an integer ≥ 0)"));
+        };
+        match u32::try_from(n) {
+            Ok(n) if n <= self.limit.max => Ok(n),
+            _ => fail(
+                value_at(f),
+                &path,
+                format!("instance {} is {}", found(v), self.limit.over(n)),
+            ),
+        }
+    }
+
     /// Counts the `instance` threads of task `m` (at `path`; `f` is its
-    /// `instance` member, if any), refusing more than [`MAX_THREADS`] in all.
+    /// `instance` member, if any), refusing more than the face's limit in
+    /// all.
     fn add_threads(&mut self, instance: u32, m: &Member, f: Option<&Member>, path: &str) -> R<()> {
-        self.threads += instance;
-        if self.threads <= MAX_THREADS {
+        self.threads += u64::from(instance);
+        if self.threads <= u64::from(self.limit.max) {
             return Ok(());
         }
         let (at, at_path) = match f {
@@ -329,9 +340,10 @@ impl Builder<'_> {
             at,
             &at_path,
             format!(
-                "task {} brings the threads to {} in all, over heir's limit of {MAX_THREADS} threads",
+                "task {} brings the threads to {} in all, {}",
                 quote_short(&m.key),
                 self.threads,
+                self.limit.over(self.threads),
             ),
         )
     }

@@ -57,6 +57,41 @@ fn threads_over_the_limit_in_all() {
 }
 
 #[test]
+fn the_thread_limit_is_the_faces() {
+    // A face's fixed limit, by name.
+    let run = ThreadLimit::fixed("heir run", 1024);
+    let text = r#"{"tasks": {"A": {"instance": 1000, "run": 1}, "B": {"instance": 25, "run": 1}}}"#;
+    let e = heir_scenario::parse_str_with(text, "t.json", &run).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t.json:1:65: at tasks.B.instance: task \"B\" brings the threads to 1025 in all, over heir run's limit of 1024 threads"
+    );
+    // A limit from memory says what the threads would need.
+    let sim = ThreadLimit::from_memory("heir sim", 4096, 4 << 30);
+    assert_eq!(sim.max, 1 << 20);
+    let text = r#"{"tasks": {"A": {"instance": 1000000, "run": 1}, "B": {"instance": 48575, "run": 1},
+        "C": {"run": 1}}}"#;
+    let ok = heir_scenario::parse_str_with(text, "t.json", &sim).expect("within the limit");
+    assert_eq!(ok.tasks[0].instance, 1_000_000);
+    let text = r#"{"tasks": {"A": {"instance": 1000000, "run": 1}, "B": {"instance": 48575, "run": 1},
+        "C": {"run": 1}, "D": {"run": 1}}}"#;
+    assert_eq!(
+        heir_scenario::parse_str_with(text, "t.json", &sim).unwrap_err().to_string(),
+        "t.json:2:26: at tasks.D: task \"D\" brings the threads to 1048577 in all, over heir sim's \
+         limit of 1048576 threads: 1048577 threads would need about 4.0 GiB (4096 bytes each), this \
+         machine has 4.0 GiB available"
+    );
+    assert_eq!(
+        heir_scenario::parse_str_with(&one_task(r#""instance": 2000000, "run": 1"#), "t.json", &sim)
+            .unwrap_err()
+            .to_string(),
+        "t.json:1:30: at tasks.A.instance: instance 2000000 is over heir sim's limit of 1048576 \
+         threads: 2000000 threads would need about 7.6 GiB (4096 bytes each), this machine has 4.0 GiB \
+         available"
+    );
+}
+
+#[test]
 fn cpu_numbers_over_the_limit() {
     // Was: SIGABRT (4294967295), or 13.7 GB and more than 60 s (10000000).
     for cpu in ["4294967295", "10000000", "1024", "99999999999999999999999"] {
