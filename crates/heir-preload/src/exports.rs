@@ -42,6 +42,7 @@ extern "C" fn at_exit() {
 extern "C" fn in_child() {
     // The child's one thread has a new tid: heir's cached one is stale.
     heir::thread::after_fork_in_child();
+    summary::reset_in_child();
 }
 
 // ----------------------------------------------------------------- helpers
@@ -210,8 +211,12 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
             return real::mutex_clocklock(m, clock, abs);
         }
         let s = mstate(m);
+        if s.raw.is_owned_by_current() {
+            // Recursive count, or EDEADLK: never blocks.
+            return s.lock(None);
+        }
         match s.trylock() {
-            libc::EBUSY if !s.raw.is_owned_by_current() => {}
+            libc::EBUSY => {}
             r => return r,
         }
         match deadline(clock, abs) {

@@ -318,70 +318,92 @@ const _: () =
 /// Tag of a barrier heir initialised (glibc's `shared` word is 0 or 128).
 pub(crate) const BARRIER_TAG: u32 = 0x6865_6972;
 
+/// What the lenders of a round share (under [`BarrierState::slow`]).
 #[derive(Debug, Default)]
-struct Round {
-    arrived: Vec<i32>,
+struct Lending {
     /// Who arrived in the previous round: the gang.
     last: Vec<i32>,
     /// Helpers added in this round.
     boosted: Vec<i32>,
-    gen: u64,
 }
 
-/// One interposed barrier: the threads that arrived wait on a PI
-/// condition variable whose helpers are the previous round's threads that
-/// have not arrived yet.
+/// One interposed barrier. Its fast path is glibc's kind: an arrival
+/// counter and a generation futex word, no engine. A thread that has
+/// waited [`crate::config::Config::gpm_grace_ns`] without the round
+/// completing takes the slow path: the previous round's threads that have
+/// not arrived become helpers of a PI condition variable it waits on, so
+/// they run at its priority until they arrive (gang priority management,
+/// learned: the gang is who arrived last round).
 pub(crate) struct BarrierState {
-    round: PiMutex<Round>,
+    count: u32,
+    arrived: AtomicU32,
+    gen: AtomicU32,
+    /// This round's arrivals, in order (0: not yet).
+    slots: Vec<AtomicI32>,
+    /// Set (under `slow`) while some waiter lends.
+    lending: std::sync::atomic::AtomicBool,
+    slow: PiMutex<Lending>,
     cv: PiCondvar,
-    count: usize,
 }
 
 impl BarrierState {
     pub fn new(count: u32) -> BarrierState {
         summary::BARRIERS.inc();
         BarrierState {
-            round: PiMutex::new(Round::default()),
+            count,
+            arrived: AtomicU32::new(0),
+            gen: AtomicU32::new(0),
+            slots: (0..count).map(|_| AtomicI32::new(0)).collect(),
+            lending: std::sync::atomic::AtomicBool::new(false),
+            slow: PiMutex::new(Lending::default()),
             cv: PiCondvar::new(),
-            count: count as usize,
         }
     }
 
     pub fn wait(&self) -> c_int {
         let me = heir::rt::tid();
-        let mut g = match self.round.lock() {
+        let gen = self.gen.load(Ordering::SeqCst);
+        let i = self.arrived.fetch_add(1, Ordering::SeqCst);
+        if let Some(s) = self.slots.get(i as usize) {
+            s.store(me, Ordering::SeqCst);
+        }
+        if i + 1 >= self.count {
+            return self.complete();
+        }
+        // Fast: wait for the generation to move, `grace` at most.
+        let grace = crate::config::get().gpm_grace_ns;
+        let until = heir::sys::now_ns().saturating_add(grace);
+        while self.gen.load(Ordering::SeqCst) == gen {
+            if grace == 0
+                || heir::sys::futex_wait(&self.gen, gen, Some(until))
+                    == heir::sys::FutexWait::TimedOut
+            {
+                break;
+            }
+        }
+        if self.gen.load(Ordering::SeqCst) != gen {
+            return 0;
+        }
+        // Slow: lend to the late, wait on the condition variable.
+        summary::BARRIER_SLOW.inc();
+        let mut g = match self.slow.lock() {
             Ok(g) => g,
             Err(e) => return e.errno(),
         };
-        let gen = g.gen;
-        g.arrived.push(me);
-        if g.arrived.len() >= self.count {
-            for t in std::mem::take(&mut g.boosted) {
-                let _ = self.cv.helpers_del(t);
-            }
-            g.last = std::mem::take(&mut g.arrived);
-            g.gen = g.gen.wrapping_add(1);
-            let r = self.cv.broadcast();
+        self.lending.store(true, Ordering::SeqCst);
+        if self.gen.load(Ordering::SeqCst) == gen {
+            self.lend(&mut g, me);
+        }
+        if g.boosted.is_empty() {
+            // Nobody to lend to (the late are not last round's threads,
+            // or already arrived): wait as the fast path does.
             drop(g);
-            return match r {
-                Ok(_) => libc::PTHREAD_BARRIER_SERIAL_THREAD,
-                Err(e) => e.errno(),
-            };
-        }
-        if g.arrived.len() == 1 {
-            // The round's first arrival lends to last round's others.
-            let others: Vec<i32> = g.last.iter().copied().filter(|&t| t != me).collect();
-            for t in others {
-                if self.cv.helpers_add(t).is_ok() {
-                    summary::BARRIER_BOOSTS.inc();
-                    g.boosted.push(t);
-                }
+            while self.gen.load(Ordering::SeqCst) == gen {
+                heir::sys::futex_wait(&self.gen, gen, None);
             }
-        } else if let Some(i) = g.boosted.iter().position(|&t| t == me) {
-            g.boosted.swap_remove(i);
-            let _ = self.cv.helpers_del(me);
+            return 0;
         }
-        while g.gen == gen {
+        while self.gen.load(Ordering::SeqCst) == gen {
             if let Err(e) = self.cv.wait(&mut g) {
                 return e.errno();
             }
@@ -389,8 +411,60 @@ impl BarrierState {
         0
     }
 
+    /// The last arrival: the gang for the next round, the generation
+    /// moves, every waiter goes.
+    fn complete(&self) -> c_int {
+        let mut g = match self.slow.lock() {
+            Ok(g) => g,
+            Err(e) => return e.errno(),
+        };
+        g.last.clear();
+        for s in &self.slots {
+            let t = s.swap(0, Ordering::SeqCst);
+            if t != 0 {
+                g.last.push(t);
+            }
+        }
+        self.arrived.store(0, Ordering::SeqCst);
+        self.gen.fetch_add(1, Ordering::SeqCst);
+        heir::sys::futex_wake(&self.gen, i32::MAX);
+        let mut r = libc::PTHREAD_BARRIER_SERIAL_THREAD;
+        if self.lending.swap(false, Ordering::SeqCst) {
+            for t in std::mem::take(&mut g.boosted) {
+                let _ = self.cv.helpers_del(t);
+            }
+            if let Err(e) = self.cv.broadcast() {
+                r = e.errno();
+            }
+        }
+        r
+    }
+
+    /// Makes last round's threads that have not arrived (and are not
+    /// helpers yet) the helpers of the waiters.
+    fn lend(&self, g: &mut Lending, me: i32) {
+        let arrived: Vec<i32> = self
+            .slots
+            .iter()
+            .map(|s| s.load(Ordering::SeqCst))
+            .filter(|&t| t != 0)
+            .collect();
+        let late: Vec<i32> = g
+            .last
+            .iter()
+            .copied()
+            .filter(|t| *t != me && !arrived.contains(t) && !g.boosted.contains(t))
+            .collect();
+        for t in late {
+            if self.cv.helpers_add(t).is_ok() {
+                summary::BARRIER_BOOSTS.inc();
+                g.boosted.push(t);
+            }
+        }
+    }
+
     pub fn busy(&self) -> bool {
-        self.round.lock().map_or(true, |g| !g.arrived.is_empty())
+        self.arrived.load(Ordering::SeqCst) != 0
     }
 }
 

@@ -19,6 +19,9 @@ impl Counter {
     pub fn undo(&self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
+    fn reset(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
     /// The count.
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
@@ -45,13 +48,49 @@ pub static HELPERS_LEARNED: Counter = Counter::new();
 pub static HELPERS_DROPPED: Counter = Counter::new();
 /// Threads a barrier lent its waiters' priority to (per barrier round).
 pub static BARRIER_BOOSTS: Counter = Counter::new();
+/// Barrier waits that outlasted the grace (and looked for threads to
+/// lend to).
+pub static BARRIER_SLOW: Counter = Counter::new();
 /// Condition-variable waits.
 pub static COND_WAITS: Counter = Counter::new();
+
+/// Every counter, for [`reset_in_child`].
+static ALL: [&Counter; 12] = [
+    &MUTEXES,
+    &MUTEXES_GLIBC,
+    &CONDS,
+    &CONDS_GLIBC,
+    &COND_FALLBACK_WAITS,
+    &BARRIERS,
+    &BARRIERS_GLIBC,
+    &HELPERS_LEARNED,
+    &HELPERS_DROPPED,
+    &BARRIER_SLOW,
+    &BARRIER_BOOSTS,
+    &COND_WAITS,
+];
+
+static APPLY_AT_FORK: std::sync::Mutex<Option<heir::thread::ApplyStats>> =
+    std::sync::Mutex::new(None);
+
+/// In a fork child: it counts from zero (its parent's line has the rest).
+pub fn reset_in_child() {
+    for c in ALL {
+        c.reset();
+    }
+    if let Ok(mut a) = APPLY_AT_FORK.lock() {
+        *a = Some(heir::thread::apply_stats());
+    }
+}
 
 /// The summary line of this process.
 pub fn line() -> String {
     let cfg = crate::config::get();
-    let a = heir::thread::apply_stats();
+    let now = heir::thread::apply_stats();
+    let a = match APPLY_AT_FORK.lock().ok().and_then(|g| g.clone()) {
+        Some(base) => now.since(&base),
+        None => now,
+    };
     let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
     let comm: String = comm
         .trim()
@@ -61,10 +100,10 @@ pub fn line() -> String {
     format!(
         concat!(
             "{{\"pid\":{},\"comm\":\"{}\",\"config\":{{\"mutex\":\"{}\",\"cond\":\"{}\",",
-            "\"gpm\":\"{}\",\"helpers\":{},\"ttl_ms\":{}}},",
+            "\"gpm\":\"{}\",\"gpm_grace_us\":{},\"helpers\":{},\"ttl_ms\":{}}},",
             "\"mutexes\":{},\"mutexes_glibc\":{},\"conds\":{},\"conds_glibc\":{},",
             "\"cond_waits\":{},\"cond_fallback_waits\":{},\"barriers\":{},\"barriers_glibc\":{},",
-            "\"helpers_learned\":{},\"helpers_dropped\":{},\"barrier_boosts\":{},",
+            "\"helpers_learned\":{},\"helpers_dropped\":{},\"barrier_slow_waits\":{},\"barrier_boosts\":{},",
             "\"setattr_calls\":{},\"setattr_errors\":{},\"vanished\":{},\"engine_errors\":{}}}\n"
         ),
         std::process::id(),
@@ -76,6 +115,7 @@ pub fn line() -> String {
             (true, false) => "off",
         },
         if cfg.gpm { "on" } else { "off" },
+        cfg.gpm_grace_ns / 1_000,
         cfg.helpers,
         cfg.ttl_ns / 1_000_000,
         MUTEXES.get(),
@@ -88,6 +128,7 @@ pub fn line() -> String {
         BARRIERS_GLIBC.get(),
         HELPERS_LEARNED.get(),
         HELPERS_DROPPED.get(),
+        BARRIER_SLOW.get(),
         BARRIER_BOOSTS.get(),
         a.setattr_calls,
         a.setattr_errors,
