@@ -147,6 +147,14 @@ pub(crate) struct CondState {
     /// Waits with a mutex left to glibc: a sequence futex.
     seq: AtomicU32,
     seq_waiters: AtomicU32,
+    /// Threads inside [`CondState::wait`]: counted while they hold the
+    /// mutex, so a signaller that changed the predicate under it sees
+    /// them, and a signal without waiters skips the engine.
+    waiters: AtomicU32,
+    /// The last signaller the learner saw and when: a helper that signals
+    /// again within a quarter of the time to live skips the learner.
+    fast_tid: AtomicI32,
+    fast_ns: std::sync::atomic::AtomicU64,
 }
 
 impl CondState {
@@ -159,6 +167,9 @@ impl CondState {
             learner: PiMutex::new(Learner::new(cfg.helpers, cfg.ttl_ns)),
             seq: AtomicU32::new(0),
             seq_waiters: AtomicU32::new(0),
+            waiters: AtomicU32::new(0),
+            fast_tid: AtomicI32::new(0),
+            fast_ns: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -199,10 +210,21 @@ impl CondState {
             return;
         }
         let me = heir::rt::tid();
+        let now = heir::sys::now_ns();
+        let ttl = crate::config::get().ttl_ns;
+        if self.fast_tid.load(Ordering::Acquire) == me
+            && now.saturating_sub(self.fast_ns.load(Ordering::Acquire)) < ttl / 4
+        {
+            return;
+        }
         if let Ok(mut l) = self.learner.lock() {
-            let acts = l.on_signal(me, heir::sys::now_ns());
+            let acts = l.on_signal(me, now);
             if !acts.is_empty() {
                 self.apply(&mut l, acts);
+            }
+            if l.helpers().any(|t| t == me) {
+                self.fast_ns.store(now, Ordering::Release);
+                self.fast_tid.store(me, Ordering::Release);
             }
         }
     }
@@ -213,6 +235,7 @@ impl CondState {
         }
         let me = heir::rt::tid();
         if let Ok(mut l) = self.learner.lock() {
+            self.fast_tid.store(0, Ordering::Release);
             let acts = l.on_wait(me, heir::sys::now_ns());
             if !acts.is_empty() {
                 self.apply(&mut l, acts);
@@ -228,7 +251,9 @@ impl CondState {
         summary::COND_WAITS.inc();
         self.learn_wait();
         let saved = m.count.swap(0, Ordering::Relaxed);
+        self.waiters.fetch_add(1, Ordering::SeqCst);
         let r = self.cv.wait_raw(&m.raw, deadline_ns);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
         m.count.store(saved, Ordering::Relaxed);
         match r {
             Ok(WaitResult::Woken) => 0,
@@ -273,9 +298,13 @@ impl CondState {
 
     pub fn signal(&self) -> c_int {
         self.learn_signal();
-        let r = match self.cv.signal() {
-            Ok(_) => 0,
-            Err(e) => e.errno(),
+        let r = if self.waiters.load(Ordering::SeqCst) == 0 {
+            0
+        } else {
+            match self.cv.signal() {
+                Ok(_) => 0,
+                Err(e) => e.errno(),
+            }
         };
         if self.seq_waiters.load(Ordering::Acquire) > 0 {
             self.seq.fetch_add(1, Ordering::AcqRel);
@@ -286,9 +315,13 @@ impl CondState {
 
     pub fn broadcast(&self) -> c_int {
         self.learn_signal();
-        let r = match self.cv.broadcast() {
-            Ok(_) => 0,
-            Err(e) => e.errno(),
+        let r = if self.waiters.load(Ordering::SeqCst) == 0 {
+            0
+        } else {
+            match self.cv.broadcast() {
+                Ok(_) => 0,
+                Err(e) => e.errno(),
+            }
         };
         if self.seq_waiters.load(Ordering::Acquire) > 0 {
             self.seq.fetch_add(1, Ordering::AcqRel);
@@ -298,7 +331,9 @@ impl CondState {
     }
 
     pub fn busy(&self) -> bool {
-        self.seq_waiters.load(Ordering::Acquire) > 0 || self.cv.has_waiters()
+        self.seq_waiters.load(Ordering::Acquire) > 0
+            || self.waiters.load(Ordering::SeqCst) > 0
+            || self.cv.has_waiters()
     }
 }
 
