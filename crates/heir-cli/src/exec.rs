@@ -57,7 +57,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1000)]
     pub helper_ttl_ms: u64,
     /// A barrier's waiter lends after waiting this long (µs; 0: at once).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 10_000)]
     pub gpm_grace_us: u64,
     /// Print the summary as one JSON object on stdout after the program's
     /// own output (the text summary still goes to stderr).
@@ -96,7 +96,7 @@ fn find_preload(flag: Option<&Path>) -> Result<PathBuf, CliError> {
 }
 
 /// The counters of the summary lines, added up.
-const COUNTS: [(&str, &str); 14] = [
+const COUNTS: [(&str, &str); 16] = [
     ("mutexes", "mutexes on heir's PI mutexes"),
     ("mutexes_glibc", "mutexes left to glibc"),
     ("conds", "condition variables on heir's"),
@@ -107,8 +107,13 @@ const COUNTS: [(&str, &str); 14] = [
     ("barriers_glibc", "barriers left to glibc"),
     ("helpers_learned", "helpers learned"),
     ("helpers_dropped", "helpers dropped"),
+    ("cond_cycles", "waits that dropped their helpers (a cycle)"),
     ("barrier_slow_waits", "barrier waits past the grace"),
     ("barrier_boosts", "threads a barrier lent to"),
+    (
+        "barrier_cycles",
+        "barrier waits that could not lend (a cycle)",
+    ),
     (
         "setattr_calls",
         "sched_setattr calls (boosts and their ends)",

@@ -7,7 +7,7 @@
 //! | `HEIR_EXEC_GPM` | `on` (barriers boost the threads that have not arrived) / `off` (glibc's barriers) | `on` |
 //! | `HEIR_EXEC_COND_HELPERS` | most helpers learned per condition variable, 1..=8 | 4 |
 //! | `HEIR_EXEC_COND_TTL_MS` | a helper is dropped this long after its last signal | 1000 |
-//! | `HEIR_EXEC_GPM_GRACE_US` | a barrier's waiters lend to the threads not yet arrived after waiting this long (0: at once) | 1000 |
+//! | `HEIR_EXEC_GPM_GRACE_US` | a barrier's waiters lend to the threads not yet arrived after waiting this long (0: at once) | 10000 |
 //! | `HEIR_EXEC_SUMMARY` | where each process appends its summary line: a file path, or `fd:N` | none |
 
 use std::sync::OnceLock;
@@ -53,7 +53,7 @@ impl Config {
             helpers: num("HEIR_EXEC_COND_HELPERS", 4).clamp(1, crate::learn::MAX_HELPERS as u64)
                 as usize,
             ttl_ns: num("HEIR_EXEC_COND_TTL_MS", 1000).saturating_mul(1_000_000),
-            gpm_grace_ns: num("HEIR_EXEC_GPM_GRACE_US", 1000).saturating_mul(1_000),
+            gpm_grace_ns: num("HEIR_EXEC_GPM_GRACE_US", 10_000).saturating_mul(1_000),
             summary: get("HEIR_EXEC_SUMMARY").filter(|s| !s.is_empty()),
         }
     }

@@ -140,6 +140,17 @@ impl Learner {
         out
     }
 
+    /// Drops every helper (a wait that lending would make a cycle).
+    pub fn drain(&mut self) -> Actions {
+        let mut out = Actions::default();
+        for slot in self.helpers.iter_mut() {
+            if let Some(e) = slot.take() {
+                out.push(Action::Del(e.tid));
+            }
+        }
+        out
+    }
+
     /// Drops `tid` (it is gone, or the condition variable refused it).
     pub fn forget(&mut self, tid: i32) {
         for slot in self.helpers.iter_mut() {
@@ -241,6 +252,19 @@ mod tests {
         assert_eq!(a.len(), MAX_HELPERS + 1);
         assert_eq!(a.last(), Some(&Action::Add(100)));
         assert_eq!(sorted(&l), vec![100]);
+    }
+
+    #[test]
+    fn drain_drops_every_helper() {
+        let mut l = Learner::new(4, MS);
+        l.on_signal(3, 0);
+        l.on_signal(4, 0);
+        let mut d = acts(l.drain());
+        d.sort_by_key(|a| match a {
+            Action::Add(t) | Action::Del(t) => *t,
+        });
+        assert_eq!(d, vec![Action::Del(3), Action::Del(4)]);
+        assert_eq!(l.helpers().count(), 0);
     }
 
     #[test]

@@ -252,7 +252,19 @@ impl CondState {
         self.learn_wait();
         let saved = m.count.swap(0, Ordering::Relaxed);
         self.waiters.fetch_add(1, Ordering::SeqCst);
-        let r = self.cv.wait_raw(&m.raw, deadline_ns);
+        let mut r = self.cv.wait_raw(&m.raw, deadline_ns);
+        if matches!(r, Err(Error::Deadlock { .. })) {
+            // Lending would close a cycle (a learned helper waits for a
+            // mutex this thread holds): refused, state unchanged. The
+            // helpers go, and the wait goes on without them.
+            summary::COND_CYCLES.inc();
+            if let Ok(mut l) = self.learner.lock() {
+                self.fast_tid.store(0, Ordering::Release);
+                let acts = l.drain();
+                self.apply(&mut l, acts);
+            }
+            r = self.cv.wait_raw(&m.raw, deadline_ns);
+        }
         self.waiters.fetch_sub(1, Ordering::SeqCst);
         m.count.store(saved, Ordering::Relaxed);
         match r {
@@ -297,7 +309,8 @@ impl CondState {
     }
 
     pub fn signal(&self) -> c_int {
-        self.learn_signal();
+        // Learning after the wake: dropping an expired helper may lower
+        // the caller itself, which must not happen before the wake.
         let r = if self.waiters.load(Ordering::SeqCst) == 0 {
             0
         } else {
@@ -310,11 +323,11 @@ impl CondState {
             self.seq.fetch_add(1, Ordering::AcqRel);
             heir::sys::futex_wake(&self.seq, 1);
         }
+        self.learn_signal();
         r
     }
 
     pub fn broadcast(&self) -> c_int {
-        self.learn_signal();
         let r = if self.waiters.load(Ordering::SeqCst) == 0 {
             0
         } else {
@@ -327,6 +340,7 @@ impl CondState {
             self.seq.fetch_add(1, Ordering::AcqRel);
             heir::sys::futex_wake(&self.seq, i32::MAX);
         }
+        self.learn_signal();
         r
     }
 
@@ -439,8 +453,23 @@ impl BarrierState {
             return 0;
         }
         while self.gen.load(Ordering::SeqCst) == gen {
-            if let Err(e) = self.cv.wait(&mut g) {
-                return e.errno();
+            match self.cv.wait(&mut g) {
+                Ok(()) => {}
+                Err(Error::Deadlock { .. }) => {
+                    // A late thread waits for something this one holds
+                    // (a mutex): lending would close a cycle, refused with
+                    // the state unchanged. Wait without lending.
+                    summary::BARRIER_CYCLES.inc();
+                    for t in std::mem::take(&mut g.boosted) {
+                        let _ = self.cv.helpers_del(t);
+                    }
+                    drop(g);
+                    while self.gen.load(Ordering::SeqCst) == gen {
+                        heir::sys::futex_wait(&self.gen, gen, None);
+                    }
+                    return 0;
+                }
+                Err(e) => return e.errno(),
             }
         }
         0
@@ -465,11 +494,14 @@ impl BarrierState {
         heir::sys::futex_wake(&self.gen, i32::MAX);
         let mut r = libc::PTHREAD_BARRIER_SERIAL_THREAD;
         if self.lending.swap(false, Ordering::SeqCst) {
-            for t in std::mem::take(&mut g.boosted) {
-                let _ = self.cv.helpers_del(t);
-            }
+            // Wake first, then drop the helpers: the caller is often one
+            // of them, and its de-boost before the wake would let a
+            // middle-priority thread delay the waiters it releases.
             if let Err(e) = self.cv.broadcast() {
                 r = e.errno();
+            }
+            for t in std::mem::take(&mut g.boosted) {
+                let _ = self.cv.helpers_del(t);
             }
         }
         r

@@ -51,11 +51,16 @@ pub static BARRIER_BOOSTS: Counter = Counter::new();
 /// Barrier waits that outlasted the grace (and looked for threads to
 /// lend to).
 pub static BARRIER_SLOW: Counter = Counter::new();
+/// Condition-variable waits whose lending would have closed a cycle (the
+/// helpers were dropped, the wait went on).
+pub static COND_CYCLES: Counter = Counter::new();
+/// Barrier waits whose lending would have closed a cycle (waited without).
+pub static BARRIER_CYCLES: Counter = Counter::new();
 /// Condition-variable waits.
 pub static COND_WAITS: Counter = Counter::new();
 
 /// Every counter, for [`reset_in_child`].
-static ALL: [&Counter; 12] = [
+static ALL: [&Counter; 14] = [
     &MUTEXES,
     &MUTEXES_GLIBC,
     &CONDS,
@@ -68,6 +73,8 @@ static ALL: [&Counter; 12] = [
     &BARRIER_SLOW,
     &BARRIER_BOOSTS,
     &COND_WAITS,
+    &COND_CYCLES,
+    &BARRIER_CYCLES,
 ];
 
 static APPLY_AT_FORK: std::sync::Mutex<Option<heir::thread::ApplyStats>> =
@@ -103,7 +110,7 @@ pub fn line() -> String {
             "\"gpm\":\"{}\",\"gpm_grace_us\":{},\"helpers\":{},\"ttl_ms\":{}}},",
             "\"mutexes\":{},\"mutexes_glibc\":{},\"conds\":{},\"conds_glibc\":{},",
             "\"cond_waits\":{},\"cond_fallback_waits\":{},\"barriers\":{},\"barriers_glibc\":{},",
-            "\"helpers_learned\":{},\"helpers_dropped\":{},\"barrier_slow_waits\":{},\"barrier_boosts\":{},",
+            "\"helpers_learned\":{},\"helpers_dropped\":{},\"cond_cycles\":{},\"barrier_slow_waits\":{},\"barrier_boosts\":{},\"barrier_cycles\":{},",
             "\"setattr_calls\":{},\"setattr_errors\":{},\"vanished\":{},\"engine_errors\":{}}}\n"
         ),
         std::process::id(),
@@ -128,8 +135,10 @@ pub fn line() -> String {
         BARRIERS_GLIBC.get(),
         HELPERS_LEARNED.get(),
         HELPERS_DROPPED.get(),
+        COND_CYCLES.get(),
         BARRIER_SLOW.get(),
         BARRIER_BOOSTS.get(),
+        BARRIER_CYCLES.get(),
         a.setattr_calls,
         a.setattr_errors,
         a.vanished,

@@ -9,6 +9,10 @@
 //!   work from the second request on; with `--cond off` it stays inverted
 //!   (the medium thread's work in every request). Only relations the
 //!   program's own CPU-time work imposes are asserted, with margins.
+//! - A barrier gang in plain pthreads (`examples/c/plain/barrier_gang.c`):
+//!   with `--gpm on` the waiting high-priority thread lends to the late
+//!   low-priority one from the second round on; with `--gpm off` the
+//!   medium thread's work is in every wait.
 //! - rt-tests' `pi_stress` (inversion groups and a watchdog that fails the
 //!   run on an inversion) exits 0 under `heir exec`, on one CPU and on two,
 //!   with a sane count of inversions. Its rate against glibc's is printed,
@@ -191,6 +195,72 @@ fn plain_producer_consumer_learns_its_helper_from_the_second_request() {
         "learn {learn:?} vs off {off:?}"
     );
     assert!(v["total"]["helpers_learned"].as_u64() >= Some(1), "{v}");
+}
+
+/// The waits a barrier_gang run printed, round by round.
+fn waits_ms(o: &Output) -> Vec<f64> {
+    stdout(o)
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                ["round", _, "wait_us", us] => us.parse::<f64>().ok().map(|u| u / 1000.0),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn plain_barrier_lends_to_the_late_member_from_the_second_round() {
+    let Some(_rt) = rt_or_skip("plain_barrier_gang") else {
+        return;
+    };
+    let claim = claim_cpu();
+    let dir = TempDir::new("exec-gang");
+    let prog = dir.join("barrier_gang");
+    cc(&example("c/plain/barrier_gang.c"), &prog);
+    const WORK_MS: f64 = 20.0;
+    const MEDIUM_MS: f64 = 100.0;
+    let run = |gpm: &str| {
+        let cpu = claim.cpu().to_string();
+        let o = heir_exec(&[
+            "--gpm",
+            gpm,
+            "--gpm-grace-us",
+            "1000",
+            "--json",
+            "--",
+            prog.to_str().expect("utf-8"),
+            &cpu,
+            "4",
+            "20",
+            "100",
+        ]);
+        assert_eq!(code(&o), 0, "--gpm {gpm}: {}\n{}", stdout(&o), stderr(&o));
+        let w = waits_ms(&o);
+        assert_eq!(w.len(), 4, "--gpm {gpm}: {}", stdout(&o));
+        (w, summary(&o))
+    };
+    let (on, v) = run("on");
+    let (off, _) = run("off");
+    eprintln!("barrier wait ms, gpm on: {on:?}; off: {off:?}");
+    assert!(
+        on[0] >= MEDIUM_MS,
+        "gpm on, round 1 (nothing learned): {on:?}"
+    );
+    for (i, &w) in on.iter().enumerate().skip(1) {
+        assert!(w >= WORK_MS * 0.95, "gpm on, round {}: {w} ms", i + 1);
+        assert!(
+            w < 0.6 * MEDIUM_MS,
+            "gpm on, round {}: {w} ms ({on:?})",
+            i + 1
+        );
+    }
+    for (i, &w) in off.iter().enumerate() {
+        assert!(w >= MEDIUM_MS, "gpm off, round {}: {w} ms ({off:?})", i + 1);
+    }
+    assert!(v["total"]["barrier_boosts"].as_u64() >= Some(1), "{v}");
 }
 
 fn pi_stress() -> Option<PathBuf> {
