@@ -11,7 +11,8 @@
 //!   threads that have not arrived (gang priority management).
 //!
 //! Process-shared and priority-ceiling objects are left to glibc
-//! ([`real`]) and counted ([`summary`]).
+//! (its own functions, reached with `dlsym(RTLD_NEXT)`) and counted
+//! ([`summary`]).
 //!
 //! **Where the state lives.** A program's object (40, 48 or 32 bytes)
 //! holds, at offset 0, a pointer to heir's state, allocated on first use —
