@@ -661,3 +661,55 @@ pub unsafe extern "C" fn pthread_barrier_destroy(b: *mut pthread_barrier_t) -> c
         0
     }
 }
+
+// ------------------------------------------------------- scheduling changes
+
+/// After the calling thread changed its own scheduling attributes: heir's
+/// saved base follows, if heir has it registered (else nothing to do).
+fn own_sched_changed() {
+    let me = heir::rt::tid();
+    if heir::thread::info(me).is_none() {
+        return;
+    }
+    if let Ok(attr) = heir::sys::sched_getattr(me) {
+        let _ = heir::thread::set_sched(&attr);
+    }
+}
+
+/// glibc's `pthread_setschedparam`; when the thread is the caller, heir's
+/// saved base follows (else the end of a boost would restore the old one).
+/// Another thread's change is not seen by heir (docs/EXEC.md).
+///
+/// # Safety
+///
+/// glibc's contract for `pthread_setschedparam`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setschedparam(
+    t: libc::pthread_t,
+    policy: c_int,
+    param: *const libc::sched_param,
+) -> c_int {
+    // SAFETY: the caller's arguments.
+    let r = unsafe { real::setschedparam(t, policy, param) };
+    // SAFETY: pthread_self has no preconditions.
+    if r == 0 && t == unsafe { libc::pthread_self() } {
+        own_sched_changed();
+    }
+    r
+}
+
+/// glibc's `pthread_setschedprio`, as [`pthread_setschedparam`].
+///
+/// # Safety
+///
+/// glibc's contract for `pthread_setschedprio`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setschedprio(t: libc::pthread_t, prio: c_int) -> c_int {
+    // SAFETY: the caller's arguments.
+    let r = unsafe { real::setschedprio(t, prio) };
+    // SAFETY: pthread_self has no preconditions.
+    if r == 0 && t == unsafe { libc::pthread_self() } {
+        own_sched_changed();
+    }
+    r
+}

@@ -1,6 +1,6 @@
 //! glibc's own `pthread_*` functions, for the objects heir leaves to glibc
 //! (`--mutex keep`, `--gpm off`, process-shared and priority-ceiling
-//! objects). Resolved with `dlsym(RTLD_NEXT, …)`: eagerly by the
+//! objects), and the two that change a thread's priority. Resolved with `dlsym(RTLD_NEXT, …)`: eagerly by the
 //! library's constructor, else on first use, with a per-thread guard so
 //! that a `dlsym` which itself locked a mutex could not recurse (glibc
 //! 2.34 and later use their own internal locks there: the guard is a
@@ -47,7 +47,7 @@ macro_rules! reals {
     };
 }
 
-const COUNT: usize = 18;
+const COUNT: usize = 20;
 
 reals! {
     0 mutex_init = c"pthread_mutex_init": fn(m: *mut pthread_mutex_t, a: *const pthread_mutexattr_t);
@@ -68,6 +68,8 @@ reals! {
     15 barrier_init = c"pthread_barrier_init": fn(b: *mut pthread_barrier_t, a: *const pthread_barrierattr_t, n: libc::c_uint);
     16 barrier_wait = c"pthread_barrier_wait": fn(b: *mut pthread_barrier_t);
     17 barrier_destroy = c"pthread_barrier_destroy": fn(b: *mut pthread_barrier_t);
+    18 setschedparam = c"pthread_setschedparam": fn(t: libc::pthread_t, p: c_int, s: *const libc::sched_param);
+    19 setschedprio = c"pthread_setschedprio": fn(t: libc::pthread_t, p: c_int);
 }
 
 fn addr(i: usize) -> Option<usize> {

@@ -183,21 +183,8 @@ int main(int argc, char **argv) {
     CHECK("pshared init", pthread_mutex_init(&shared, &sa) == 0);
     CHECK("pshared lock/unlock", pthread_mutex_lock(&shared) == 0 && pthread_mutex_unlock(&shared) == 0);
     CHECK("pshared destroy", pthread_mutex_destroy(&shared) == 0);
-    pthread_mutexattr_t pa;
-    pthread_mutexattr_init(&pa);
-    pthread_mutexattr_setprotocol(&pa, PTHREAD_PRIO_PROTECT);
-    pthread_mutexattr_setprioceiling(&pa, sched_get_priority_min(SCHED_FIFO));
-    pthread_mutex_t protect;
-    int r;
-    CHECK("protect init", pthread_mutex_init(&protect, &pa) == 0);
-    r = pthread_mutex_lock(&protect);
-    /* glibc's own answer (0, or EINVAL/EPERM for a SCHED_OTHER caller):
-     * the point is that it is glibc's mutex, not what it says. */
-    CHECK("protect lock is glibc's", r == 0 || r == EINVAL || r == EPERM);
-    if (r == 0)
-        pthread_mutex_unlock(&protect);
-
     /* Condition variables. */
+    int r;
     pthread_t t;
     pthread_mutex_lock(&normal);
     pthread_create(&t, NULL, signal_later, NULL);
@@ -244,6 +231,16 @@ int main(int argc, char **argv) {
         pthread_join(t, NULL);
     }
 
+    /* The calling thread (heir knows it now: it waited) changes its own
+     * policy: glibc's answer, and heir's saved base follows. */
+    struct sched_param sp0 = {0};
+    int pol = -1;
+    CHECK("setschedparam self to SCHED_BATCH",
+          pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp0) == 0 &&
+              pthread_getschedparam(pthread_self(), &pol, &sp0) == 0 && pol == SCHED_BATCH);
+    CHECK("setschedparam self back to SCHED_OTHER",
+          pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp0) == 0 && pthread_setschedprio(pthread_self(), 0) == 0);
+
     /* Barriers. */
     CHECK("barrier init", pthread_barrier_init(&barrier, NULL, 3) == 0);
     pthread_t b[3];
@@ -275,6 +272,20 @@ int main(int argc, char **argv) {
     }
     waitpid(p, &st, 0);
     CHECK("fork + exec child ran", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* Last: glibc keeps per-thread priority-protect state after it. */
+    pthread_mutexattr_t pa;
+    pthread_mutexattr_init(&pa);
+    pthread_mutexattr_setprotocol(&pa, PTHREAD_PRIO_PROTECT);
+    pthread_mutexattr_setprioceiling(&pa, sched_get_priority_min(SCHED_FIFO));
+    pthread_mutex_t protect;
+    CHECK("protect init", pthread_mutex_init(&protect, &pa) == 0);
+    r = pthread_mutex_lock(&protect);
+    /* glibc's own answer (0, or EINVAL/EPERM for a SCHED_OTHER caller):
+     * the point is that it is glibc's mutex, not what it says. */
+    CHECK("protect lock is glibc's", r == 0 || r == EINVAL || r == EPERM);
+    if (r == 0)
+        pthread_mutex_unlock(&protect);
+
     printf("all ok\n");
     return 0;
 }
