@@ -220,9 +220,24 @@ fn text_summary(lines: &[Value], t: &Map<String, Value>, code: i32) -> String {
              (statically linked, setuid, or it cleared LD_PRELOAD) or did not end through exit()"
         );
     }
-    let who: Vec<String> = lines
+    // Each program once, in order of first exit, with its count.
+    let mut by_comm: Vec<(&str, usize)> = Vec::new();
+    for l in lines {
+        let c = l["comm"].as_str().unwrap_or("?");
+        match by_comm.iter_mut().find(|(n, _)| *n == c) {
+            Some((_, k)) => *k += 1,
+            None => by_comm.push((c, 1)),
+        }
+    }
+    let who: Vec<String> = by_comm
         .iter()
-        .map(|l| format!("{} (pid {})", l["comm"].as_str().unwrap_or("?"), l["pid"]))
+        .map(|(c, k)| {
+            if *k == 1 {
+                c.to_string()
+            } else {
+                format!("{c} ×{k}")
+            }
+        })
         .collect();
     let mut s = format!(
         "heir exec: exit {code}; {} process{}: {}",
