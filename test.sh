@@ -29,6 +29,8 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # rt-app's own example files (/usr/share/doc/rt-app/examples/), read by the
 # reader's and the fuzzer's tests.
 [ -d /usr/share/doc/rt-app/examples ] || need+=(rt-app)
+# rt-tests' pi_stress runs under `heir exec` (heir-cli's exec tests).
+command -v pi_stress >/dev/null 2>&1 || need+=(rt-tests)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         need+=(chromium)

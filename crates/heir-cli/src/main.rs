@@ -4,6 +4,7 @@
 mod analyze;
 mod demo;
 mod disturb;
+mod exec;
 mod exit;
 mod output;
 mod report;
@@ -39,6 +40,10 @@ enum Cmd {
     /// One HTML page: simulated, analysed and real response times, CDFs,
     /// Gantt charts and boosts, PI-CV off and on.
     Report(report::Args),
+    /// Run an unmodified pthread program on heir: PI mutexes, condition
+    /// variables that learn their helpers, barriers with gang priority
+    /// (LD_PRELOAD of libheir_preload.so).
+    Exec(exec::Args),
 }
 
 fn main() {
@@ -57,6 +62,7 @@ fn main() {
         Cmd::Sweep(a) => sweep::main(a),
         Cmd::Demo(a) => demo::main(a),
         Cmd::Report(a) => report::main(a),
+        Cmd::Exec(a) => exec::main(a),
     };
     std::process::exit(exit::report(result));
 }

@@ -16,6 +16,8 @@ mod disturbance;
 mod donation;
 #[path = "cli/donation_sim.rs"]
 mod donation_sim;
+#[path = "cli/exec.rs"]
+mod exec;
 #[path = "cli/full_load.rs"]
 mod full_load;
 #[path = "cli/gang.rs"]

@@ -407,12 +407,18 @@ pub(crate) struct State {
 }
 
 thread_local! {
-    static TID: i32 = sys::gettid();
+    static TID: std::cell::Cell<i32> = std::cell::Cell::new(sys::gettid());
 }
 
 /// The calling thread's tid (cached).
 pub fn tid() -> i32 {
-    TID.try_with(|t| *t).unwrap_or_else(|_| sys::gettid())
+    TID.try_with(|t| t.get()).unwrap_or_else(|_| sys::gettid())
+}
+
+/// In the child of `fork`: its one thread has a new tid, and the cached
+/// one (the parent's thread's) would name a thread of another process.
+pub(crate) fn refresh_tid() {
+    let _ = TID.try_with(|t| t.set(sys::gettid()));
 }
 
 /// The engine lock's raw lock: a kernel PI futex word (0, or the holder's

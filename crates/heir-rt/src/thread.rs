@@ -109,3 +109,14 @@ pub fn pin_current(cpus: &[u32]) -> Result<(), Error> {
 pub fn task_of(tid: i32) -> Option<heir_core::TaskId> {
     rt::state().lookup_tid(tid)
 }
+
+/// For a `pthread_atfork` child handler (heir exec's preload library):
+/// the calling thread — the child's only one — refreshes its cached tid.
+/// The rest of heir's state is the parent's: the records of the parent's
+/// threads stay (a child that only execs or exits never reaches them), so
+/// a child that goes on using heir objects the parent's threads held is
+/// outside what heir supports (as POSIX allows only async-signal-safe
+/// calls there).
+pub fn after_fork_in_child() {
+    crate::rt::refresh_tid();
+}
