@@ -1018,6 +1018,11 @@ mod tests {
         let d = measure(&p, 0, &[0], &run);
         assert_eq!(d.idle_behind_fair, (1, 3_000_000));
         assert_eq!(d.lost_ns, 2_000_000);
-        assert_eq!(d.by[0].class, DisturberClass::Fair { via_fair_server: true });
+        assert_eq!(
+            d.by[0].class,
+            DisturberClass::Fair {
+                via_fair_server: true
+            }
+        );
     }
 }
