@@ -13,8 +13,13 @@
 //! got it); for a condition variable, the thread that signalled or
 //! broadcast it last before the waiter was woken.
 //!
+//! The **chain** of a wait: what it waited for, then, transitively, the
+//! owners of the mutexes those threads blocked on during the wait (fig. 7:
+//! the consumer waits for the producer, which waits for the mutex's
+//! holder); `waited_for` lists it, the direct one first.
+//!
 //! A wait is an **inversion** when threads of *lower base priority than the
-//! waiter* other than what it waited for ran during it while what it waited
+//! waiter* outside its chain ran during it while what it waited
 //! for had work pending: their execution slices (on any CPU — no CPU
 //! affinity is considered) overlapping the wait, counted for the
 //! overlapping time. "Had work pending": from one of its jobs' `release` to
@@ -402,7 +407,25 @@ impl Trace {
     fn summary(&self, file: &Path) -> Summary {
         let waits = self.waits();
         let mut inversions = Vec::new();
-        for (w, resource, kind, waited, from, to) in &waits {
+        for (w, resource, kind, direct, from, to) in &waits {
+            // The chain: what it waited for, and the owners of the mutexes
+            // those blocked on during this wait (transitively).
+            let mut waited = direct.clone();
+            let mut grew = true;
+            while grew {
+                grew = false;
+                for (w2, _, k2, owners, f2, t2) in &waits {
+                    if *k2 == Kind::Mutex && waited.contains(w2) && f2 < to && t2 > from {
+                        for o in owners {
+                            if o != w && !waited.contains(o) {
+                                waited.push(*o);
+                                grew = true;
+                            }
+                        }
+                    }
+                }
+            }
+            let waited = &waited;
             // When what it waited for had work: the windows that count.
             let windows: Vec<(u64, u64)> = match waited.first() {
                 Some(&t) => self

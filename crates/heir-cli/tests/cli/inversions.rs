@@ -181,3 +181,35 @@ fn inversions_refuses_what_is_not_a_heir_trace() {
         );
     }
 }
+
+#[test]
+fn a_chain_through_a_mutex_is_what_the_waiter_waited_for() {
+    // fig7: the consumer waits for the producer, which blocks on M held by
+    // the lowest thread "Mutex": that one is part of the chain, not an
+    // inversion; the annoyer is.
+    let dir = TempDir::new("inv-chain");
+    for (pi_cv, count, lower) in [("off", 20, 200.0), ("on", 0, 0.0)] {
+        let trace = dir.join(&format!("fig7-{pi_cv}.json"));
+        let o = heir([
+            "sim",
+            &example("fig7-transitive.json").display().to_string(),
+            "--pi-cv",
+            pi_cv,
+            "--trace",
+            &trace.display().to_string(),
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let v = inversions_json(&trace);
+        let inv = v["inversions"].as_array().unwrap();
+        assert_eq!(inv.len(), count, "{pi_cv}: {v:#}");
+        assert_eq!(v["lower_ran_ms"], lower, "{pi_cv}");
+        for i in inv {
+            assert_eq!(i["waiter"], "Consumer");
+            assert_eq!(i["waited_for"], serde_json::json!(["Producer", "Mutex"]));
+            assert_eq!(
+                i["lower"],
+                serde_json::json!([{"thread": "Annoyer", "ms": 10.0}])
+            );
+        }
+    }
+}
