@@ -6,6 +6,7 @@ mod demo;
 mod disturb;
 mod exec;
 mod exit;
+mod inversions;
 mod output;
 mod report;
 mod run;
@@ -44,6 +45,10 @@ enum Cmd {
     /// variables that learn their helpers, barriers with gang priority
     /// (LD_PRELOAD of libheir_preload.so).
     Exec(exec::Args),
+    /// The priority inversions a trace of `heir sim --trace` or `heir run
+    /// --trace` shows: who waited, for whom, and which lower-priority
+    /// threads ran meanwhile.
+    Inversions(inversions::Args),
 }
 
 fn main() {
@@ -63,6 +68,7 @@ fn main() {
         Cmd::Demo(a) => demo::main(a),
         Cmd::Report(a) => report::main(a),
         Cmd::Exec(a) => exec::main(a),
+        Cmd::Inversions(a) => inversions::main(a),
     };
     std::process::exit(exit::report(result));
 }

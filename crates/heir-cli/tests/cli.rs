@@ -22,6 +22,8 @@ mod exec;
 mod full_load;
 #[path = "cli/gang.rs"]
 mod gang;
+#[path = "cli/inversions.rs"]
+mod inversions;
 
 #[path = "cli/protocols.rs"]
 mod protocols;
