@@ -74,15 +74,40 @@ pub struct CpuCalibration {
 /// does not inflate it (a wall-clock calibration under such load made
 /// every `run` too short — the cause of a missed deadlock, issue 7).
 pub fn calibrate(cpu: u32) -> CpuCalibration {
-    let h = std::thread::spawn(move || {
+    calibrate_within(cpu, CALIBRATION_WAIT_NS).unwrap_or(CpuCalibration {
+        cpu,
+        ns_per_loop: 1.0,
+        samples: 0,
+    })
+}
+
+/// How long [`Calibration::of`] waits for one CPU's calibration (3 s): a
+/// CPU that another program's real-time thread holds (a `SCHED_FIFO` 50
+/// busy loop) never runs the calibrating `SCHED_FIFO` 1 thread, and a run
+/// must not wait for that program to end.
+pub const CALIBRATION_WAIT_NS: u64 = 3_000_000_000;
+
+/// [`calibrate`], waiting at most `wait_ns` for it: `None` when the CPU did
+/// not run the calibrating thread in time. That thread is then told to
+/// stop and set to `SCHED_OTHER` from here (a `SCHED_FIFO` thread that the
+/// CPU never runs could not even die: the process would linger until the
+/// other program's thread yields); the fair server runs it, and it ends
+/// after at most one more sample.
+pub fn calibrate_within(cpu: u32, wait_ns: u64) -> Option<CpuCalibration> {
+    let abandoned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gone = abandoned.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         let _ = sys::set_affinity(0, &[cpu]);
         let me = sys::gettid();
+        let _ = tid_tx.send(me);
         let saved = sys::sched_getattr(me).ok();
         let _ = sys::sched_setattr(me, &crate::sched::fifo(1));
         waste(CALIBRATION_LOOPS);
         let (min, max) = CALIBRATION_SAMPLES;
         let (mut sum_cpu, mut sum_wall, mut n) = (0.0, 0.0, 0usize);
-        while n < max {
+        while n < max && !gone.load(std::sync::atomic::Ordering::Relaxed) {
             let (c0, w0) = (sys::thread_cpu_ns(), sys::now_ns());
             waste(CALIBRATION_LOOPS);
             let (c1, w1) = (sys::thread_cpu_ns(), sys::now_ns());
@@ -103,14 +128,25 @@ pub fn calibrate(cpu: u32) -> CpuCalibration {
         if let Some(s) = saved {
             let _ = sys::sched_setattr(me, &s);
         }
-        ((sum_cpu / n as f64).min(sum_wall / n as f64), n)
+        if n > 0 {
+            let _ = tx.send(((sum_cpu / n as f64).min(sum_wall / n as f64), n));
+        }
     });
-    let (ns_per_loop, samples) = h.join().unwrap_or((1.0, 0));
-    CpuCalibration {
+    let got = rx.recv_timeout(std::time::Duration::from_nanos(wait_ns));
+    if got.is_err() {
+        abandoned.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(tid) = tid_rx.try_recv() {
+            // Not a deadline thread: changing its policy from outside
+            // leaks nothing.
+            let _ = sys::sched_setattr(tid, &crate::sched::other(0));
+        }
+    }
+    let (ns_per_loop, samples) = got.ok()?;
+    Some(CpuCalibration {
         cpu,
         ns_per_loop: ns_per_loop.max(0.01),
         samples,
-    }
+    })
 }
 
 /// The calibration of a run: ns per loop on each CPU it uses.
@@ -126,21 +162,41 @@ pub struct Calibration {
 
 impl Calibration {
     /// Calibrates each of `cpus`, or gives each `given` ns per loop.
+    ///
+    /// A CPU whose calibration did not run within [`CALIBRATION_WAIT_NS`]
+    /// (another program's real-time thread holds it) takes the figure of
+    /// the first CPU that calibrated (1.0 if none did), with 0 samples.
     pub fn of(cpus: &[u32], given: Option<u64>) -> Calibration {
-        let cpus = cpus
+        let measured: Vec<(u32, Option<CpuCalibration>)> = cpus
             .iter()
             .map(|&cpu| match given {
-                Some(v) => CpuCalibration {
+                Some(v) => (
                     cpu,
-                    ns_per_loop: v.max(1) as f64,
-                    samples: 0,
-                },
-                None => calibrate(cpu),
+                    Some(CpuCalibration {
+                        cpu,
+                        ns_per_loop: v.max(1) as f64,
+                        samples: 0,
+                    }),
+                ),
+                None => (cpu, calibrate_within(cpu, CALIBRATION_WAIT_NS)),
             })
             .collect();
+        let fallback = measured
+            .iter()
+            .find_map(|(_, c)| c.map(|c| c.ns_per_loop))
+            .unwrap_or(1.0);
         Calibration {
             measured: given.is_none(),
-            cpus,
+            cpus: measured
+                .into_iter()
+                .map(|(cpu, c)| {
+                    c.unwrap_or(CpuCalibration {
+                        cpu,
+                        ns_per_loop: fallback,
+                        samples: 0,
+                    })
+                })
+                .collect(),
         }
     }
 

@@ -8,6 +8,7 @@ mod common;
 
 mod apply_errors;
 mod bad_args;
+mod calibration;
 mod capi;
 mod ceiling;
 mod chain;
