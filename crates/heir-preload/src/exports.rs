@@ -116,24 +116,44 @@ unsafe fn m_glibc(m: *mut pthread_mutex_t) -> bool {
 pub(crate) unsafe fn mstate<'a>(m: *mut pthread_mutex_t) -> &'a MutexState {
     // SAFETY: the caller's live mutex.
     let slot = unsafe { mslot(m) };
-    let p = slot.state.load(Ordering::Acquire);
+    // SAFETY: only heir installs pointers in the slot (Box::into_raw),
+    // freed after destroy and a quarantine.
+    unsafe {
+        installed(
+            &slot.state,
+            || MutexState::new(slot.kind.load(Ordering::Relaxed)),
+            &summary::MUTEXES,
+        )
+    }
+}
+
+/// The state behind `slot`, made by `make` and installed on first use; a
+/// thread that loses the race to install it drops its own and undoes its
+/// count in `made`.
+///
+/// # Safety
+///
+/// Every non-null pointer in `slot` came from `Box::into_raw` and stays
+/// valid for `'a` (heir frees it only after destroy and a quarantine).
+unsafe fn installed<'a, T>(
+    slot: &std::sync::atomic::AtomicPtr<T>,
+    make: impl FnOnce() -> T,
+    made: &summary::Counter,
+) -> &'a T {
+    let p = slot.load(Ordering::Acquire);
     if !p.is_null() {
-        // SAFETY: a pointer heir installed from `Box::into_raw`, freed
-        // only after destroy and a quarantine.
+        // SAFETY: heir's pointer (the caller's contract).
         return unsafe { &*p };
     }
-    let new = Box::into_raw(Box::new(MutexState::new(slot.kind.load(Ordering::Relaxed))));
-    match slot
-        .state
-        .compare_exchange(ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire)
-    {
-        // SAFETY: installed just now, as above.
+    let new = Box::into_raw(Box::new(make()));
+    match slot.compare_exchange(ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: installed just now, from `Box::into_raw`.
         Ok(_) => unsafe { &*new },
         Err(cur) => {
             // SAFETY: `new` was never shared.
             drop(unsafe { Box::from_raw(new) });
-            summary::MUTEXES.undo();
-            // SAFETY: the winner's pointer, as above.
+            made.undo();
+            // SAFETY: the winner's pointer (the caller's contract).
             unsafe { &*cur }
         }
     }
@@ -386,25 +406,14 @@ unsafe fn c_glibc(c: *mut pthread_cond_t) -> bool {
 unsafe fn cstate<'a>(c: *mut pthread_cond_t) -> &'a CondState {
     // SAFETY: the caller's live condition variable.
     let slot = unsafe { cslot(c) };
-    let p = slot.state.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: heir's pointer, freed only after destroy + quarantine.
-        return unsafe { &*p };
-    }
-    let new = Box::into_raw(Box::new(CondState::new(libc::CLOCK_REALTIME)));
-    match slot
-        .state
-        .compare_exchange(ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire)
-    {
-        // SAFETY: installed now.
-        Ok(_) => unsafe { &*new },
-        Err(cur) => {
-            // SAFETY: never shared.
-            drop(unsafe { Box::from_raw(new) });
-            summary::CONDS.undo();
-            // SAFETY: the winner's.
-            unsafe { &*cur }
-        }
+    // SAFETY: only heir installs pointers in the slot (Box::into_raw),
+    // freed after destroy and a quarantine.
+    unsafe {
+        installed(
+            &slot.state,
+            || CondState::new(libc::CLOCK_REALTIME),
+            &summary::CONDS,
+        )
     }
 }
 
