@@ -6,6 +6,7 @@ mod demo;
 mod disturb;
 mod exec;
 mod exit;
+mod generate;
 mod inversions;
 mod output;
 mod report;
@@ -13,7 +14,7 @@ mod run;
 mod sim;
 mod sweep;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 pub use exit::{CliError, CliResult};
 
@@ -49,6 +50,11 @@ enum Cmd {
     /// --trace` shows: who waited, for whom, and which lower-priority
     /// threads ran meanwhile.
     Inversions(inversions::Args),
+    /// Shell completions for bash, zsh, fish, elvish or PowerShell, on
+    /// stdout.
+    Completions(generate::CompletionsArgs),
+    /// Man pages (heir.1 and heir-SUBCOMMAND.1) written into a directory.
+    Man(generate::ManArgs),
 }
 
 fn main() {
@@ -69,6 +75,8 @@ fn main() {
         Cmd::Report(a) => report::main(a),
         Cmd::Exec(a) => exec::main(a),
         Cmd::Inversions(a) => inversions::main(a),
+        Cmd::Completions(a) => generate::completions(a, Cli::command()),
+        Cmd::Man(a) => generate::man(a, Cli::command()),
     };
     std::process::exit(exit::report(result));
 }

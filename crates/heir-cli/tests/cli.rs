@@ -22,6 +22,8 @@ mod exec;
 mod full_load;
 #[path = "cli/gang.rs"]
 mod gang;
+#[path = "cli/generate.rs"]
+mod generate;
 #[path = "cli/inversions.rs"]
 mod inversions;
 
