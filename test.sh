@@ -11,7 +11,9 @@
 # virtual environment (target/py-venv) with pytest, pandas, matplotlib and
 # Dask (crates/heir-py/requirements-test.txt), then its pytest suite (the
 # API on the examples, the Dask sweep on a 2-worker LocalCluster, the
-# example script).
+# example script); under CI=true the Debian package (scripts/build-deb.sh,
+# then scripts/test-deb.sh: dpkg -i, the demo, a pkg-config build, heir
+# exec, dpkg --purge).
 #
 # On a fresh machine it first installs what is missing (a C compiler and
 # pkg-config for the C API test; as root, Chromium for the report page's
@@ -108,3 +110,13 @@ rm -f target/wheels/heir-*.whl
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/heir-*.whl
 cargo build --quiet -p heir-cli
 HEIR_BIN="$PWD/target/debug/heir" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/heir-py/tests
+
+# The Debian package, installed as a user would install it (dpkg -i into
+# this machine's root, then used with no build tree and removed again):
+# under CI=true (a fresh VM) always; elsewhere, as root, with HEIR_TEST_DEB=1.
+if [ "${CI:-}" = true ] || [ "${HEIR_TEST_DEB:-}" = 1 ]; then
+    echo "== Debian package: build, dpkg -i, use, dpkg --purge"
+    scripts/test-deb.sh
+else
+    echo "== Debian package: skipped (CI=true or HEIR_TEST_DEB=1 installs it into this machine's root)"
+fi

@@ -73,7 +73,9 @@ pub struct Args {
 }
 
 /// Where the library is: `--preload`, `HEIR_PRELOAD`, else beside the
-/// binary (`target/{debug,release}`), else its `deps/`.
+/// binary (`target/{debug,release}`), else its `deps/`, else where an
+/// installed heir keeps it: `PREFIX/lib/MULTIARCH/heir/` (the .deb:
+/// `/usr/lib/x86_64-linux-gnu/heir/`) or `PREFIX/lib/heir/`.
 fn find_preload(flag: Option<&Path>) -> Result<PathBuf, CliError> {
     if let Some(p) = flag {
         return Ok(p.to_path_buf());
@@ -83,7 +85,14 @@ fn find_preload(flag: Option<&Path>) -> Result<PathBuf, CliError> {
     }
     let exe = std::env::current_exe().context("where is the heir binary")?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    for cand in [dir.join(PRELOAD), dir.join("deps").join(PRELOAD)] {
+    let lib = dir.join("../lib");
+    let multiarch = lib.join(format!("{}-linux-gnu/heir", std::env::consts::ARCH));
+    for cand in [
+        dir.join(PRELOAD),
+        dir.join("deps").join(PRELOAD),
+        multiarch.join(PRELOAD),
+        lib.join("heir").join(PRELOAD),
+    ] {
         if cand.is_file() {
             return Ok(cand);
         }
