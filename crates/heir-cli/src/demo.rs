@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use crate::exit::deadlock_exit;
 use crate::output::{deadlock_line, ms, print_json, print_warnings, RunOutputs, Table};
-use crate::report::{Collector, SettingRuns};
+use crate::report::{Collector, Setting, SettingRuns};
 use crate::{CliError, CliResult};
 
 /// The embedded scenario: seed 000, Table I.
@@ -212,9 +212,15 @@ fn run_real(
         if !quiet {
             eprintln!("heir demo: running on real SCHED_FIFO threads for {seconds} s ({label})...");
         }
-        match crate::report::run_real(SCENARIO_FILE, scenario, pi_cv, seconds, notes)? {
+        let setting = Setting::pi_cv(scenario, pi_cv);
+        match crate::report::run_real(SCENARIO_FILE, &setting, seconds, notes)? {
             Ok(real) => {
-                let face = crate::report::collect_real(&real, REPORT_WINDOW, SCENARIO_FILE, pi_cv);
+                let face = crate::report::collect_real(
+                    &real,
+                    REPORT_WINDOW,
+                    SCENARIO_FILE,
+                    &setting.label,
+                );
                 runs.push((
                     Run::new(scenario, label, pi_cv, real.report, Vec::new()),
                     face,
@@ -252,12 +258,12 @@ pub fn main(args: Args) -> CliResult {
     let (on, on_c) = simulate(&scenario, "sim, PI-CV", true, &args.out, "demo-picv-on")?;
     let mut faces = vec![
         SettingRuns {
-            pi_cv: false,
+            setting: Setting::pi_cv(&scenario, false),
             sim: (off.report.clone(), off_c),
             real: None,
         },
         SettingRuns {
-            pi_cv: true,
+            setting: Setting::pi_cv(&scenario, true),
             sim: (on.report.clone(), on_c),
             real: None,
         },
@@ -275,7 +281,10 @@ pub fn main(args: Args) -> CliResult {
         match run_real(&scenario, args.real_seconds, args.json, &mut notes)? {
             Ok(real) => {
                 for (run, face) in real {
-                    if let Some(s) = faces.iter_mut().find(|s| s.pi_cv == run.pi_cv) {
+                    if let Some(s) = faces
+                        .iter_mut()
+                        .find(|s| s.setting.scenario.global.pi_cv == run.pi_cv)
+                    {
                         s.real = Some(face);
                     }
                     runs.push(run);

@@ -1,8 +1,11 @@
-//! `heir report FILE [--real SECONDS] [-o report.html]`: one self-contained
-//! HTML page (heir-viz's [`ReportPage`]) with the three faces of a
-//! scenario side by side, for each setting compared — PI-CV off and on, as
-//! `heir demo` compares them (the file's mutex protocols, or `--protocol`'s,
-//! in both): simulated, analysed (heir-analysis' bound) and, with `--real
+//! `heir report FILE [--vary WHAT] [--real SECONDS] [-o report.html]`: one
+//! self-contained HTML page (heir-viz's [`ReportPage`]) with the three faces
+//! of a scenario side by side, for each setting compared. `--vary` says
+//! which ([`Vary`]): PI-CV off and on (the default, as `heir demo` compares
+//! them), the mutex protocols of one mutex or all (`protocol=NAME=P1,P2,…`),
+//! gang priority management off and on (`gpm`), or the IPC model
+//! (`ipc`: PI-CV helpers, NOVA donation); everything else is the file's (or
+//! `--protocol`'s) in every setting. For each setting: simulated, analysed (heir-analysis' bound) and, with `--real
 //! SECONDS` and the privilege, real response times (mean, p90, p99, max,
 //! misses); the response-time CDFs; the Gantt charts of the simulation and
 //! of the real run (drawn from its kernel trace, `heir run --trace`) for
@@ -19,7 +22,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 use heir::run::{RealRun, RunConfig, RunError, TraceConfig};
-use heir_scenario::{ResourceKind, Scenario};
+use heir_scenario::protocols::Override;
+use heir_scenario::{IpcModel, ResourceKind, Scenario};
 use heir_sim::{Report, SimConfig};
 use heir_viz::report::{Face, FaceReport, ReportPage, SettingReport, TaskFigures};
 use heir_viz::{BoostSummary, ResponseSamples, SvgGantt, SvgOptions};
@@ -53,6 +57,11 @@ pub struct Args {
     /// all=P (see `heir sim --help`).
     #[arg(long = "protocol", value_name = "NAME=P", value_parser = parse_override)]
     pub protocol: Vec<heir_scenario::protocols::Override>,
+    /// What the settings compared vary: pi-cv (off, on), gpm (off, on),
+    /// ipc (pi-cv, donation), or protocol=NAME=P1,P2,… (NAME a mutex or
+    /// all; P as in --protocol), one setting per protocol.
+    #[arg(long, value_name = "WHAT", default_value = "pi-cv", value_parser = Vary::parse)]
+    pub vary: Vary,
     /// Start of the Gantt charts' window, in ms from the start.
     #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = crate::sim::parse_ms)]
     pub window_from: f64,
@@ -105,10 +114,140 @@ impl Observer for Collector {
     }
 }
 
+/// What `heir report --vary` compares: each value gives the page's
+/// settings, the scenario changed in one respect.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Vary {
+    /// PI-CV off, then on (`global.pi_cv`).
+    PiCv,
+    /// Gang priority management off, then on (`global.gpm`).
+    Gpm,
+    /// The RPC model: PI-CV helpers, then NOVA donation (`global.ipc`).
+    Ipc,
+    /// One setting per protocol, applied to one mutex or all
+    /// (`protocol=NAME=P1,P2,…`).
+    Protocol(Vec<Override>),
+}
+
+impl Vary {
+    /// Parses `--vary`.
+    pub fn parse(s: &str) -> Result<Vary, String> {
+        const EXPECTED: &str =
+            "expected pi-cv, gpm, ipc or protocol=NAME=P1,P2,… (NAME a mutex or all)";
+        match s.trim() {
+            "pi-cv" => Ok(Vary::PiCv),
+            "gpm" => Ok(Vary::Gpm),
+            "ipc" => Ok(Vary::Ipc),
+            other => {
+                let Some(rest) = other.strip_prefix("protocol=") else {
+                    return Err(format!("{EXPECTED}; found {s:?}"));
+                };
+                let Some((name, list)) = rest.split_once('=') else {
+                    return Err(format!("{EXPECTED}; found {s:?} (no protocols)"));
+                };
+                let each = list
+                    .split(',')
+                    .map(|p| Override::parse(&format!("{name}={p}")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if each.len() < 2 {
+                    return Err(format!(
+                        "--vary protocol=NAME=P1,P2,…: at least two protocols to compare; found {s:?}"
+                    ));
+                }
+                Ok(Vary::Protocol(each))
+            }
+        }
+    }
+
+    /// The settings this compares, in order, each `scenario` changed in
+    /// this one respect; an error when the scenario has nothing it
+    /// changes (no gang for `gpm`, no RPC for `ipc`, no such mutex).
+    pub fn settings(&self, file: &str, scenario: &Scenario) -> Result<Vec<Setting>, String> {
+        let with = |label: String, change: &dyn Fn(&mut Scenario)| {
+            let mut sc = scenario.clone();
+            change(&mut sc);
+            Setting {
+                label,
+                scenario: sc,
+            }
+        };
+        match self {
+            Vary::PiCv => Ok(SETTINGS
+                .iter()
+                .map(|&on| Setting::pi_cv(scenario, on))
+                .collect()),
+            Vary::Gpm => {
+                let gangs = scenario
+                    .resources
+                    .iter()
+                    .any(|r| matches!(r.kind, ResourceKind::Gang { .. }));
+                if !gangs {
+                    return Err(format!(
+                        "{file}: --vary gpm: the scenario has no gang, so GPM changes nothing"
+                    ));
+                }
+                Ok([false, true]
+                    .into_iter()
+                    .map(|on| with(format!("GPM {}", on_off(on)), &|sc| sc.global.gpm = on))
+                    .collect())
+            }
+            Vary::Ipc => {
+                let endpoints = scenario
+                    .resources
+                    .iter()
+                    .any(|r| matches!(r.kind, ResourceKind::Endpoint { .. }));
+                if !endpoints {
+                    return Err(format!(
+                        "{file}: --vary ipc: the scenario has no RPC endpoint, so the IPC model changes nothing"
+                    ));
+                }
+                Ok([IpcModel::PiCv, IpcModel::Donation]
+                    .into_iter()
+                    .map(|m| with(format!("IPC {}", m.name()), &|sc| sc.rpc.model = m))
+                    .collect())
+            }
+            Vary::Protocol(each) => each
+                .iter()
+                .map(|o| {
+                    let mut sc = scenario.clone();
+                    heir_scenario::protocols::apply(&mut sc, std::slice::from_ref(o))
+                        .map_err(|e| format!("{file}: --vary {}: {e}", o.shown()))?;
+                    Ok(Setting {
+                        label: o.shown(),
+                        scenario: sc,
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One setting of the page: its label and the scenario as it runs it.
+#[derive(Clone, Debug)]
+pub struct Setting {
+    /// How the page names it: `PI-CV off`, `GPM on`, `IPC donation`,
+    /// `m=inherit`.
+    pub label: String,
+    /// The scenario with this setting applied.
+    pub scenario: Scenario,
+}
+
+impl Setting {
+    /// PI-CV `on` or off, the rest as in `scenario`.
+    pub fn pi_cv(scenario: &Scenario, on: bool) -> Setting {
+        let mut sc = scenario.clone();
+        sc.global.pi_cv = on;
+        Setting {
+            label: format!("PI-CV {}", on_off(on)),
+            scenario: sc,
+        }
+    }
+}
+
 /// One setting's runs, as the page needs them.
 pub struct SettingRuns {
-    /// PI-CV on or off.
-    pub pi_cv: bool,
+    /// The setting.
+    pub setting: Setting,
     /// The simulation and what was collected of it.
     pub sim: (Report, Collector),
     /// The real run, and what was collected of its kernel trace (if it was
@@ -116,25 +255,20 @@ pub struct SettingRuns {
     pub real: Option<(Report, Option<Collector>)>,
 }
 
-/// The page's settings: PI-CV off, then on.
+/// PI-CV's settings: off, then on.
 pub const SETTINGS: [bool; 2] = [false, true];
 
-/// Simulates `scenario` with PI-CV `pi_cv`, collecting into `extra` too
-/// (e.g. the demo's files).
+/// Simulates `setting`, collecting into `extra` too (e.g. the demo's
+/// files).
 pub fn simulate(
     file: &str,
-    scenario: &Scenario,
-    pi_cv: bool,
+    setting: &Setting,
     duration_us: Option<u64>,
     window: (u64, u64),
     extra: Option<&mut dyn Observer>,
 ) -> Result<(Report, Collector), CliError> {
-    let mut c = Collector::new(
-        window,
-        &format!("{file}: simulated, PI-CV {}", on_off(pi_cv)),
-    );
+    let mut c = Collector::new(window, &format!("{file}: simulated, {}", setting.label));
     let config = SimConfig {
-        pi_cv: Some(pi_cv),
         duration_us,
         ..SimConfig::default()
     };
@@ -143,7 +277,7 @@ pub fn simulate(
     if let Some(e) = extra {
         tee.push(e);
     }
-    let r = heir_sim::simulate(scenario, &config, &mut tee)
+    let r = heir_sim::simulate(&setting.scenario, &config, &mut tee)
         .map_err(|e| CliError::bad_input(anyhow!("{file}: {e}")))?;
     Ok((r, c))
 }
@@ -190,27 +324,25 @@ pub fn real_run_refused(scenario: &Scenario) -> Option<String> {
     }
 }
 
-/// Runs `scenario` on real threads for `seconds` with PI-CV `pi_cv`,
-/// traced when tracefs allows (else untraced, with a note in `notes`).
-/// `Ok(Err(why))` when this process may not use real-time priorities.
+/// Runs `setting` on real threads for `seconds`, traced when tracefs
+/// allows (else untraced, with a note in `notes`). `Ok(Err(why))` when
+/// this process may not use real-time priorities.
 pub fn run_real(
     file: &str,
-    scenario: &Scenario,
-    pi_cv: bool,
+    setting: &Setting,
     seconds: f64,
     notes: &mut Vec<String>,
 ) -> Result<Result<RealRun, String>, CliError> {
     let mut config = RunConfig {
         duration_us: Some((seconds * 1e6) as u64),
-        pi_cv: Some(pi_cv),
         on_note: Some(crate::output::print_run_note),
         trace: Some(TraceConfig::default()),
         ..RunConfig::default()
     };
     loop {
-        match heir::run::run(scenario, &config) {
+        match heir::run::run(&setting.scenario, &config) {
             Ok(r) => {
-                disturbance_notes(&r, pi_cv, notes);
+                disturbance_notes(&r, &setting.label, notes);
                 return Ok(Ok(r));
             }
             Err(RunError::NoPrivilege(why)) => return Ok(Err(why)),
@@ -221,10 +353,9 @@ pub fn run_real(
                 config.trace = None;
             }
             Err(e) => {
-                return Err(CliError::failure(anyhow!(e).context(format!(
-                    "{file}: real-threads run (PI-CV {})",
-                    on_off(pi_cv)
-                ))))
+                return Err(CliError::failure(
+                    anyhow!(e).context(format!("{file}: real-threads run ({})", setting.label)),
+                ))
             }
         }
     }
@@ -234,7 +365,7 @@ pub fn run_real(
 /// as the page's notes: the verdict and each disturbed thread, and the
 /// fair server's setting once per page. A disturbed run also says so on
 /// stderr.
-fn disturbance_notes(real: &RealRun, pi_cv: bool, notes: &mut Vec<String>) {
+fn disturbance_notes(real: &RealRun, label: &str, notes: &mut Vec<String>) {
     let lines = crate::disturb::disturbance_lines(real);
     let split = lines
         .iter()
@@ -243,13 +374,9 @@ fn disturbance_notes(real: &RealRun, pi_cv: bool, notes: &mut Vec<String>) {
     let (verdict, fair) = lines.split_at(split);
     for (i, line) in verdict.iter().enumerate() {
         if i == 0 && real.disturbance.lost_ns > 0 {
-            eprintln!("heir: warning: real run, PI-CV {}: {line}", on_off(pi_cv));
+            eprintln!("heir: warning: real run, {label}: {line}");
         }
-        notes.push(format!(
-            "Real run, PI-CV {}: {}",
-            on_off(pi_cv),
-            line.trim_start()
-        ));
+        notes.push(format!("Real run, {label}: {}", line.trim_start()));
     }
     if !notes.iter().any(|n| n.starts_with("fair server")) {
         notes.extend(fair.iter().map(|l| l.trim_start().to_string()));
@@ -261,13 +388,10 @@ pub fn collect_real(
     real: &RealRun,
     window: (u64, u64),
     file: &str,
-    pi_cv: bool,
+    label: &str,
 ) -> (Report, Option<Collector>) {
     let c = real.trace.as_ref().map(|t| {
-        let mut c = Collector::new(
-            window,
-            &format!("{file}: real run (kernel trace), PI-CV {}", on_off(pi_cv)),
-        );
+        let mut c = Collector::new(window, &format!("{file}: real run (kernel trace), {label}"));
         t.replay(&mut c);
         c
     });
@@ -307,12 +431,10 @@ struct Bounds {
     not_tasks: Vec<String>,
 }
 
-/// heir-analysis' bound of each task with PI-CV `pi_cv` (the file's mutex
-/// protocols), and why some have none.
-fn analysis(scenario: &Scenario, pi_cv: bool, tasks: &[String]) -> Bounds {
-    let mut sc = scenario.clone();
-    sc.global.pi_cv = pi_cv;
-    match heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()) {
+/// heir-analysis' bound of each task in `scenario` (one setting's), and
+/// why some have none.
+fn analysis(scenario: &Scenario, tasks: &[String]) -> Bounds {
+    match heir_analysis::analyze_scenario(scenario, &heir_analysis::Options::default()) {
         Ok(r) => {
             let rows = tasks
                 .iter()
@@ -369,9 +491,19 @@ fn face(
     }
 }
 
-/// The scenario's parameters every setting shares, and the one they vary.
-fn params(scenario: &Scenario, pi_cv: bool, overrides: &str) -> Vec<(String, String)> {
-    let mut p = vec![("PI-CV".to_string(), on_off(pi_cv).to_string())];
+/// One setting's parameters (the one the settings vary among them).
+fn params(scenario: &Scenario, overrides: &str) -> Vec<(String, String)> {
+    let mut p = vec![(
+        "PI-CV".to_string(),
+        on_off(scenario.global.pi_cv).to_string(),
+    )];
+    if scenario
+        .resources
+        .iter()
+        .any(|r| matches!(r.kind, ResourceKind::Gang { .. }))
+    {
+        p.push(("GPM".to_string(), on_off(scenario.global.gpm).to_string()));
+    }
     let mutexes: Vec<String> = scenario
         .resources
         .iter()
@@ -423,11 +555,12 @@ pub fn page(
         None => intro.push("No real run (heir report --real SECONDS, as root).".to_string()),
     }
     let mut settings = Vec::new();
-    for r in runs {
-        let label = format!("PI-CV {}", on_off(r.pi_cv));
+    for (i, r) in runs.iter().enumerate() {
+        let label = r.setting.label.clone();
+        let scenario = &r.setting.scenario;
         let (sim, sim_c) = &r.sim;
         let mut faces = vec![face(Face::Simulated, "simulated", sim, &tasks, Some(sim_c))];
-        let bounds = analysis(scenario, r.pi_cv, &tasks);
+        let bounds = analysis(scenario, &tasks);
         if !bounds.unbounded.is_empty() {
             notes.push(format!(
                 "{label}: no analysis bound for {}: {}",
@@ -456,9 +589,7 @@ pub fn page(
                 ms(window.0),
                 ms(window.0 + window.1)
             ),
-            sim_c
-                .gantt
-                .render_inline(&format!("s{}-", u8::from(r.pi_cv))),
+            sim_c.gantt.render_inline(&format!("s{i}-")),
         )];
         let mut boosts = vec![("simulated".to_string(), sim_c.boosts.rows())];
         if let Some((real, real_c)) = &r.real {
@@ -466,14 +597,14 @@ pub fn page(
             if let Some(c) = real_c {
                 gantts.push((
                     "real run (the kernel's trace), same window".to_string(),
-                    c.gantt.render_inline(&format!("r{}-", u8::from(r.pi_cv))),
+                    c.gantt.render_inline(&format!("r{i}-")),
                 ));
                 boosts.push(("real (kernel trace)".to_string(), c.boosts.rows()));
             }
         }
         settings.push(SettingReport {
             label,
-            params: params(scenario, r.pi_cv, overrides),
+            params: params(scenario, overrides),
             faces,
             gantts,
             boosts,
@@ -520,6 +651,10 @@ pub fn main(args: Args) -> CliResult {
     );
     // The output path is checked before anything runs.
     drop(PendingFile::create(&args.out).map_err(CliError::bad_input)?);
+    let settings = args
+        .vary
+        .settings(&file, &scenario)
+        .map_err(|e| CliError::bad_input(anyhow!(e)))?;
     let mut notes = Vec::new();
     let mut runs = Vec::new();
     let mut may_run = args.real > 0.0;
@@ -529,26 +664,25 @@ pub fn main(args: Args) -> CliResult {
             may_run = false;
         }
     }
-    for pi_cv in SETTINGS {
-        let sim = simulate(&file, &scenario, pi_cv, args.duration, window, None)?;
+    for setting in settings {
+        let sim = simulate(&file, &setting, args.duration, window, None)?;
         let real = if may_run {
             eprintln!(
-                "heir report: running on real threads for {} s (PI-CV {})...",
-                args.real,
-                on_off(pi_cv)
+                "heir report: running on real threads for {} s ({})...",
+                args.real, setting.label
             );
-            match run_real(&file, &scenario, pi_cv, args.real, &mut notes)? {
+            match run_real(&file, &setting, args.real, &mut notes)? {
                 Ok(r) => {
                     if let Some(t) = &r.trace {
                         let lost = t.stats.lost_total();
                         if lost > 0 {
                             notes.push(format!(
-                                "PI-CV {}: the kernel dropped {lost} trace events: the real Gantt chart and boosts miss part of the run.",
-                                on_off(pi_cv)
+                                "{}: the kernel dropped {lost} trace events: the real Gantt chart and boosts miss part of the run.",
+                                setting.label
                             ));
                         }
                     }
-                    Some(collect_real(&r, window, &file, pi_cv))
+                    Some(collect_real(&r, window, &file, &setting.label))
                 }
                 Err(why) => {
                     skip_real("report", &why, &mut notes);
@@ -559,7 +693,7 @@ pub fn main(args: Args) -> CliResult {
         } else {
             None
         };
-        runs.push(SettingRuns { pi_cv, sim, real });
+        runs.push(SettingRuns { setting, sim, real });
     }
     let page = page(
         &file,

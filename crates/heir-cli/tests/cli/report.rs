@@ -92,3 +92,99 @@ fn bad_input_writes_nothing() {
     }
     assert!(dir.files().is_empty(), "{:?}", dir.files());
 }
+
+/// `heir report FILE --vary WHAT ARGS`: the page's setting headings, and
+/// each setting's simulated mean per task as `heir sim FILE SIM_ARGS`
+/// gives it, one `SIM_ARGS` per heading.
+fn varied_page_matches_sim(file: &str, vary: &str, settings: &[(&str, &[&str])]) {
+    let dir = TempDir::new("report-vary");
+    let page = dir.join("page.html");
+    let file = example(file);
+    let o = heir([
+        "report".as_ref(),
+        file.as_os_str(),
+        "--vary".as_ref(),
+        vary.as_ref(),
+        "--duration".as_ref(),
+        "1".as_ref(),
+        "-o".as_ref(),
+        page.as_os_str(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let mut at = 0;
+    for (label, sim_args) in settings {
+        // The settings in the order given.
+        let h = format!("<h3>{label}</h3>");
+        let pos = html[at..]
+            .find(&h)
+            .unwrap_or_else(|| panic!("{h} after {at}"));
+        at += pos + h.len();
+        let mut args: Vec<&std::ffi::OsStr> = vec!["sim".as_ref(), file.as_os_str()];
+        args.extend(
+            ["--duration", "1", "--json"]
+                .iter()
+                .map(std::ffi::OsStr::new),
+        );
+        args.extend(sim_args.iter().map(std::ffi::OsStr::new));
+        let r = one_json(&heir(args));
+        for (name, t) in r["tasks"].as_object().unwrap() {
+            let mean = t["response_us"]["mean"].as_f64().unwrap();
+            let cell = format!("<td>{:.3}</td>", mean / 1000.0);
+            assert!(html.contains(&cell), "{label}: {name}: {cell}");
+        }
+    }
+    assert_eq!(
+        html.matches("<svg class=\"chart cdf\"").count(),
+        settings.len(),
+        "one CDF per setting"
+    );
+}
+
+#[test]
+fn vary_gpm_compares_gang_priority_management_off_and_on() {
+    varied_page_matches_sim(
+        "seed003-fig1.json",
+        "gpm",
+        &[("GPM off", &["--gpm", "off"]), ("GPM on", &["--gpm", "on"])],
+    );
+}
+
+#[test]
+fn vary_protocol_gives_a_setting_per_protocol() {
+    varied_page_matches_sim(
+        "seed001-fig2.json",
+        "protocol=all=none,inherit,bwi",
+        &[
+            ("all=none", &["--protocol", "all=none"]),
+            ("all=inherit", &["--protocol", "all=inherit"]),
+            ("all=bwi", &["--protocol", "all=bwi"]),
+        ],
+    );
+}
+
+#[test]
+fn vary_refuses_what_the_scenario_cannot_vary_and_writes_nothing() {
+    let dir = TempDir::new("report-vary-bad");
+    let page = dir.join("page.html");
+    let file = example("fig6-producer-consumer.json");
+    for (vary, says) in [
+        ("gpm", "has no gang"),
+        ("ipc", "has no RPC endpoint"),
+        ("protocol=nope=none,inherit", "no mutex \"nope\""),
+        ("protocol=all=none", "at least two protocols"),
+        ("sideways", "expected pi-cv, gpm, ipc or protocol="),
+    ] {
+        let o = heir([
+            "report".as_ref(),
+            file.as_os_str(),
+            "--vary".as_ref(),
+            vary.as_ref(),
+            "-o".as_ref(),
+            page.as_os_str(),
+        ]);
+        assert_eq!(code(&o), 2, "{vary}");
+        assert!(stderr(&o).contains(says), "{vary}: {}", stderr(&o));
+        assert!(dir.files().is_empty(), "{vary}: wrote {:?}", dir.files());
+    }
+}
