@@ -59,7 +59,7 @@
 //! A kernel wait that cannot be armed (no other helper alive, or the kernel
 //! refuses the word: a PI chain back to the waiter) becomes a user wait.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use heir_core::{CondId, TaskId};
@@ -108,6 +108,25 @@ pub enum WaitResult {
 pub struct PiCondvar {
     id: CondId,
     boost: Boost,
+    /// Threads inside a wait: counted up under the engine lock before the
+    /// waiter gives its mutex up, down when its wait returns. A `signal`
+    /// or `broadcast` that finds 0 has no waiter to wake and returns
+    /// without the engine lock: a thread that waits before the signal
+    /// (in the mutex's order) has counted itself before it released the
+    /// mutex, so the signaller, holding or having taken the mutex since,
+    /// sees it. A waiter already chosen but not yet returned only sends
+    /// a signal down the slow path.
+    waiters: AtomicU32,
+}
+
+/// Counts a waiter out of [`PiCondvar::waiters`] on every way out of a
+/// wait.
+struct Waiting<'a>(&'a AtomicU32);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
 }
 
 impl PiCondvar {
@@ -116,6 +135,7 @@ impl PiCondvar {
         PiCondvar {
             id: rt::state().new_cond(),
             boost: Boost::User,
+            waiters: AtomicU32::new(0),
         }
     }
 
@@ -133,6 +153,7 @@ impl PiCondvar {
         Ok(PiCondvar {
             id: rt::state().new_cond(),
             boost,
+            waiters: AtomicU32::new(0),
         })
     }
 
@@ -217,9 +238,12 @@ impl PiCondvar {
         }
         crate::tracefs::mark_cond("wait", self.id);
         let me_tid = rt::tid();
-        let (shared, next_owner, kernel) = {
+        let (shared, next_owner, kernel, _waiting) = {
             let mut st = rt::state();
             let me = st.current()?;
+            // Counted before the mutex is given up (see `waiters`).
+            self.waiters.fetch_add(1, Ordering::SeqCst);
+            let waiting = Waiting(&self.waiters);
             let sh = st.shared(me).ok_or(Error::NoSuchThread(me_tid))?;
             sh.wake.store(PARKED, Ordering::Relaxed);
             // Give the mutex up and start waiting in one engine operation.
@@ -260,7 +284,7 @@ impl PiCondvar {
                 sh.wake.store(UNPARKED, Ordering::Relaxed);
                 return Err(e);
             }
-            (sh, next, kernel)
+            (sh, next, kernel, waiting)
         };
         if let Some(n) = next_owner {
             sys::futex_wake(&n.wake, 1);
@@ -334,6 +358,10 @@ impl PiCondvar {
     /// Wakes the most urgent waiter, if any; returns whether one was woken.
     pub fn signal(&self) -> Result<bool, Error> {
         crate::tracefs::mark_cond("signal", self.id);
+        if self.waiters.load(Ordering::SeqCst) == 0 {
+            // Nobody to wake: no engine lock (see `waiters`).
+            return Ok(false);
+        }
         let me_tid = rt::tid();
         let (any, woken, deferred) = {
             let mut st = rt::state();
@@ -355,6 +383,9 @@ impl PiCondvar {
     /// Wakes every waiter, most urgent first; returns how many.
     pub fn broadcast(&self) -> Result<usize, Error> {
         crate::tracefs::mark_cond("broadcast", self.id);
+        if self.waiters.load(Ordering::SeqCst) == 0 {
+            return Ok(0);
+        }
         let me_tid = rt::tid();
         let (n, woken, deferred) = {
             let mut st = rt::state();
@@ -506,5 +537,32 @@ impl PiCondvar {
     /// True if some thread waits on it now.
     pub fn has_waiters(&self) -> bool {
         rt::state().cond_waited(self.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A signal or broadcast with no waiter returns without the engine
+    /// lock: it completes while another thread holds that lock.
+    #[test]
+    fn signal_without_waiters_does_not_take_the_engine_lock() {
+        let cv = Arc::new(PiCondvar::new());
+        let held = rt::state();
+        let (tx, rx) = mpsc::channel();
+        let c = Arc::clone(&cv);
+        let t = std::thread::spawn(move || {
+            let r = (c.signal(), c.broadcast());
+            let _ = tx.send(r);
+        });
+        let got = rx.recv_timeout(Duration::from_secs(10));
+        drop(held);
+        t.join().expect("signaller");
+        let (signal, broadcast) = got.expect("signal with no waiter waited for the engine lock");
+        assert!(!signal.expect("signal"));
+        assert_eq!(broadcast.expect("broadcast"), 0);
     }
 }
