@@ -213,3 +213,112 @@ fn the_report_page_renders_in_chromium_with_every_chart_drawn() {
     );
     assert!(console_lines(&err).is_empty(), "{err}");
 }
+
+/// A measured maximum above its task's analysis bound (the demo's Annoyer,
+/// real 50.0 ms against a 39.0 ms bound) is flagged where a reader sees
+/// it: in Chromium's DOM, the real maximum's cell is `td.over-bound`,
+/// drawn in red on a tinted background with the ▲ mark, and the notes say
+/// by how much.
+#[test]
+fn a_maximum_above_its_bound_is_flagged_visibly_in_chromium() {
+    use heir_viz::report::{Face, FaceReport, ReportPage, SettingReport, TaskFigures};
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let row = |max_ms: f64| TaskFigures {
+        jobs: Some(10),
+        misses: Some(0),
+        mean_us: Some(max_ms * 500.0),
+        p90_us: Some(max_ms * 900.0),
+        p99_us: Some(max_ms * 990.0),
+        max_us: Some(max_ms * 1000.0),
+    };
+    let page = ReportPage {
+        title: "over-bound check".into(),
+        intro: vec!["A real run above the bound.".into()],
+        tasks: vec!["Annoyer".into(), "Client".into()],
+        settings: vec![SettingReport {
+            label: "PI-CV on".into(),
+            params: vec![("PI-CV".into(), "on".into())],
+            faces: vec![
+                FaceReport {
+                    face: Face::Simulated,
+                    label: "simulated".into(),
+                    rows: vec![row(38.0), row(10.0)],
+                    samples: Vec::new(),
+                },
+                FaceReport {
+                    face: Face::Analysed,
+                    label: "analysis bound".into(),
+                    rows: vec![
+                        TaskFigures {
+                            max_us: Some(39_000.0),
+                            ..TaskFigures::default()
+                        },
+                        TaskFigures {
+                            max_us: Some(20_000.0),
+                            ..TaskFigures::default()
+                        },
+                    ],
+                    samples: Vec::new(),
+                },
+                FaceReport {
+                    face: Face::Real,
+                    label: "real".into(),
+                    rows: vec![row(50.0), row(12.0)],
+                    samples: Vec::new(),
+                },
+            ],
+            gantts: Vec::new(),
+            boosts: Vec::new(),
+        }],
+        notes: Vec::new(),
+    };
+    let dir = TempDir::new("report-over-bound");
+    let file = dir.write("page.html", &page.render());
+    // What the browser computed for each flagged cell.
+    let probe = r#"<script>
+var out = [];
+document.querySelectorAll("td.over-bound").forEach(function (td) {
+  var s = getComputedStyle(td);
+  var r = td.getBoundingClientRect();
+  out.push({ text: td.textContent, color: s.color, background: s.backgroundColor,
+             weight: s.fontWeight, visible: r.width > 0 && r.height > 0 && s.visibility === "visible" });
+});
+var notes = [];
+document.querySelectorAll("li.over-bound").forEach(function (li) { notes.push(li.textContent); });
+var pre = document.createElement("pre");
+pre.id = "heir-check";
+pre.textContent = JSON.stringify({ cells: out, notes: notes });
+document.body.appendChild(pre);
+</script>"#;
+    let html = std::fs::read_to_string(&file).unwrap();
+    let checked = dir.write(
+        "checked.html",
+        &html.replace("</body>", &format!("{probe}</body>")),
+    );
+    let profile = dir.join("profile");
+    let (dom, err) = headless(&chromium, &profile, &checked, &["--dump-dom"]);
+    assert!(console_lines(&err).is_empty(), "{err}");
+    let start = dom.find("<pre id=\"heir-check\">").expect("the check ran") + 21;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let check: Value = serde_json::from_str(&dom[start..end].replace("&quot;", "\"")).unwrap();
+    let cells = check["cells"].as_array().unwrap();
+    // Exactly one cell: the real maximum of Annoyer (Client's 12 ms is
+    // under its 20 ms bound, the simulated 38 under 39).
+    assert_eq!(cells.len(), 1, "{check}");
+    let c = &cells[0];
+    assert!(c["text"].as_str().unwrap().contains("50.000"), "{c}");
+    assert!(c["text"].as_str().unwrap().contains('▲'), "{c}");
+    assert_eq!(c["color"], "rgb(176, 0, 0)", "{c}");
+    assert_eq!(c["background"], "rgb(253, 236, 234)", "{c}");
+    assert_eq!(c["weight"], "700", "{c}");
+    assert_eq!(c["visible"], true, "{c}");
+    let notes = check["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{check}");
+    let n = notes[0].as_str().unwrap();
+    assert!(
+        n.contains("Annoyer") && n.contains("50.000") && n.contains("39.000"),
+        "{n}"
+    );
+}
