@@ -1,5 +1,5 @@
 /*
- * Seed 003 Fig. 1 through the libheir C API: a barrier on a gang, without
+ * The GPM paper's Fig. 1 through the libheir C API: a barrier on a gang, without
  * and with gang priority management (GPM).
  *
  * All threads are SCHED_FIFO on one CPU. T_L (priority 10) is an active

@@ -1,5 +1,5 @@
 /*
- * Producer/consumer with PI-CV helpers (seed 000 Fig. 5 and 6) through the
+ * Producer/consumer with PI-CV helpers (the PI-CV paper's Fig. 5 and 6) through the
  * libheir C API.
  *
  * A consumer (SCHED_FIFO 30) pops 5 items from a heir_queue_t; a producer

@@ -1,5 +1,5 @@
 /*
- * A donating RPC endpoint (seed 002: timeslice donation and helping)
+ * A donating RPC endpoint (NOVA donation: timeslice donation and helping)
  * through the libheir C API.
  *
  * A server (SCHED_FIFO 10) serves a heir_rpc_t; a client (SCHED_FIFO 30)

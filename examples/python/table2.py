@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 000, Table II, from Python: the client/server scenario of Table I
+"""The PI-CV paper's Table II, from Python: the client/server scenario of Table I
 simulated with PI-CV off and on, analysed, as one pandas table, and the
 CDF of the clients' response times drawn with matplotlib.
 
@@ -70,7 +70,7 @@ def main() -> None:
             )
     table = pd.DataFrame(rows).set_index(["setting", "client"])
     with pd.option_context("display.width", 160, "display.precision", 3):
-        print("Seed 000 Table II: response times (ms), simulated 60 s, and the analytic bound\n")
+        print("The PI-CV paper's Table II: response times (ms), simulated 60 s, and the analytic bound\n")
         print(table)
     table.to_csv(out / "table2.csv", float_format="%.3f")
 
@@ -86,7 +86,7 @@ def main() -> None:
         ax.axvline(bound.tasks[client].wcrt_us / 1000, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("response time (ms)")
     ax.set_ylabel("fraction of jobs")
-    ax.set_title("Seed 000 Table I scenario: CDF of response times (dotted: analytic bounds)")
+    ax.set_title("The PI-CV paper's Table I scenario: CDF of response times (dotted: analytic bounds)")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "table2-cdf.png", dpi=100)

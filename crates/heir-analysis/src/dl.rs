@@ -1,5 +1,5 @@
 //! `SCHED_DEADLINE` reservations under the multiprocessor bandwidth
-//! inheritance protocol (M-BWI, seed 001 §3.5–3.6; Faggioli, Lipari and
+//! inheritance protocol (M-BWI, the M-BWI paper's §3.5–3.6; Faggioli, Lipari and
 //! Cucinotta, Real-Time Systems 48, 2012).
 //!
 //! Under M-BWI a task blocked on a mutex lends its server (budget and
@@ -7,7 +7,7 @@
 //! on its own budget while that owner runs on another CPU. Either way the
 //! time is charged to the *waiter's* server: the servers are scheduled
 //! exactly as independent constant-bandwidth servers, and what a task loses
-//! to others is its **interference** `B_i` (seed 001 calls it `I_i`), taken
+//! to others is its **interference** `B_i` (the M-BWI paper calls it `I_i`), taken
 //! from its own budget. So:
 //!
 //! 1. **Admission** of the servers of a group — the reservations pinned to
@@ -26,7 +26,7 @@
 //! 2. **Interference** `B_i` from the critical sections of the blocking
 //!    chains that start at τ_i: `closure(i)` = the mutexes τ_i locks, and,
 //!    transitively, those locked inside a section on a mutex of the closure
-//!    (seed 001 §3.5's chains through nested sections); `Γ_i` = the other
+//!    (the chains through nested sections of the M-BWI paper's §3.5); `Γ_i` = the other
 //!    tasks of the group that lock a mutex of the closure; `L_x` = the
 //!    longest outermost section of x that contains a section on the
 //!    closure, `S_x` the sum of those sections per job.
@@ -228,7 +228,7 @@ fn admission(set: &TaskSet, members: &[usize], cpu: Option<u32>, cpus: u32) -> G
         return GroupAdmission {
             cpu,
             cpus: 1,
-            test: "EDF density test Σ Q/D ≤ 1 (seed 001 §3.3 with D = P)".into(),
+            test: "EDF density test Σ Q/D ≤ 1 (the M-BWI paper's §3.3 with D = P)".into(),
             load,
             limit: 1.0,
             needed_load: None,

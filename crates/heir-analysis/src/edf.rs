@@ -1,9 +1,9 @@
-//! EDF / CBS admission tests of seed 001 §3.3, for `SCHED_DEADLINE`
+//! EDF / CBS admission tests of the M-BWI paper's §3.3, for `SCHED_DEADLINE`
 //! reservations. `heir analyze` no longer uses them (the exact test of
 //! [`crate::pdc`] replaced them: the blocking test bounds a waiter under
 //! deadline inheritance by `D`, which a deadline owner running at its own,
-//! later deadline refutes — docs/ANALYSIS.md §5.3); they are kept as seed
-//! 001 states them, with the exact comparisons the analysis shares.
+//! later deadline refutes — docs/ANALYSIS.md §5.3); they are kept as the M-BWI
+//! paper states them, with the exact comparisons the analysis shares.
 //!
 //! A reservation `(Q, P)` with relative deadline `D` is guaranteed `Q` units
 //! of CPU every `P` once admitted. Two tests:
@@ -54,7 +54,7 @@ pub fn utilisation_test(res: &[Reservation]) -> Admission {
     }
 }
 
-/// `∀i: Σ_{D_j ≤ D_i} Q_j / P_j + B_i / P_i ≤ 1` (seed 001 §3.3).
+/// `∀i: Σ_{D_j ≤ D_i} Q_j / P_j + B_i / P_i ≤ 1` (the M-BWI paper's §3.3).
 pub fn blocking_test(res: &[Reservation]) -> Admission {
     let mut admitted = true;
     let mut load = Vec::with_capacity(res.len());

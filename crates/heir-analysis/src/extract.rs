@@ -166,7 +166,7 @@ struct Servers {
 }
 
 impl Servers {
-    /// Finds the servers, in file order, each checked against seed 000's
+    /// Finds the servers, in file order, each checked against the PI-CV paper's
     /// model: one thread, fixed priority, one CPU, one server per endpoint.
     fn of(sc: &Scenario) -> Result<Servers, AnalysisError> {
         let mut servers = Servers {
@@ -215,7 +215,7 @@ fn served_endpoint(t: &ScTask) -> Result<Option<usize>, AnalysisError> {
         return Err(unsupported(
             at_event(e),
             format!(
-                "task {} mixes \"serve\" with other events; the RPC analysis (seed 000 §5) models servers that only serve",
+                "task {} mixes \"serve\" with other events; the RPC analysis (the PI-CV paper's §5) models servers that only serve",
                 t.name
             ),
         ));
@@ -239,7 +239,7 @@ fn server_thread(t: &ScTask) -> Result<Server, AnalysisError> {
         return Err(unsupported(
             at_task(t),
             format!(
-                "server {} has {} instances: a pool of servers per endpoint is not analysed (seed 000 §5 has one server per endpoint)",
+                "server {} has {} instances: a pool of servers per endpoint is not analysed (the PI-CV paper's §5 has one server per endpoint)",
                 t.name, t.instance
             ),
         ));
@@ -462,7 +462,7 @@ impl Extractor<'_> {
         Err(unsupported(
             at_event(e),
             format!(
-                "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (seed 000 §5) covers calls to a server on the caller's CPU only",
+                "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (the PI-CV paper's §5) covers calls to a server on the caller's CPU only",
                 t.name, cpu, server.name, server.cpu
             ),
         ))

@@ -20,7 +20,7 @@
 //!    task is in at most one "state" when τ_i is released — inside one
 //!    critical section, waiting for one mutex, or waiting for one reply —
 //!    and cannot start a new one until τ_i completes. Each lower task
-//!    contributes at most once; each low server (Lemma 2 of seed 000) and
+//!    contributes at most once; each low server (Lemma 2 of the PI-CV paper) and
 //!    the ceiling protocol as a whole contribute at most once. That is a
 //!    maximum-weight bipartite matching ([`crate::matching`]). PI mutexes
 //!    have no per-mutex limit: heir's mutexes hand the lock to the top
@@ -30,7 +30,7 @@
 //!    `w_q = B_i + (q+1)E_i + Σ_{h∈hp(i)} ⌈w_q/T_h⌉ E_h
 //!           + Σ_{d∈DL(c)} (⌈w_q/P_d⌉ + 1) Q_d`,
 //!    `R_i = max_q (w_q − q T_i)` over the jobs `q` of the busy period. With
-//!    `R_i ≤ T_i` only `q = 0` is needed and this is Eq. 1 of seed 000 with
+//!    `R_i ≤ T_i` only `q = 0` is needed and this is Eq. 1 of the PI-CV paper with
 //!    `I_i = B_i`.
 //!
 //! `SCHED_DEADLINE` tasks are analysed per CPU (or globally) by
@@ -171,12 +171,12 @@ impl Unbounded {
                 "SCHED_DEADLINE admission fails on the {cpus} CPUs (global EDF, GFB: load {load:.3} > {limit:.3})"
             ),
             Unbounded::NotBwi { mutex } => format!(
-                "a blocking chain of this task reaches mutex {} (protocol {}), which has no bandwidth inheritance: its owner runs on its own budget and can be throttled while holding it (seed 001 §3.4, Fig. 1); not bounded here (use protocol \"bwi\")",
+                "a blocking chain of this task reaches mutex {} (protocol {}), which has no bandwidth inheritance: its owner runs on its own budget and can be throttled while holding it (the M-BWI paper's §3.4, Fig. 1); not bounded here (use protocol \"bwi\")",
                 set.mutexes[*mutex].name,
                 crate::model::protocol_name(set.mutexes[*mutex].protocol)
             ),
             Unbounded::Interferer { other } => format!(
-                "it can wait for task {}, which has no guarantee itself: that task can then run on this one's budget beyond the bound (seed 001 §3.5)",
+                "it can wait for task {}, which has no guarantee itself: that task can then run on this one's budget beyond the bound (the M-BWI paper's §3.5)",
                 set.tasks[*other].name
             ),
             Unbounded::OverBudget { needed, runtime, global } => format!(
@@ -212,7 +212,7 @@ impl Unbounded {
 pub struct TaskResult {
     /// Worst-case response time bound, `None` when unbounded.
     pub wcrt: Option<Nanos>,
-    /// Blocking term `B_i` (`I_i` of seed 000 for RPC clients), `None` when
+    /// Blocking term `B_i` (`I_i` of the PI-CV paper for RPC clients), `None` when
     /// unbounded. For `SCHED_DEADLINE` tasks, the `B_i` of the admission test.
     pub blocking: Option<Nanos>,
     /// `wcrt ≤ deadline`.
@@ -270,7 +270,7 @@ enum Row {
 /// apply. Rows are what blocks "at most once": one row for all ceiling
 /// mutexes with ceiling `≥ p_i` (under the immediate ceiling protocol only
 /// one lower critical section can be in progress at level `≥ p_i`), and
-/// each server below `p_i` that τ_i or a higher task calls (seed 000's
+/// each server below `p_i` that τ_i or a higher task calls (the PI-CV paper's
 /// `Q_i ∪ P_i`, Lemma 2: each server serves at most one lower request while
 /// τ_i is pending). The weight of `(row, L)` is L's longest critical section
 /// on the row's mutexes, or its longest call to the row's server. Then
@@ -404,7 +404,7 @@ impl Analyzer {
             .all(|i| !self.cancelled() && self.analyze_fixed(set, i, true).schedulable)
     }
 
-    /// Seed 000 Eq. 5 for client `i` exactly as the paper states it (PI-CV,
+    /// The PI-CV paper's Eq. 5 for client `i` exactly as the paper states it (PI-CV,
     /// servers below every client): the maximum-weight matching between
     /// lower-priority clients and the servers of `Q_i ∪ P_i`. The set must be
     /// valid and `i` a fixed-priority task.

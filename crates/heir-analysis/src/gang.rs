@@ -1,4 +1,4 @@
-//! Seed 003's Properties 1 and 2 as a bound: the latency of a gang run,
+//! The GPM paper's Properties 1 and 2 as a bound: the latency of a gang run,
 //! from `gang_run` to the last active member's `gang_notify` (when
 //! `gang_wait` returns), for every completed run.
 //!
@@ -18,7 +18,7 @@
 //!   `gang_remove`, or its exit): work, plus known suspensions counted as
 //!   execution (`delay`, `sleep`, a `timer`'s period). A point from which
 //!   the member would wait, before notifying, on a condition only the
-//!   gang's initiator signals after its `gang_wait` (seed 003 §3's
+//!   gang's initiator signals after its `gang_wait` (the GPM paper's §3
 //!   resumption condition) cannot start a run that completes, and is
 //!   skipped.
 //! - `B_c`: per thread that is not an interferer, its longest outermost
@@ -1089,7 +1089,7 @@ impl<'a> Analysis<'a> {
                         _ => "?",
                     };
                     return Err(format!(
-                        "member {} may wait at {what} before it notifies gang {}: the run waits as long (seed 003 §3: a member leaves the gang, gang_passive, before it waits)",
+                        "member {} may wait at {what} before it notifies gang {}: the run waits as long (the GPM paper's §3: a member leaves the gang, gang_passive, before it waits)",
                         th.name, self.sc.resources[r].name
                     ));
                 }
@@ -1108,7 +1108,7 @@ impl<'a> Analysis<'a> {
     /// work up to its notify is in its `C_m`; then, if every run waits for
     /// it (below) and every notify is followed by a wait on the resumption
     /// condition, only the tail between them. Otherwise (not counted, or
-    /// not waited for by every run — seed 003's Property 1: a member the
+    /// not waited for by every run — the GPM paper's Property 1: a member the
     /// run's mask leaves out still runs at its own priority): its work from
     /// any point to its next wait on the resumption condition, which is
     /// signalled only after the run completes, if every point reaches one

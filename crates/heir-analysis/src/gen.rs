@@ -14,7 +14,7 @@
 //!   one on a lower-numbered mutex (one global lock order: never a cycle).
 //! - RPC: each task calls each of `servers` servers with `call_probability`,
 //!   work uniform in `call_us`, capped so that local work stays ≥ 1 µs.
-//!   Servers have the lowest priorities, below every client (seed 000 §5).
+//!   Servers have the lowest priorities, below every client (the PI-CV paper's §5).
 //!
 //! Everything is in whole µs (then ns in the model), so that [`to_scenario`]
 //! writes exactly the same numbers into a scenario for the simulator.

@@ -10,15 +10,15 @@
 //!   analysis with the blocking term of each protocol — none (reported
 //!   unbounded when a medium task can run during the inversion), priority
 //!   inheritance (Sha, Rajkumar, Lehoczky 1990), immediate priority ceiling,
-//!   and PI-CV RPC (seed 000 §5, Eq. 1-5) — in [`fp`];
-//! - **seed 000's `I_i`** computed exactly in polynomial time as a
+//!   and PI-CV RPC (the PI-CV paper's §5, Eq. 1-5) — in [`fp`];
+//! - **the PI-CV paper's `I_i`** computed exactly in polynomial time as a
 //!   maximum-weight bipartite matching ([`matching`],
 //!   [`Analyzer::rpc_interference`]);
 //! - **EDF / CBS admission** for `SCHED_DEADLINE` reservations: on one CPU
 //!   the exact processor-demand criterion by QPA ([`pdc`]), globally GFB
-//!   (sufficient); their guarantees under every mutex protocol, M-BWI (seed
-//!   001) included, pinned or global ([`dl`]);
-//! - **gang latency** (seed 003, Properties 1-2): from `gang_run` to the
+//!   (sufficient); their guarantees under every mutex protocol, M-BWI
+//!   included, pinned or global ([`dl`]);
+//! - **gang latency** (the GPM paper's Properties 1-2): from `gang_run` to the
 //!   last member's `gang_notify`, per gang, gpm on or off ([`gang`]);
 //! - **random task sets** (UUniFast, RandFixedSum, log-uniform periods,
 //!   critical-section and RPC profiles) and **sweeps** of the schedulability
@@ -30,7 +30,7 @@
 //!
 //! ```
 //! use heir_analysis::{analyze_set, model::{Call, Server, Task, TaskSet}};
-//! // Seed 000 Table I (times in ns).
+//! // The PI-CV paper's Table I (times in ns).
 //! let ms = 1_000_000;
 //! let set = TaskSet {
 //!     tasks: vec![
@@ -132,7 +132,7 @@ fn analyze_scenario_with(
     cancel: Option<&CancelFlag>,
 ) -> Result<AnalysisReport, AnalysisError> {
     if gang::has_gangs(scenario) {
-        // Seed 003: the gang bounds. The per-task model has no gang boosts
+        // GPM: the gang bounds. The per-task model has no gang boosts
         // (a member runs above its own priority while a run is pending), so
         // the per-task bounds are not computed beside them.
         return Ok(AnalysisReport {

@@ -1,7 +1,7 @@
 //! Maximum-weight bipartite matching, for blocking terms of the form "each
 //! lower-priority task at most once, each resource (or server) at most once".
 //!
-//! Seed 000 Eq. 4-5 states the PI-CV RPC interference `I_i` as a maximum over
+//! The PI-CV paper's Eq. 4-5 states the PI-CV RPC interference `I_i` as a maximum over
 //! subsets of calls, exponential in the number of calls. The subsets allowed by
 //! Lemmas 1 and 2 are exactly the matchings of the bipartite graph *lower task
 //! — server* whose edge `(j, k)` weighs `max { D_{j,h} | r_{j,h} = k }`, so

@@ -5,7 +5,7 @@
 //! fixed point is computed exactly (Table I's 4.5 ms is 4 500 000 ns, and
 //! 19 ms comes out as 19 000 000, not 18 999 999.999).
 //!
-//! Vocabulary (seed 000 §5): a *client* task τ_i releases a job every `T_i`;
+//! Vocabulary (the PI-CV paper's §5): a *client* task τ_i releases a job every `T_i`;
 //! the job runs `C_i` of local work (its critical sections included) and
 //! `K_i` remote procedure calls, the k-th to server `S_{r_{i,k}}` costing
 //! `D_{i,k}`; `E_i = C_i + Σ_k D_{i,k}` is the job's whole demand on its CPU.
@@ -26,7 +26,7 @@ pub enum LockProtocol {
     Inherit,
     /// Immediate priority ceiling at the given real-time priority.
     Ceiling(i32),
-    /// Multiprocessor bandwidth inheritance (M-BWI, seed 001 §3.6): the
+    /// Multiprocessor bandwidth inheritance (M-BWI, the M-BWI paper's §3.6): the
     /// owner inherits the waiter's deadline *and* runs on its budget. For
     /// fixed-priority tasks it is priority inheritance.
     Bwi,
@@ -50,10 +50,10 @@ pub enum Protocol {
     Inherit,
     /// Immediate-ceiling mutexes (ceiling = highest priority of their users);
     /// each server runs at the highest priority of its callers (the
-    /// "alternative approach" of seed 000 §6.2).
+    /// "alternative approach" of the PI-CV paper's §6.2).
     Ceiling,
     /// Priority-inheritance mutexes and PI-CV: a waiting client lends its
-    /// priority to the server (seed 000).
+    /// priority to the server (the PI-CV paper).
     PiCv,
 }
 
@@ -213,7 +213,7 @@ pub struct TaskSet {
     pub servers: Vec<Server>,
     pub mutexes: Vec<Mutex>,
     /// PI-CV on: a client waiting for a reply lends its priority to the
-    /// server (seed 000). Off: the server runs at its own priority.
+    /// server (the PI-CV paper). Off: the server runs at its own priority.
     pub pi_cv: bool,
 }
 
@@ -358,7 +358,7 @@ impl TaskSet {
         };
         if s.cpu != t.cpu {
             return Err(unsupported(format!(
-                "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (seed 000 §5) covers calls to servers on the caller's CPU only",
+                "task {} on CPU {} calls server {} on CPU {}: the RPC analysis (the PI-CV paper's §5) covers calls to servers on the caller's CPU only",
                 t.name, t.cpu, s.name, s.cpu
             )));
         }
@@ -576,7 +576,7 @@ pub(crate) fn shared_across_message(m: &Mutex, a: (Place, &str), b: (Place, &str
         (Place::Global, Place::Cpu(c)) | (Place::Cpu(c), Place::Global) => {
             let (g, p) = if a.0 == Place::Global { (a.1, b.1) } else { (b.1, a.1) };
             format!(
-                "mutex {} is used by {} (free on every CPU) and by {} (pinned to CPU {}): bandwidth inheritance across affinities is not analysed (seed 001 §4.3: the owner would run another CPU's bandwidth); make all its users global or all pinned to one CPU",
+                "mutex {} is used by {} (free on every CPU) and by {} (pinned to CPU {}): bandwidth inheritance across affinities is not analysed (the M-BWI paper's §4.3: the owner would run another CPU's bandwidth); make all its users global or all pinned to one CPU",
                 m.name, g, p, c
             )
         }

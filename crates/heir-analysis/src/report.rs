@@ -62,7 +62,7 @@ pub struct AnalysisReport {
     /// The admission of each group of `SCHED_DEADLINE` tasks (per CPU, then
     /// the global group); empty without them.
     pub admissions: Vec<GroupAdmission>,
-    /// Seed 003: the bound of each gang (empty without gangs).
+    /// GPM: the bound of each gang (empty without gangs).
     pub gangs: Vec<GangBound>,
     /// Why `tasks` is empty although the scenario has tasks (a scenario
     /// with gangs); `schedulable` is then `false` and means nothing.
@@ -123,7 +123,7 @@ impl AnalysisReport {
     /// or "global", "cpus", "test", "load", "limit", "needed_load"
     /// (number or null), "admitted"}`.
     ///
-    /// With gangs (seed 003): `"schedulable": null`, `"tasks": {}`,
+    /// With gangs (GPM): `"schedulable": null`, `"tasks": {}`,
     /// `"tasks_note"` and `"gangs": {GANG: {"gpm", "priority", "bound_us",
     /// "blocking_us", "reason", "members": {THREAD: {"cpu", "class",
     /// "work_us", "bound_us"}}, "waiters": {THREAD: {"bound_us"}}}}`.

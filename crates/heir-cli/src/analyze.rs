@@ -5,7 +5,7 @@
 //!
 //! `--compare` also simulates the file (as written, PI-CV as the analysis
 //! assumes) and prints, per task, the bound next to the simulated maximum —
-//! seed 000's Table II as one command; `--real` adds a run on real threads
+//! the PI-CV paper's Table II as one command; `--real` adds a run on real threads
 //! (`heir run`'s runner: needs real-time privileges).
 //!
 //! `--json` prints one object:
@@ -52,7 +52,7 @@ pub struct Args {
     /// ceiling:N (applied to the file, so --compare simulates the same).
     #[arg(long = "protocol", value_name = "P|NAME=P", value_parser = parse_protocol_arg)]
     pub protocols: Vec<ProtocolArg>,
-    /// Gang priority management (seed 003; replaces global.gpm): off
+    /// Gang priority management (GPM; replaces global.gpm): off
     /// keeps the gangs' waiting and counting but boosts nobody.
     #[arg(long, value_name = "on|off")]
     pub gpm: Option<crate::sim::OnOff>,
@@ -443,7 +443,7 @@ fn comparison(
         t.row(row);
     }
     let mut out = String::from(
-        "\nresponse times in ms: analytical bound vs observed maximum (as seed 000 Table II)\n\n",
+        "\nresponse times in ms: analytical bound vs observed maximum (as the PI-CV paper's Table II)\n\n",
     );
     out.push_str(&t.render());
     // The simulator is exact to the ns; a real run is compared as measured.
@@ -494,7 +494,7 @@ fn over_bound<'a>(
         .collect()
 }
 
-/// The text output of a scenario with gangs (seed 003): per gang the
+/// The text output of a scenario with gangs (GPM): per gang the
 /// members' parts, then per gang and waiter the latency bound, with
 /// `--compare` beside the simulated (and real) maximum latency.
 fn gang_render(
@@ -506,7 +506,7 @@ fn gang_render(
 ) -> String {
     let gpm = report.gangs.first().is_some_and(|g| g.gpm);
     let mut out = format!(
-        "{file}: gang latency bounds (seed 003 Property 1), gpm {}; times in ms\n\n",
+        "{file}: gang latency bounds (the GPM paper's Property 1), gpm {}; times in ms\n\n",
         if gpm { "on" } else { "off" }
     );
     let mut t =

@@ -1,11 +1,11 @@
 //! `heir demo`: the main job on an embedded scenario.
 //!
-//! Seed 000's Table I client/server scenario
+//! The PI-CV paper's Table I client/server scenario
 //! (`examples/table1-client-server.json`, embedded in the binary) is
 //! simulated twice, PI-CV off and on, and printed side by side like the
 //! paper's Table II: average, 90th percentile and maximum response time of
 //! Client1 and Client2 in ms, then the paper's measured values and the
-//! analytical worst case from `heir-analysis` (seed 000 Eq. 1-5 with PI-CV:
+//! analytical worst case from `heir-analysis` (the PI-CV paper's Eq. 1-5 with PI-CV:
 //! 19 and 29 ms, the paper's figures). The SVG Gantt chart and the Chrome
 //! trace of each run are written into `--out` (default `./heir-demo/`),
 //! and so is the report page of all the runs (`report.html`, as `heir
@@ -28,7 +28,7 @@ use crate::output::{deadlock_line, ms, print_json, print_warnings, RunOutputs, T
 use crate::report::{Collector, Setting, SettingRuns};
 use crate::{CliError, CliResult};
 
-/// The embedded scenario: seed 000, Table I.
+/// The embedded scenario: the PI-CV paper's Table I.
 const SCENARIO: &str = include_str!("../../../examples/table1-client-server.json");
 /// Where the embedded scenario comes from (names it in messages).
 const SCENARIO_FILE: &str = "examples/table1-client-server.json";
@@ -37,7 +37,7 @@ const CLIENTS: [&str; 2] = ["Client1", "Client2"];
 /// Table II's statistics, in its row order.
 const STATS: [&str; 3] = ["Average", "90th perc.", "Maximum"];
 
-/// Seed 000, Table II: measured on Linux, 60 s (ms). Per PI-CV setting
+/// The PI-CV paper's Table II: measured on Linux, 60 s (ms). Per PI-CV setting
 /// (off, on), per client, [average, 90th percentile, maximum].
 const PAPER_MEASURED: [(&str, bool, [[f64; 3]; 2]); 2] = [
     (
@@ -52,7 +52,7 @@ const PAPER_MEASURED: [(&str, bool, [[f64; 3]; 2]); 2] = [
     ),
 ];
 
-/// Seed 000, Table II, "Analytical Worst-Case" (Eq. 1, PI-CV on), in ms.
+/// The PI-CV paper's Table II, "Analytical Worst-Case" (Eq. 1, PI-CV on), in ms.
 const PAPER_WORST_CASE_MS: [f64; 2] = [19.0, 29.0];
 
 /// `heir demo` arguments.
@@ -123,7 +123,7 @@ struct Bound {
     note: Option<String>,
 }
 
-/// The bound `heir-analysis` gives each client: with PI-CV (seed 000
+/// The bound `heir-analysis` gives each client: with PI-CV (the PI-CV paper's
 /// Eq. 1-5) or, without, priority inheritance on mutexes only.
 fn analytic_bound(scenario: &Scenario, pi_cv: bool) -> Bound {
     let protocol = if pi_cv {
@@ -163,7 +163,7 @@ fn simulate(
     let svg = dir.join(format!("{stem}.svg"));
     let trace = dir.join(format!("{stem}.trace.json"));
     let title = format!(
-        "seed 000 Table I client/server, simulated, PI-CV {}",
+        "the PI-CV paper's Table I client/server, simulated, PI-CV {}",
         crate::output::on_off(pi_cv)
     );
     let mut outputs = RunOutputs::new(Some(&trace), Some(&svg), &title)?;
@@ -329,8 +329,8 @@ fn text_report(scenario: &Scenario, runs: &[Run]) -> String {
     let seed = scenario.global.seed;
     let dur = runs.first().map(|r| r.report.duration_us).unwrap_or(0.0);
     let mut out = format!(
-        "heir demo: seed 000 Table I client/server ({SCENARIO_FILE}), simulated {:.3} s, seed {seed}{}\n\
-         Response times in ms, as seed 000 Table II\n\n",
+        "heir demo: the PI-CV paper's Table I client/server ({SCENARIO_FILE}), simulated {:.3} s, seed {seed}{}\n\
+         Response times in ms, as the PI-CV paper's Table II\n\n",
         dur / 1e6,
         match runs.iter().find(|r| r.report.mode == "real") {
             Some(r) => format!("; real threads {:.3} s per setting", r.report.duration_us / 1e6),
@@ -385,7 +385,7 @@ fn text_report(scenario: &Scenario, runs: &[Run]) -> String {
     out.push_str(&t.render());
     out.push_str(&format!(
         "\npaper: measured on Linux over 60 s; its Analytical Worst-Case (Eq. 1, PI-CV): {} and {} ms\n\
-         Analytical Worst-Case: heir-analysis, seed 000 Eq. 1-5 with PI-CV, mutex PI only without\n",
+         Analytical Worst-Case: heir-analysis, the PI-CV paper's Eq. 1-5 with PI-CV, mutex PI only without\n",
         PAPER_WORST_CASE_MS[0], PAPER_WORST_CASE_MS[1]
     ));
     for r in runs {

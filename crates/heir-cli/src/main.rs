@@ -37,7 +37,7 @@ enum Cmd {
     Analyze(analyze::Args),
     /// Schedulability ratio against utilisation for random task sets.
     Sweep(sweep::Args),
-    /// The main job: seed 000's client/server scenario, PI-CV off and on.
+    /// The main job: the PI-CV paper's client/server scenario, PI-CV off and on.
     Demo(demo::Args),
     /// One HTML page: simulated, analysed and real response times, CDFs,
     /// Gantt charts and boosts, PI-CV off and on.

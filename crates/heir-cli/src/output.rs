@@ -41,7 +41,7 @@ pub fn sched_label(s: &Sched) -> String {
 }
 
 /// The scheduling label of every thread of `scenario`, by thread name.
-/// A passive server (donation model, seed 002: no scheduling context of
+/// A passive server (NOVA donation model: no scheduling context of
 /// its own) is shown, with `passive`, as `passive` (`heir sim`); otherwise
 /// as what its thread runs as on real threads: `SCHED_IDLE (passive)`
 /// (`heir run` runs it at `SCHED_IDLE`, and the kernel lends it each
@@ -155,7 +155,7 @@ pub fn read_scenario_with(
     Ok((file, scenario))
 }
 
-/// `--gpm on|off` (seed 003): replaces `global.gpm` in the scenario, for
+/// `--gpm on|off` (GPM): replaces `global.gpm` in the scenario, for
 /// every face that reads it.
 pub fn apply_gpm(scenario: &mut Scenario, gpm: Option<crate::sim::OnOff>) {
     if let Some(g) = gpm {
@@ -163,7 +163,7 @@ pub fn apply_gpm(scenario: &mut Scenario, gpm: Option<crate::sim::OnOff>) {
     }
 }
 
-/// `, gpm on` for a header line when the scenario has gangs (seed 003);
+/// `, gpm on` for a header line when the scenario has gangs (GPM);
 /// empty otherwise.
 pub fn gpm_shown(scenario: &Scenario) -> String {
     let gangs = scenario
@@ -573,7 +573,7 @@ pub fn real_vs_sim_table(real: &Report, sim: &Report) -> Table {
     t
 }
 
-/// `heir run --compare` of a file with gangs (seed 003): per gang and
+/// `heir run --compare` of a file with gangs (GPM): per gang and
 /// waiter, the real and the simulated completed waits, timeouts, mean and
 /// maximum latency (ms); `None` without gangs.
 pub fn real_vs_sim_gangs(real: &Report, sim: &Report) -> Option<Table> {
@@ -681,7 +681,7 @@ fn misses_cell(task: &TaskReport) -> String {
     }
 }
 
-/// Seed 003: one row per gang and waiting thread — runs and failed runs
+/// GPM: one row per gang and waiting thread — runs and failed runs
 /// of the gang, the thread's completed waits and timeouts, and the
 /// latency from `gang_run` to the last `gang_notify` (ms); `None` without
 /// gangs.
@@ -746,7 +746,7 @@ pub fn server_line(report: &Report) -> Option<String> {
 }
 
 /// `aborted calls: Client 1, Other 0` — per thread whose calls have a
-/// `timeout` (seed 002), the calls that timed out and were aborted.
+/// `timeout` (NOVA donation), the calls that timed out and were aborted.
 pub fn aborted_line(report: &Report) -> Option<String> {
     let parts: Vec<String> = report
         .tasks
@@ -775,7 +775,7 @@ pub fn migration_line(report: &Report, cpus: u32) -> Option<String> {
 
 /// The deadlock line of a report, if it deadlocked:
 /// `deadlock at 4.000 ms: A -> m2 -> B -> m1 -> A` (`livelock at …` for
-/// servers that would help each other forever, seed 002 Fig. 7).
+/// servers that would help each other forever, the NOVA paper's Fig. 7).
 pub fn deadlock_line(report: &Report) -> Option<String> {
     report.deadlock.as_ref().map(|d| {
         format!(

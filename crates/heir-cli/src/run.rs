@@ -66,7 +66,7 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
-    /// Gang priority management (seed 003; replaces global.gpm): off
+    /// Gang priority management (GPM; replaces global.gpm): off
     /// keeps the gangs' waiting and counting but boosts nobody.
     #[arg(long, value_name = "on|off")]
     pub gpm: Option<OnOff>,

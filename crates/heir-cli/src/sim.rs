@@ -1,7 +1,7 @@
 //! `heir sim FILE`: simulate a scenario file, deterministically from its seed.
 //!
 //! Prints a header (file, simulated time, CPUs, seed, PI-CV, and GPM for a
-//! file with gangs), a per-thread table, the gangs' table (seed 003: per
+//! file with gangs), a per-thread table, the gangs' table (GPM: per
 //! gang and waiting thread, the latency from `gang_run` to the last
 //! notify), the deadline servers' line and, on several CPUs, the
 //! threads' migrations (or, with `--json`, exactly one JSON object: the
@@ -66,7 +66,7 @@ pub struct Args {
     /// PI-CV on condition variables with helpers (replaces global.pi_cv).
     #[arg(long, value_name = "on|off")]
     pub pi_cv: Option<OnOff>,
-    /// Gang priority management (seed 003; replaces global.gpm): off
+    /// Gang priority management (GPM; replaces global.gpm): off
     /// keeps the gangs' waiting and counting but boosts nobody.
     #[arg(long, value_name = "on|off")]
     pub gpm: Option<OnOff>,

@@ -19,7 +19,7 @@
 //! - `helpers/add_del_waiting` and `helpers/add_del_idle`: helper_add +
 //!   helper_del with and without a waiter (boost/revoke vs bookkeeping only;
 //!   2 calls).
-//! - `donation/{link,unlink,abort,reply_root}/N` (seed 002 Fig. 9): an IPC
+//! - `donation/{link,unlink,abort,reply_root}/N` (the NOVA paper's Fig. 9): an IPC
 //!   call chain of `N` servers, one [`Spec::ENDPOINT`] request per call,
 //!   `L ─▶ r0 ─▶ S0 ─▶ r1 ─▶ S1 … ─▶ S(N-1)` (each server blocked in its
 //!   own call on the next; the root runnable). One call timed per element:
@@ -193,7 +193,7 @@ fn helpers(c: &mut Criterion) {
     g.finish();
 }
 
-/// The path lengths of seed 002 Fig. 9.
+/// The path lengths of the NOVA paper's Fig. 9.
 const LENGTHS: [usize; 6] = [1, 4, 16, 64, 256, 512];
 
 /// One IPC call chain `L ─▶ r[0] ─▶ S[0] ─▶ r[1] ─▶ … ─▶ S[n-1]`, L not

@@ -1,4 +1,4 @@
-//! Condition variables with helpers (PI-CV, seed 000): objects whose waiters
+//! Condition variables with helpers (PI-CV; the PI-CV paper): objects whose waiters
 //! donate to every target, the helpers ([`Spec::COND`]).
 
 use crate::probe::Cut;

@@ -1,5 +1,5 @@
 //! Scheduling contexts: whose *time* a task runs on, as opposed to whose
-//! urgency (seL4 MCS's scheduling contexts, seed 001's servers, seed 002's
+//! urgency (seL4 MCS's scheduling contexts, M-BWI's servers, the NOVA paper's
 //! timeslices).
 //!
 //! Each task owns a context; a blocked task lends its context down its
@@ -56,7 +56,7 @@ pub struct Donor {
 pub enum Stall {
     /// `task` is blocked on `object`, which does not donate (a mutex
     /// without inheritance, a ceiling mutex, a gang): its time stops there.
-    /// A helping cycle (seed 002's livelock) shows as this.
+    /// A helping cycle (the NOVA paper's livelock) shows as this.
     NotDonating {
         /// The blocked task where the walk stopped.
         task: TaskId,

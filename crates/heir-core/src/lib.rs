@@ -22,11 +22,11 @@
 //! - **top waiter**: the waiter of an object with the greatest *effective*
 //!   urgency, the earliest enqueued among equals.
 //! - **target**: a task an object acts on: a mutex's **owner**, a condvar's
-//!   **helpers** (declared with `pthread_cond_helpers_add`, seed 000 §4), the
+//!   **helpers** (declared with `pthread_cond_helpers_add`, the PI-CV paper's §4), the
 //!   server serving an endpoint's request, a gang's active members.
 //! - **floor**: an urgency an object puts under each of its targets whoever
-//!   waits: a ceiling mutex's ceiling (seed 004), a running gang's priority
-//!   (seed 003).
+//!   waits: a ceiling mutex's ceiling (IPCP), a running gang's priority
+//!   (GPM).
 //! - **contribution** of an object to its targets: the maximum of its floor
 //!   and, if it donates, its top waiter's effective urgency. A task's
 //!   **inputs** are the objects it is a target of that contribute now.
@@ -65,36 +65,36 @@
 //! donor A for all three. When cv is signalled, C and D fall back to 10 and
 //! 20; when B releases m1 to A, B falls back to 50.
 //!
-//! # How the seeds map onto objects
+//! # How the papers map onto objects
 //!
 //! - **PI mutex** (classic priority inheritance, rtmutex): waiter → mutex →
 //!   owner, [`Protocol::Inherit`]. [`Engine::unlock`] hands the mutex to the
 //!   top waiter directly; [`Engine::acquire`]/[`Engine::release`] let a
 //!   runtime record ownership the kernel decided (PI futexes).
-//! - **PI-CV** (seed 000): waiter → condvar → each helper; helpers can be added
+//! - **PI-CV** (the PI-CV paper): waiter → condvar → each helper; helpers can be added
 //!   and removed at any time, also while waiters wait (the boost is applied or
 //!   revoked at once); signal, broadcast and timeout ([`Engine::cancel_wait`])
 //!   revoke the woken waiters' donation. Transitive with PI mutexes and other
-//!   condvars (seed 000 Fig. 3 and Fig. 7). `pthread_cond_wait(c, m)` gives
+//!   condvars (the PI-CV paper's Fig. 3 and Fig. 7). `pthread_cond_wait(c, m)` gives
 //!   `m` up atomically with starting to wait, and so does the engine:
 //!   [`Engine::cond_wait_unlock`] (hand-off) and [`Engine::cond_wait_release`]
 //!   (the kernel hands over) are one operation whose cycle check sees `m`
 //!   already released — a helper blocked on `m` to signal is the normal
 //!   pattern, not a deadlock.
-//! - **Immediate priority ceiling** (seed 004): a [`Protocol::Ceiling`] mutex
+//! - **Immediate priority ceiling** (IPCP): a [`Protocol::Ceiling`] mutex
 //!   has a floor, the ceiling, under its owner from the moment it locks;
 //!   nested ceilings take the maximum and unwind on unlock. Its waiters do
 //!   not donate (but still form wait-for edges, so a deadlock through them
 //!   is still refused).
-//! - **Bandwidth inheritance** (seed 001): [`Urgency::Deadline`] orders by
+//! - **Bandwidth inheritance** (M-BWI): [`Urgency::Deadline`] orders by
 //!   absolute deadline alone; a blocked task lends its scheduling context
 //!   down its chain, and the face runs the owner on the most urgent context
 //!   it holds that still has budget ([`Engine::donors`]).
-//! - **IPC donation and helping** (seed 002): an object of [`Spec::ENDPOINT`]
+//! - **IPC donation and helping** (NOVA donation): an object of [`Spec::ENDPOINT`]
 //!   per request; its one target is the server that took the call
 //!   ([`Engine::add_target`] / [`Engine::remove_target`] as servers take and
 //!   drop requests), so the caller lends to that server only.
-//! - **Gang boosts** (seed 003): an object of [`Spec::GANG`] whose targets are
+//! - **Gang boosts** (GPM): an object of [`Spec::GANG`] whose targets are
 //!   the active members that have not notified, and whose floor
 //!   ([`Engine::set_floor`]) is the gang priority while the gang runs.
 //!
@@ -146,13 +146,13 @@
 //! as far as values actually change. Because every chain is at most
 //! [`MAX_CHAIN_DEPTH`] long and the graph is acyclic, the walk is bounded.
 //!
-//! # Cost along a chain (seed 002 Fig. 9)
+//! # Cost along a chain (the NOVA paper's Fig. 9)
 //!
 //! Changing the top donor of a chain of `n` tasks changes the effective
 //! urgency of all `n`, and every one is in the [`Changes`]: the faces need
 //! each (the simulator re-queues it, the runtime calls `sched_setattr`, a
 //! blocked task included: it may be a waiter in a kernel PI chain), so
-//! link, unlink and abort are O(n) by contract. NOVA (seed 002 §IV) keeps
+//! link, unlink and abort are O(n) by contract. NOVA (the NOVA paper's §IV) keeps
 //! no urgency in the graph and walks donation links when it schedules;
 //! heir keeps every effective urgency exact after every call instead, and
 //! makes the walk cheap: a plain chain (objects with one target) is

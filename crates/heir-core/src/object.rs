@@ -43,12 +43,12 @@ impl From<CondId> for ObjId {
 pub enum ObjKind {
     /// A mutex: its one target is its **owner**.
     Mutex,
-    /// A condition variable: its targets are its **helpers** (seed 000).
+    /// A condition variable: its targets are its **helpers** (the PI-CV paper).
     Cond,
-    /// An IPC endpoint for one request (seed 002): its one target is the
+    /// An IPC endpoint for one request (NOVA donation): its one target is the
     /// server thread that took the call, and changes per request.
     Endpoint,
-    /// A gang (seed 003): its targets are the active members that have not
+    /// A gang (GPM): its targets are the active members that have not
     /// notified yet; its floor is the gang priority while it runs.
     Gang,
     /// A kind defined outside the engine (tests, experiments).
@@ -62,7 +62,7 @@ pub enum Protocol {
     None,
     /// Priority inheritance: the owner inherits its top waiter's urgency.
     Inherit,
-    /// Immediate priority ceiling (seed 004): the owner runs at least at the
+    /// Immediate priority ceiling (IPCP): the owner runs at least at the
     /// ceiling from the moment it locks. Waiters do not donate.
     Ceiling(Urgency),
 }
@@ -119,7 +119,7 @@ impl Spec {
     };
 
     /// An IPC request endpoint: the caller donates to the one server that
-    /// took its call (seed 002).
+    /// took its call (NOVA donation).
     pub const ENDPOINT: Spec = Spec {
         kind: ObjKind::Endpoint,
         donates: true,
@@ -129,7 +129,7 @@ impl Spec {
 
     /// A gang: no donation; the floor is set while the gang runs
     /// ([`crate::Engine::set_floor`]) and reaches the members still
-    /// targeted (seed 003 Invariant 1).
+    /// targeted (the GPM paper's Invariant 1).
     pub const GANG: Spec = Spec {
         kind: ObjKind::Gang,
         donates: false,

@@ -1,6 +1,6 @@
 //! Urgency: how much right to run a task has, whatever the scheduling class.
 //!
-//! Seed 000 §3 says "priority" stands for any urgency the scheduler orders by: a
+//! The PI-CV paper's §3 says "priority" stands for any urgency the scheduler orders by: a
 //! fixed priority or an absolute deadline (EDF). heir keeps one totally
 //! ordered type so that the engine's "max over waiters" works unchanged for
 //! every class. Greater means *more urgent*. Whose *time* (reservation

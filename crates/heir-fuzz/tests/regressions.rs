@@ -130,7 +130,7 @@ fn two_tasks_resuming_each_other_forever_stop_in_bounded_time() {
 
 #[test]
 fn a_passive_deadline_server_ran_on_its_own_budget() {
-    // A mutation of examples/seed002-abort-passive.json: the passive
+    // A mutation of examples/nova-abort-passive.json: the passive
     // server S made SCHED_DEADLINE broke the simulator's invariant "a
     // running passive thread has a donor". The reader refuses it now.
     refused(

@@ -9,7 +9,7 @@ import sys
 from conftest import ROOT
 
 
-def test_table2_script_reproduces_seed_000_table_ii(tmp_path):
+def test_table2_script_reproduces_picv_table_ii(tmp_path):
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples/python/table2.py"), "--out", str(tmp_path)],
         capture_output=True,
@@ -17,7 +17,7 @@ def test_table2_script_reproduces_seed_000_table_ii(tmp_path):
         timeout=600,
     )
     assert out.returncode == 0, out.stderr
-    assert "Seed 000 Table II" in out.stdout
+    assert "The PI-CV paper's Table II" in out.stdout
     with open(tmp_path / "table2.csv") as f:
         rows = {(r["setting"], r["client"]): r for r in csv.DictReader(f)}
     # The simulated maxima of the Rust tests and the analytic bounds.

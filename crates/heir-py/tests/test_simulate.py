@@ -66,8 +66,8 @@ def test_ipcp_examples(file, expected):
         ("table1-client-server.json", ["--pi-cv", "off", "--duration", "3"], lambda s: s.with_pi_cv(False).with_duration(3)),
         ("ipcp-t0-t1-t2-inherit.json", ["--protocol", "all=ceiling"], lambda s: s.with_protocol("all=ceiling")),
         ("fig6-producer-consumer.json", ["--seed", "7"], lambda s: s),
-        ("seed003-fig1.json", ["--gpm", "off"], lambda s: s.with_gpm(False)),
-        ("seed001-fig6.json", [], lambda s: s),
+        ("gpm-fig1.json", ["--gpm", "off"], lambda s: s.with_gpm(False)),
+        ("mbwi-fig6.json", [], lambda s: s),
     ],
 )
 def test_the_report_is_heir_sim_json(file, flags, change):

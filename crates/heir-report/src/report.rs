@@ -18,7 +18,7 @@ pub struct Report {
     pub tasks: Vec<TaskReport>,
     /// The dependency cycle that stopped the run, if any.
     pub deadlock: Option<DeadlockReport>,
-    /// heir (seed 003): per gang, its runs and the latency its waiters saw
+    /// heir (GPM): per gang, its runs and the latency its waiters saw
     /// (serialized as an object keyed by gang name; absent without gangs).
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "gangs_as_map")]
     pub gangs: Vec<GangReport>,
@@ -55,13 +55,13 @@ pub struct TaskReport {
     /// for real runs, which do not observe it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub migrations: Option<u64>,
-    /// heir (seed 002): calls of the thread that timed out and were aborted;
+    /// heir (NOVA donation): calls of the thread that timed out and were aborted;
     /// present for the threads of tasks whose calls have a `timeout`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aborted_calls: Option<u64>,
 }
 
-/// A gang's results (seed 003):
+/// A gang's results (GPM):
 /// `{"runs":…,"failed_runs":…,"waiters":{THREAD:{…}}}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GangReport {
@@ -92,7 +92,7 @@ pub struct GangWaitReport {
     /// `gang_wait`s that returned at their timeout.
     pub timeouts: u64,
     /// Per completed wait, the run's latency: from its `gang_run` to the
-    /// last active member's `gang_notify` (µs) — seed 003's figure.
+    /// last active member's `gang_notify` (µs) — the GPM paper's figure.
     pub latency_us: ResponseSummary,
 }
 
@@ -110,7 +110,7 @@ pub struct ServerStats {
 /// `{"kind":"deadlock","at_us":…,"cycle":["A","m2","B","m1","A"]}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeadlockReport {
-    /// A deadlock (a cycle of waits), or a livelock (seed 002: servers
+    /// A deadlock (a cycle of waits), or a livelock (NOVA donation: servers
     /// that would help each other forever).
     pub kind: DeadlockKind,
     /// When the cycle closed (µs).
@@ -126,7 +126,7 @@ pub enum DeadlockKind {
     /// Threads wait for each other in a cycle (mutexes, condvars, calls).
     #[default]
     Deadlock,
-    /// Seed 002 Fig. 7: a cycle that goes through a helping link (a caller
+    /// The NOVA paper's Fig. 7: a cycle that goes through a helping link (a caller
     /// that found a server busy and helps it): with timeslice donation the
     /// servers would help each other forever.
     Livelock,

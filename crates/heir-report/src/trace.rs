@@ -62,10 +62,10 @@ pub enum InstantKind {
     /// The thread started spinning on its CPU for the mutex (M-BWI: the
     /// owner runs on another CPU).
     Spin,
-    /// The thread's call timed out and was aborted (seed 002; the
+    /// The thread's call timed out and was aborted (NOVA donation; the
     /// resource is the endpoint).
     Abort,
-    /// The thread ran the gang (seed 003 `gang_run`): its active members
+    /// The thread ran the gang (GPM `gang_run`): its active members
     /// are boosted from now on.
     GangRun,
     /// The thread's `gang_run` failed: a run of the gang was in progress.

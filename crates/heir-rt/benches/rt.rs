@@ -1,6 +1,6 @@
 //! heir-rt benchmarks (custom harness, `cargo bench -p heir-rt`):
 //!
-//! 1. Seed 000 Fig. 13: a high-priority client ping-pongs with 1..16
+//! 1. The PI-CV paper's Fig. 13: a high-priority client ping-pongs with 1..16
 //!    low-priority helpers through two PrioQueues; round-trip µs with PI-CV
 //!    (every helper declared a producer of the reply queue, so each client
 //!    wait boosts all of them) and without, and the per-helper slope.
@@ -12,7 +12,7 @@
 //!    wait/signal round trip — `sched_setattr` (`Boost::User`) against the
 //!    kernel (`Boost::Kernel`, signalled by the helper itself or by another
 //!    thread), against no helper at all.
-//! 4. `chain`: seed 001 Figs. 7-8 analogue — CPU time of a blocking
+//! 4. `chain`: the M-BWI paper's Figs. 7-8 analogue — CPU time of a blocking
 //!    `FUTEX_LOCK_PI` at the head of a chain of 1..8 blocked PI futex
 //!    owners (the kernel walks and boosts the chain) and of the
 //!    `FUTEX_UNLOCK_PI` at its end, SCHED_FIFO and SCHED_DEADLINE; then
@@ -20,14 +20,14 @@
 //!    `heir::bwi` (user-space M-BWI accounting, `"protocol": "bwi"`), and
 //!    the bwi pieces measured alone.
 //!
-//! 5. `donate`: the donating endpoint (`heir::donate::Endpoint`, seed
-//!    002): call/reply round trip against the existing `rpc::Endpoint`
+//! 5. `donate`: the donating endpoint (`heir::donate::Endpoint`, NOVA
+//!    donation): call/reply round trip against the existing `rpc::Endpoint`
 //!    (PI-CV on and off), and the CPU cost of a call that links onto a
 //!    chain of 1..64 servers (each blocked calling the next) and aborts
 //!    by timeout (issue 10, "Engine cost", heir-rt side).
-//! 6. `gang`: seed 003 (L-GPM, `heir::gang`): (a) CPU time of `Gang::run`
-//!    and of a member's `notify` for 1..16 active members; (b) seed 003
-//!    §6 Table 1's shape — barrier start → completion over 10,000
+//! 6. `gang`: GPM (L-GPM, `heir::gang`): (a) CPU time of `Gang::run`
+//!    and of a member's `notify` for 1..16 active members; (b) the GPM
+//!    paper's §6 Table 1's shape — barrier start → completion over 10,000
 //!    barriers among 4 members of several priorities on 2 CPUs, with
 //!    FIFO load below the gang priority, without and with GPM.
 //!
@@ -1148,7 +1148,7 @@ fn donate_chain(cpu: u32, n: usize, calls: u32) -> u64 {
 }
 
 fn donate(cpu: u32, rounds: u32, chain_calls: u32) {
-    println!("## donating endpoint (seed 002) vs rpc::Endpoint: client FIFO 30, server FIFO 10, CPU {cpu}, µs per call/reply round trip, {rounds} rounds, best of 3");
+    println!("## donating endpoint (NOVA donation) vs rpc::Endpoint: client FIFO 30, server FIFO 10, CPU {cpu}, µs per call/reply round trip, {rounds} rounds, best of 3");
     let best = |f: &dyn Fn() -> f64| (0..3).map(|_| f()).fold(f64::INFINITY, f64::min);
     println!(
         "donate::Endpoint {:>8.2}   rpc::Endpoint PI-CV on {:>8.2}   PI-CV off {:>8.2}",
@@ -1248,7 +1248,7 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// `gang` (b), seed 003 §6 Table 1's shape: barrier latency (start to
+/// `gang` (b), the shape of the GPM paper's §6 Table 1: barrier latency (start to
 /// completion, µs) over `barriers` barriers that counted an active member
 /// (those that found every member asleep complete at once and are only
 /// counted: returned second), one every `period_us`, at most `max_s` s.
@@ -1257,7 +1257,7 @@ fn loadavg() -> String {
 /// followed by a barrier point, withdraw (set_passive, notify if counted),
 /// sleep 1 ms. Load: 2 threads per CPU at FIFO 13 (above the members at 10
 /// and 12, below the gang priority), 5 ms busy then 20 ms asleep each
-/// (40 % of each CPU, seed 003's 5 ms / 25 ms). The master (FIFO 50, CPU
+/// (40 % of each CPU, the GPM paper's 5 ms / 25 ms). The master (FIFO 50, CPU
 /// 0, no member) starts, waits for completion, releases.
 fn barrier_latencies(
     cpus: [u32; 2],
@@ -1379,7 +1379,7 @@ fn gang_bench(cpu: u32, rounds: u32, barriers: usize) {
         return;
     }
     let two = [cpus[0], cpus[1]];
-    println!("## gang (b): seed 003 Table 1 analogue, barrier start → completion (µs), {barriers} barriers with an active member, one every 1.5 ms (at most 40 s per mode), CPUs {two:?}, load before {}", loadavg());
+    println!("## gang (b): the GPM paper's Table 1 analogue, barrier start → completion (µs), {barriers} barriers with an active member, one every 1.5 ms (at most 40 s per mode), CPUs {two:?}, load before {}", loadavg());
     // Both CPUs carry real-time load for a minute: not while another heir
     // real-time test runs (theirs would be disturbed, and ours).
     let _lock = heir::caps::FileLock::acquire(&heir::caps::rt_tests_lock_path());

@@ -1,14 +1,14 @@
 /*
  * heir.h — C API of libheir (heir-rt): priority inheritance beyond mutexes.
  *
- * PI condition variables with helpers (seed 000's PI-CV): a thread waiting
+ * PI condition variables with helpers (PI-CV): a thread waiting
  * on a heir_cond_t lends its priority to the condition's helper threads
  * until it is woken, times out, or the helper is removed — transitively
  * through heir PI mutexes and other heir condition variables. Plus kernel
- * PI-futex mutexes, immediate-priority-ceiling mutexes, seed 000 Fig. 5's
- * bounded priority queue, and seed 002's donating RPC endpoints (the
+ * PI-futex mutexes, immediate-priority-ceiling mutexes, the PI-CV paper's Fig. 5
+ * bounded priority queue, and the NOVA paper's donating RPC endpoints (the
  * kernel lends a caller's priority or deadline to the thread serving it),
- * and seed 003's gang priority management with a barrier on it.
+ * and GPM's gang priority management with a barrier on it.
  *
  * Conventions (as pthreads): every function returns 0 or a positive errno.
  *   EINVAL  null, never initialised or destroyed object; bad argument
@@ -42,9 +42,9 @@ typedef struct heir_mutex { void *p; unsigned int magic; } heir_mutex_t;
 typedef struct heir_cond { void *p; unsigned int magic; } heir_cond_t;
 /** An immediate-priority-ceiling mutex. */
 typedef struct heir_ceiling_mutex { void *p; unsigned int magic; } heir_ceiling_mutex_t;
-/** A bounded priority queue of void * items (seed 000 Fig. 5). */
+/** A bounded priority queue of void * items (the PI-CV paper's Fig. 5). */
 typedef struct heir_queue { void *p; unsigned int magic; } heir_queue_t;
-/** A donating RPC endpoint (seed 002): a caller's priority or deadline
+/** A donating RPC endpoint (NOVA donation): a caller's priority or deadline
  * goes to the thread serving its request, in the kernel. */
 typedef struct heir_rpc { void *p; unsigned int magic; } heir_rpc_t;
 
@@ -144,7 +144,7 @@ int heir_queue_add_producer(heir_queue_t *q, pid_t tid);
 int heir_queue_add_consumer(heir_queue_t *q, pid_t tid);
 int heir_queue_destroy(heir_queue_t *q);
 
-/* Donating RPC endpoint (seed 002's timeslice donation and helping; see
+/* Donating RPC endpoint (the NOVA paper's timeslice donation and helping; see
  * docs/RUNTIME.md "Donating RPC endpoints").
  *
  * A caller sleeps in FUTEX_LOCK_PI on its request's own PI futex word,
@@ -190,7 +190,7 @@ int heir_rpc_server_leave(heir_rpc_t *ep);
  *              priority keeps the CPU until it blocks or yields.
  *   EDEADLK    the kernel refused the wait: it would close a cycle (a
  *              server calling, directly or not, an endpoint whose server
- *              waits for it; seed 002 Fig. 7's livelock). Aborted as above.
+ *              waits for it; the livelock of the NOVA paper's Fig. 7). Aborted as above.
  *   ESRCH      the endpoint has no server, or the thread serving the
  *              request exited (requests not yet received go to another
  *              server instead)
@@ -209,7 +209,7 @@ int heir_rpc_receive(heir_rpc_t *ep, void **req, const struct timespec *abstime)
  * request. */
 int heir_rpc_reply(heir_rpc_t *ep, void *resp);
 
-/* Gang priority management (seed 003's L-GPM; docs/RUNTIME.md "Gangs").
+/* Gang priority management (the GPM paper's L-GPM; docs/RUNTIME.md "Gangs").
  *
  * A gang has passive members, each with a 32-bit control word; a member is
  * ACTIVE for a run while its word shares a bit with the run's mask.
@@ -280,7 +280,7 @@ int heir_gang_fd(heir_gang_t *g, int *fd);
 uint32_t heir_gang_set_active(uint32_t *cw, uint32_t bits);
 uint32_t heir_gang_set_passive(uint32_t *cw, uint32_t bits);
 
-/* A barrier on a gang (seed 003 §3). The initiator calls heir_barrier_start
+/* A barrier on a gang (the GPM paper's §3). The initiator calls heir_barrier_start
  * (sets the barrier-active flag, runs the gang over the joined members),
  * heir_barrier_wait (completion: every counted member reached its barrier
  * point) and heir_barrier_release. A member calls heir_barrier_point at

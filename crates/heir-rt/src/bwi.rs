@@ -1,10 +1,10 @@
 //! `"protocol": "bwi"` on a stock kernel: an approximation of M-BWI
-//! (seed 001) in user space, over a kernel PI futex ([`RawPiMutex`]).
+//! (M-BWI) in user space, over a kernel PI futex ([`RawPiMutex`]).
 //!
 //! M-BWI: a deadline waiter lends its server — budget *and* deadline — to
 //! the owner; the owner runs on the earliest-deadline server it holds, and
 //! when that budget is spent the server is replenished with its deadline
-//! postponed by its period (seed 001 Fig. 5, `Rep(S1)`): a task with a
+//! postponed by its period (the M-BWI paper's Fig. 5, `Rep(S1)`): a task with a
 //! deadline between the two then preempts the owner. Linux's deadline
 //! inheritance does less (docs/DEADLINE.md §3): a boosted owner is never
 //! throttled, the donor's budget is never charged, and a *deadline* owner

@@ -52,7 +52,7 @@ pub struct heir_ceiling_mutex_t {
     magic: u32,
 }
 
-/// `heir_queue_t`: seed 000 Fig. 5's priority queue of `void *` items.
+/// `heir_queue_t`: the priority queue of the PI-CV paper's Fig. 5 of `void *` items.
 #[repr(C)]
 #[derive(Debug)]
 pub struct heir_queue_t {
@@ -779,7 +779,7 @@ pub unsafe extern "C" fn heir_rpc_reply(ep: *mut heir_rpc_t, resp: *mut c_void) 
 const MAGIC_GANG: u32 = 0x6865_676e; // "hegn"
 const MAGIC_BARRIER: u32 = 0x6865_6272; // "hebr"
 
-/// `heir_gang_t`: a gang (seed 003's gang priority management, L-GPM:
+/// `heir_gang_t`: a gang (GPM's gang priority management, L-GPM:
 /// [`crate::gang::Gang`]).
 #[repr(C)]
 #[derive(Debug)]

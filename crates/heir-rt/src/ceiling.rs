@@ -1,4 +1,4 @@
-//! [`CeilingMutex`]: immediate priority ceiling (seed 004), and
+//! [`CeilingMutex`]: immediate priority ceiling (IPCP), and
 //! [`RawEngineMutex`], a hand-off mutex whose queue and protocol live in the
 //! engine.
 //!

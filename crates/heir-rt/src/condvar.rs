@@ -1,5 +1,5 @@
 //! [`PiCondvar`]: a condition variable whose waiters lend their urgency to
-//! declared helpers (seed 000's PI-CV), in user space.
+//! declared helpers (PI-CV), in user space.
 //!
 //! - Waiters are queued *in the engine* (most urgent first, FIFO among
 //!   equals); each sleeps on its own per-thread futex word, so `signal` wakes

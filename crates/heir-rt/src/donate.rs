@@ -1,4 +1,4 @@
-//! Donating RPC endpoints (seed 002, NOVA's timeslice donation and helping)
+//! Donating RPC endpoints (NOVA donation: timeslice donation and helping)
 //! on a stock kernel: the caller's priority — or deadline — goes to the
 //! thread serving its request, *in the kernel*, through a PI futex.
 //!
@@ -46,9 +46,9 @@
 //!   gets the reply, or `TimedOut` with its request either never run or
 //!   taken in time and aborted mid-request.
 //! - **Cycles.** The kernel refuses a `FUTEX_LOCK_PI` that would close a PI
-//!   chain cycle (`EDEADLK`) — servers calling each other (seed 002 Fig. 7).
+//!   chain cycle (`EDEADLK`) — servers calling each other (the NOVA paper's Fig. 7).
 //!   heir names the cycle from its own record of which thread sleeps on
-//!   which server ([`Error::CallCycle`]): a *livelock* in seed 002's terms
+//!   which server ([`Error::CallCycle`]): a *livelock* in the NOVA paper's terms
 //!   when one edge of it is helping (NOVA's helpers would help each other
 //!   forever), a *deadlock* when every edge is a donation.
 //! - **Passive servers.** [`Endpoint::join_server`] with `passive` switches

@@ -1,4 +1,4 @@
-//! Gang priority management in user space (seed 003 §4.2, L-GPM), boosted
+//! Gang priority management in user space (the GPM paper's §4.2, L-GPM), boosted
 //! through heir's engine, and a barrier built on it.
 //!
 //! A [`Gang`] has *passive* members (threads inserted with a 32-bit
@@ -23,7 +23,7 @@
 //! schedules a thread at `max(the priority set, its top PI-futex waiter)`,
 //! so a member that holds a [`crate::PiMutex`] runs at the maximum of the
 //! gang priority and its lock-inherited priority, and at
-//! `max(user, lock-inherited)` after its notify: seed 003's Invariant 1.
+//! `max(user, lock-inherited)` after its notify: the GPM paper's Invariant 1.
 //!
 //! # The control word
 //!
@@ -38,7 +38,7 @@
 //! `run` decides each member's activity with one CAS on its word (set
 //! [`RUN`] only if the word shares a bit with the mask), so a member that
 //! clears its bits concurrently either is not counted or learns from the
-//! value its own CAS returns that it was — and then notifies (seed 003 §3:
+//! value its own CAS returns that it was — and then notifies (the GPM paper's §3:
 //! a thread that withdraws while counted must still notify).
 //!
 //! # Deadline members
@@ -175,7 +175,7 @@ impl ControlWord {
     /// Clears membership bits (`bits & MASK_BITS`) with one CAS, without a
     /// system call; returns the word as it was before. If
     /// [`WordState::counted`] is set in the result, a run counted this
-    /// thread before it withdrew: it must still [`notify`] (seed 003 §3).
+    /// thread before it withdrew: it must still [`notify`] (the GPM paper's §3).
     pub fn set_passive(&self, bits: u32) -> WordState {
         WordState(self.word().fetch_and(!(bits & MASK_BITS), Ordering::AcqRel))
     }
@@ -236,7 +236,7 @@ impl WordState {
 pub struct GangAttr {
     /// Boost the active members at `run` (gang priority management). False
     /// keeps the counting, the waiting and the control words but boosts
-    /// nobody: seed 003's no-GPM baseline (`--gpm off`).
+    /// nobody: the GPM paper's no-GPM baseline (`--gpm off`).
     pub boost: bool,
 }
 
@@ -839,7 +839,7 @@ pub enum PointResult {
     TimedOut,
 }
 
-/// A barrier on a gang (seed 003 §3): the initiator sets the barrier-active
+/// A barrier on a gang (the GPM paper's §3): the initiator sets the barrier-active
 /// flag and runs the gang ([`Barrier::start`]); a member at its barrier
 /// point ([`Barrier::point_until`]) that sees the flag notifies and blocks
 /// on the resumption condition; the barrier is *complete* when every
@@ -880,8 +880,8 @@ impl Barrier {
     }
 
     /// The calling thread joins as a passive member: it counts for the
-    /// gang priority (an initiator of higher priority, as T_H in seed 003
-    /// Fig. 1) but is not counted by the runs until it sets
+    /// gang priority (an initiator of higher priority, as T_H in the GPM
+    /// paper's Fig. 1) but is not counted by the runs until it sets
     /// [`BARRIER_BIT`] in the returned word.
     pub fn join_passive(&self) -> Result<ControlWord, Error> {
         let w = ControlWord::new(0);

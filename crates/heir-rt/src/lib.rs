@@ -2,7 +2,7 @@
 //!
 //! No Linux library lets a thread waiting on a condition variable lend its
 //! priority to the thread that will signal it; heir-rt does it in user space
-//! on a stock kernel (seed 000's PI-CV, seed 003 §4.2's library approach),
+//! on a stock kernel (PI-CV, and the library approach of the GPM paper's §4.2),
 //! driven by the same [`heir_core::Engine`] as the simulator.
 //!
 //! - [`thread`]: the registry — a thread joins with its base attributes
@@ -11,16 +11,16 @@
 //! - [`PiMutex`]: the kernel's PI futex (`FUTEX_LOCK_PI2`/`FUTEX_UNLOCK_PI`,
 //!   TID fast path, as glibc's `PTHREAD_PRIO_INHERIT`); contention is also
 //!   recorded in the engine so boosts continue past the owner into
-//!   condition-variable helpers (seed 000 Fig. 7).
+//!   condition-variable helpers (the PI-CV paper's Fig. 7).
 //! - [`PiCondvar`]: condition variable with helpers (`helpers_add/del`):
 //!   waiters are woken in priority order and lend their urgency to the
 //!   helpers while they wait.
-//! - [`CeilingMutex`]: immediate priority ceiling (seed 004).
-//! - [`PrioQueue`] (seed 000 Fig. 5) and [`rpc::Endpoint`].
+//! - [`CeilingMutex`]: immediate priority ceiling (IPCP).
+//! - [`PrioQueue`] (the PI-CV paper's Fig. 5) and [`rpc::Endpoint`].
 //! - [`donate::Endpoint`]: RPC where the caller's priority or deadline goes
-//!   to the thread serving its request, in the kernel (seed 002's donation
+//!   to the thread serving its request, in the kernel (the NOVA paper's donation
 //!   and helping through a PI futex per request).
-//! - [`gang`]: gang priority management (seed 003's L-GPM) through the
+//! - [`gang`]: gang priority management (the GPM paper's L-GPM) through the
 //!   engine's gang object, and a barrier on it.
 //! - [`lock`]: the one [`lock::Mutex`] and guard over a raw lock, behind
 //!   [`PiMutex`], [`CeilingMutex`] and the engine lock.
@@ -126,7 +126,7 @@ pub enum Error {
     /// cycle of threads waiting for each other (`EDEADLK`). `tids` is the
     /// cycle as heir recorded it, from the caller back to the caller
     /// (empty if it runs through something heir does not record, such as
-    /// a PI mutex); `livelock` when one of its edges is helping (seed 002
+    /// a PI mutex); `livelock` when one of its edges is helping (the NOVA paper's
     /// Fig. 7: servers that would help each other forever).
     #[error("{}: calls form a cycle (tids {tids:?})", if *livelock { "livelock" } else { "deadlock" })]
     CallCycle {

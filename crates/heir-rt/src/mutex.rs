@@ -14,7 +14,7 @@
 //!   2. under the engine lock, re-read the owner TID; report it to the engine
 //!      with `acquire` (on its behalf) if the engine does not know it, and
 //!      block the caller with `lock` — the engine now propagates the caller's
-//!      urgency past the owner (into condition-variable helpers, seed 000
+//!      urgency past the owner (into condition-variable helpers, the PI-CV paper's
 //!      Fig. 7), while the kernel boosts the owner itself;
 //!   3. sleep in `FUTEX_LOCK_PI2`, outside the engine lock;
 //!   4. on return, under the engine lock: `acquire` for the caller (after
@@ -34,7 +34,7 @@
 //!   next — any operation, a query such as `thread::info` included —
 //!   first tells the engine of every published lazy wait (steps 1-2 on the
 //!   waiter's behalf: `promote`), so the engine sees every chain through
-//!   mutexes before it walks one (PI-CV through a mutex, seed 000 Fig. 7)
+//!   mutexes before it walks one (PI-CV through a mutex, the PI-CV paper's Fig. 7)
 //!   or answers a question; a promoted waiter finishes with step 4. An
 //!   owner the engine does not record releases without the engine lock
 //!   too, announcing it in `tracked` (`RELEASING`) so that a contender

@@ -1,4 +1,4 @@
-//! [`PrioQueue`]: seed 000 Fig. 5's synchronized finite priority queue.
+//! [`PrioQueue`]: the synchronized finite priority queue of the PI-CV paper's Fig. 5.
 //!
 //! One [`PiMutex`] and two [`PiCondvar`]s: `push` waits on `less` while the
 //! queue is full, `pop` waits on `more` while it is empty. `add_producer`

@@ -5,10 +5,10 @@
 //! Per endpoint: a request queue ordered by the caller's effective urgency at
 //! the time of the call (FIFO among equals), one [`PiMutex`] and a "more"
 //! [`PiCondvar`] servers wait on. Per caller: a reply condition variable whose
-//! helpers are the endpoint's servers when PI-CV is on (seed 000 §6.2: the
+//! helpers are the endpoint's servers when PI-CV is on (the PI-CV paper's §6.2: the
 //! client's receive queue has the server as helper).
 //!
-//! For seed 002's model — the caller's priority or deadline lent to the
+//! For the NOVA paper's model — the caller's priority or deadline lent to the
 //! one thread serving its request, by the kernel, with helping and aborts —
 //! see [`crate::donate::Endpoint`].
 

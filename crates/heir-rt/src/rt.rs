@@ -1042,7 +1042,7 @@ impl State {
             .owned(t)
             .map(Iterator::collect)
             .unwrap_or_default();
-        // Leaving its gang counts as its notify (seed 003 §2).
+        // Leaving its gang counts as its notify (the GPM paper's §2).
         let mut all = crate::gang::purge_member(self, t);
         for m in owned {
             if self.pi_futex.contains(&m) {

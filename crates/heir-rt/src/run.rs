@@ -41,13 +41,13 @@
 //!   pass of a phase as a job (no deadline);
 //! - mutexes: `inherit` → [`RawPiMutex`] (kernel PI futex), `none` and
 //!   `ceiling` → [`RawEngineMutex`]; conditions → [`PiCondvar`] with the
-//!   file's helpers when PI-CV is on; queues → seed 000 Fig. 5 (pushers help
+//!   file's helpers when PI-CV is on; queues → the PI-CV paper's Fig. 5 (pushers help
 //!   "more", poppers help "less"); RPC endpoints → [`Endpoint`] (servers help
 //!   every caller's reply condition), or with `global.ipc: "donation"`
-//!   [`crate::donate::Endpoint`] (seed 002: the kernel lends a caller's
+//!   [`crate::donate::Endpoint`] (NOVA donation: the kernel lends a caller's
 //!   priority to the thread serving its request; passive servers, call
 //!   timeouts, nested calls, cycles named — see the `donation` module);
-//!   barriers and suspend/resume on [`PiCondvar`]s; gangs (seed 003) on
+//!   barriers and suspend/resume on [`PiCondvar`]s; gangs (GPM) on
 //!   [`crate::gang::Gang`]s, boosting with `global.gpm`, each waiter's
 //!   latency from `gang_run` to the last notify in the report's `gangs`
 //!   (the `gang` module, docs/GANG.md §5).
@@ -130,7 +130,7 @@ pub struct TraceConfig {
 impl TraceConfig {
     /// The buffer per CPU for a run of `duration_us`: the configured one,
     /// else 4 MiB per second of run, between 4 and 256 MiB (a busy CPU of
-    /// the seeds' scenarios records well under 1 MiB a second; a full
+    /// the papers' scenarios records well under 1 MiB a second; a full
     /// buffer drops the newest events and the trace says so).
     pub fn buffer_kb(&self, duration_us: u64) -> u32 {
         self.buffer_kb_per_cpu.unwrap_or_else(|| {
@@ -285,7 +285,7 @@ enum Res {
     Endpoint(Endpoint<u64, ()>),
     /// An endpoint under the donation model (`global.ipc: "donation"`).
     Donate(DonEndpoint),
-    /// A gang (seed 003): an L-GPM [`crate::gang::Gang`] (the `gang`
+    /// A gang (GPM): an L-GPM [`crate::gang::Gang`] (the `gang`
     /// module).
     Gang(gang::RunGang),
 }
@@ -410,7 +410,7 @@ struct Shared {
     seed: u64,
     /// The donation model's state (`global.ipc: "donation"`), else `None`.
     don: Option<Donation>,
-    /// Each thread's gang control word, in start order (seed 003).
+    /// Each thread's gang control word, in start order (GPM).
     words: Vec<crate::gang::ControlWord>,
     /// Per task, the gang that lists it (a resource index).
     task_gang: Vec<Option<usize>>,
@@ -1535,7 +1535,7 @@ fn setup_helpers(
             n.insert(tid, threads.names[i].clone());
         }
     }
-    // Gangs' listed members, with their control words (seed 003).
+    // Gangs' listed members, with their control words (GPM).
     gang::insert_members(scenario, shared, &threads.tids)?;
     // Who pushes, pops and serves: declared or used, as in the simulator.
     let roles = engine::Roles::of(scenario);
@@ -1669,7 +1669,7 @@ struct Ctx<'a> {
     /// (`u64::MAX`: none): it then yields for a while
     /// ([`TIMEOUT_YIELD_NS`]; donation model).
     yield_at: std::cell::Cell<u64>,
-    /// The gang it is a member of (a resource index; seed 003).
+    /// The gang it is a member of (a resource index; GPM).
     gang: Option<usize>,
     /// Its `gang_wait`s, per gang.
     gang_waits: Vec<gang::Waits>,
@@ -2356,7 +2356,7 @@ fn run_thread(
     if start < end {
         sys::sleep_until(start);
         late_ns = sys::now_ns().saturating_sub(start);
-        // A thread whose program ends leaves its gang (seed 003 §2), as
+        // A thread whose program ends leaves its gang (the GPM paper's §2), as
         // the simulator's exit; one stopped by the end of the run does not.
         let ran = run_phases(&mut cx, task).and_then(|()| cx.gang_leave());
         if let Err(Stop::Failed(e)) = ran {

@@ -8,7 +8,7 @@
 //! - [`side_protocol`]: the protocol of the mutexes heir adds inside
 //!   barriers and suspend points (inheritance when `pi_enabled`);
 //! - [`gang_floor`]: the urgency a running gang puts under its active
-//!   members (seed 003's gang priority, and what it means under
+//!   members (GPM's gang priority, and what it means under
 //!   `SCHED_DEADLINE`);
 //! - [`Roles`]: who pushes to and pops from each queue, who serves and
 //!   calls each endpoint — declared in the resource, or used by a task's
@@ -61,10 +61,10 @@ pub fn side_protocol(g: &Global) -> Protocol {
     }
 }
 
-/// Seed 003: the floor a running gang puts under each active member that
+/// GPM: the floor a running gang puts under each active member that
 /// has not notified — the gang priority, from the base (user) urgencies of
 /// *all* its members, passive and active — or `None` when the gang boosts
-/// nobody (`global.gpm: false`, seed 003's no-GPM baseline, or every member
+/// nobody (`global.gpm: false`, the GPM paper's no-GPM baseline, or every member
 /// a `SCHED_DEADLINE` thread).
 ///
 /// The gang priority is the most urgent base that is **not** a deadline:
@@ -88,7 +88,7 @@ pub fn gang_floor(g: &Global, member_bases: impl IntoIterator<Item = Urgency>) -
         .max()
 }
 
-/// Seed 003: whether a member with membership bits `bits` is an active
+/// GPM: whether a member with membership bits `bits` is an active
 /// member of a `gang_run` with `mask` (they share a bit).
 pub fn gang_active(bits: u32, mask: u32) -> bool {
     bits & mask & crate::GANG_ALL_BITS != 0

@@ -28,7 +28,7 @@ pub struct Scenario {
     pub tasks: Vec<Task>,
     /// Non-fatal findings (unknown `global` keys, ignored rt-app options).
     pub warnings: Vec<Warning>,
-    /// heir (seed 002): the RPC model and what the donation model adds
+    /// heir (NOVA donation): the RPC model and what the donation model adds
     /// (passive servers, call timeouts, nested calls).
     pub rpc: Rpc,
 }
@@ -37,11 +37,11 @@ pub struct Scenario {
 /// (`global.ipc`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IpcModel {
-    /// Seed 000 (PI-CV, the default): every serving thread of an endpoint
+    /// PI-CV (the PI-CV paper; the default): every serving thread of an endpoint
     /// is a helper of each caller's reply condvar.
     #[default]
     PiCv,
-    /// Seed 002 (NOVA timeslice donation and helping): a call lends the
+    /// NOVA donation (timeslice donation and helping): a call lends the
     /// caller's context to the one thread serving that request, until the
     /// reply; a caller that finds every server busy helps them until one
     /// can take its call.
@@ -58,7 +58,7 @@ impl IpcModel {
     }
 }
 
-/// heir (seed 002): the RPC model of the scenario and its per-task and
+/// heir (NOVA donation): the RPC model of the scenario and its per-task and
 /// per-call additions. Empty (the default) for a scenario without them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Rpc {
@@ -169,14 +169,14 @@ pub struct Global {
     pub pi_cv: bool,
     /// heir extension: under `bwi` mutexes, a server lent to an owner is
     /// used only on the CPUs its own task may run on (affinity inheritance,
-    /// seed 001 §4; default true). False: lent servers run within the
-    /// owner's affinity (seed 001 Fig. 3's behaviour).
+    /// the M-BWI paper's §4; default true). False: lent servers run within the
+    /// owner's affinity (the behaviour of the M-BWI paper's Fig. 3).
     pub bwi_affinity: bool,
     /// heir extension: the seed of every random draw (default 0).
     pub seed: u64,
-    /// heir extension (seed 003): gang priority management (default
+    /// heir extension (GPM): gang priority management (default
     /// true). False keeps every gang's waiting and counting but boosts
-    /// nobody: seed 003's no-GPM baseline.
+    /// nobody: the GPM paper's no-GPM baseline.
     pub gpm: bool,
     /// rt-app's `calibration` when it is an integer: ns per loop.
     pub calibration_ns_per_loop: Option<u64>,
@@ -415,7 +415,7 @@ pub enum EventKind {
     },
     /// heir: `serve ENDPOINT`: take the most urgent request, run it, reply.
     Serve(ResIdx),
-    /// heir (seed 003): an operation on a gang (`gang_run`, `gang_wait`,
+    /// heir (GPM): an operation on a gang (`gang_run`, `gang_wait`,
     /// `gang_notify`, `gang_insert`, `gang_remove`, `gang_active`,
     /// `gang_passive`) by the running thread.
     Gang {
@@ -427,7 +427,7 @@ pub enum EventKind {
 }
 
 /// Every membership bit of a gang member's control word: the lower 28
-/// bits (seed 003 §2; the upper four are the inheritance status).
+/// bits (the GPM paper's §2; the upper four are the inheritance status).
 pub const GANG_ALL_BITS: u32 = 0x0FFF_FFFF;
 
 /// The membership bits a member starts with (listed in the gang's
@@ -436,7 +436,7 @@ pub const GANG_ALL_BITS: u32 = 0x0FFF_FFFF;
 /// covers — so a plain barrier needs no `gang_active`.
 pub const GANG_DEFAULT_BITS: u32 = 1;
 
-/// heir (seed 003): what a gang event does (the seed's Listing 1, by the
+/// heir (GPM): what a gang event does (the GPM paper's Listing 1, by the
 /// running thread).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GangOp {
@@ -504,7 +504,7 @@ pub enum MutexProtocol {
         /// The real-time priority (1..=99) a holder runs at.
         ceiling: i32,
     },
-    /// heir: multiprocessor bandwidth inheritance (seed 001, M-BWI): a
+    /// heir: multiprocessor bandwidth inheritance (M-BWI): a
     /// blocked `SCHED_DEADLINE` waiter lends its (budget, deadline) pair to
     /// the owner, and busy-waits while the owner runs on another CPU. With
     /// fixed priorities it behaves as [`MutexProtocol::Inherit`].
@@ -552,7 +552,7 @@ pub enum ResourceKind {
         /// Declared `helpers`, in file order (empty when undeclared).
         helpers: Vec<TaskIdx>,
     },
-    /// heir: a bounded priority queue (seed 000 Fig. 5): one mutex and two
+    /// heir: a bounded priority queue (the PI-CV paper's Fig. 5): one mutex and two
     /// condvars. With `pi_cv`, pushers help "more", poppers help "less".
     Queue {
         /// Items it holds (≥ 1, default 16).
@@ -587,7 +587,7 @@ pub enum ResourceKind {
         /// Tasks with a `call` to it, in order of first use.
         callers: Vec<TaskIdx>,
     },
-    /// heir (seed 003): a gang. Its `members` are members from the start,
+    /// heir (GPM): a gang. Its `members` are members from the start,
     /// with [`GANG_DEFAULT_BITS`]; others join with `gang_insert`.
     Gang {
         /// Declared `members`, in file order (every thread of each task).

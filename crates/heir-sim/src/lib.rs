@@ -86,17 +86,17 @@
 //!   its replenishment instant); partitioned, or global EDF for threads free
 //!   on several CPUs. Mutex protocols: `inherit` is Linux's deadline
 //!   inheritance (parameters only, boosted owners never throttled), `bwi`
-//!   is M-BWI (seed 001: the owner runs on lent servers, remote waiters
+//!   is M-BWI (the owner runs on lent servers, remote waiters
 //!   spin, FIFO hand-off); PI-CV and RPC lend servers as `bwi` does. The
 //!   rules, step by step, are in the `sim::dl` module's docs.
-//! - **Affinity inheritance** (`global.bwi_affinity`, default on; seed 001
-//!   §4): a lent server runs only on the CPUs its own task may use, where
+//! - **Affinity inheritance** (`global.bwi_affinity`, default on; the M-BWI
+//!   paper's §4): a lent server runs only on the CPUs its own task may use, where
 //!   its bandwidth was admitted. An owner holding several servers is a
 //!   candidate on each CPU at the deadline of its most urgent server
 //!   allowed there (its own server on its own CPUs), consumes that
 //!   server's budget, and runs on one CPU at a time; it moves to another
 //!   CPU when a more urgent server of its may run there now. Off, an owner
-//!   runs every server it holds within its own affinity (seed 001 Fig. 3:
+//!   runs every server it holds within its own affinity (the M-BWI paper's Fig. 3:
 //!   the donor's bandwidth lands on a CPU that never admitted it). The
 //!   spin rule is unchanged: a waiter whose owner runs on another CPU
 //!   spins on its own. Details in the `sim::aff` module's docs.
@@ -123,7 +123,7 @@
 //! - `barrier`: rt-app's algorithm with an internal mutex and condvar.
 //!   `suspend`/`resume`: a condvar wait / broadcast on the suspend point
 //!   (a resume with nobody suspended is lost).
-//! - `push`/`pop` (heir): seed 000 Fig. 5 exactly — a PI mutex, `more` and
+//! - `push`/`pop` (heir): the PI-CV paper's Fig. 5 exactly — a PI mutex, `more` and
 //!   `less` condvars, items ordered by the pusher's base priority.
 //! - `call {server, run}` / `serve` (heir): per endpoint a request queue
 //!   ordered by caller base priority (FIFO among equal), a PI mutex, a `more`

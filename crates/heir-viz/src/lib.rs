@@ -12,7 +12,7 @@
 //!   memory is flat however long the run: each event is written as it
 //!   arrives.
 //! - [`SvgGantt`] keeps a bounded time window (the first 200 ms by default)
-//!   and renders a self-contained SVG Gantt chart in the style of the seed
+//!   and renders a self-contained SVG Gantt chart in the style of the
 //!   papers' KernelShark figures: a lane per thread, boosted execution
 //!   hatched in the donor's colour, releases (↑), deadlines (↓) and misses
 //!   (red).

@@ -679,7 +679,7 @@ mod tests {
         assert!(html.contains("A: analysis bound 3.000 ms"));
     }
 
-    /// Seed 000's Table I on a real machine: Annoyer's real maximum
+    /// The PI-CV paper's Table I on a real machine: Annoyer's real maximum
     /// (50 ms) above its bound (39 ms) with PI-CV off; Client1's real
     /// maximum equal to its bound, and the simulation within the bounds.
     fn table1_over_bound() -> ReportPage {

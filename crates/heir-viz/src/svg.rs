@@ -1,6 +1,6 @@
 //! A Gantt chart of a time window, as self-contained SVG.
 //!
-//! The chart follows the seed papers' KernelShark figures: one lane per
+//! The chart follows the papers' KernelShark figures: one lane per
 //! thread (most urgent base on top, the name on the left), execution bars in
 //! the thread's colour, boosted execution hatched with stripes in the donor's
 //! colour, a release arrow (↑) and a deadline arrow (↓) per job, deadline

@@ -1,4 +1,4 @@
-/* Seed 000 Fig. 6 in plain pthreads, with no knowledge of heir.
+/* The PI-CV paper's Fig. 6 in plain pthreads, with no knowledge of heir.
  *
  * A high-priority consumer (SCHED_FIFO 30) asks a low-priority producer
  * (FIFO 10) for an item and waits on a condition variable; the producer

@@ -201,7 +201,7 @@ fn hand_off_lets_one_mutex_block_twice() {
 
 #[test]
 fn nested_sections_block_transitively() {
-    // Seed 004's T0/T1/T2 (17 ms sections; T1 nests R2 in R1):
+    // IPCP's T0/T1/T2 (17 ms sections; T1 nests R2 in R1):
     //   T0 (70) ── R1
     //   T1 (65) ── R1 { R2 }
     //   T2 (60) ──        R2

@@ -1,4 +1,4 @@
-//! `SCHED_DEADLINE` under M-BWI (seed 001): interference over blocking
+//! `SCHED_DEADLINE` under M-BWI: interference over blocking
 //! chains, admission per CPU and global, guarantees — hand-computed.
 
 use heir_analysis::model::{Class, LockProtocol, Mutex, Nanos, Section, Task, TaskSet};
@@ -54,7 +54,7 @@ fn set(tasks: Vec<Task>, mutexes: Vec<Mutex>) -> TaskSet {
 }
 
 #[test]
-fn seed_001_figures_4_and_5() {
+fn mbwi_figures_4_and_5() {
     // τ1 (Q 8, D=P 24) 8 ms inside A; τ2 (Q 8, D=P 24) independent;
     // τ3 (Q 24, D=P 72) 24 ms, 20 inside A. Σ Q/D = 1/3 · 3 = 1: admitted.
     // B_1 = τ3's section (D_3 = 72 ≥ 24) = 20 ms: 8 + 20 = 28 > Q = 8, and
@@ -100,7 +100,7 @@ fn seed_001_figures_4_and_5() {
     assert_eq!((t3.blocking_us, t3.wcrt_us), (Some(0.0), None));
     assert_eq!(
         t3.reason.as_deref(),
-        Some("it can wait for task tau1, which has no guarantee itself: that task can then run on this one's budget beyond the bound (seed 001 §3.5)")
+        Some("it can wait for task tau1, which has no guarantee itself: that task can then run on this one's budget beyond the bound (the M-BWI paper's §3.5)")
     );
     assert_eq!(r.admissions.len(), 1);
     let a = &r.admissions[0];
@@ -112,7 +112,7 @@ fn seed_001_figures_4_and_5() {
 }
 
 #[test]
-fn seed_001_figure_5_from_the_example_file() {
+fn mbwi_figure_5_from_the_example_file() {
     let sc = heir_scenario::load(&example("mbwi-fig5.json")).unwrap();
     let r = analyze_scenario(&sc, &Options::default()).unwrap();
     let got: Vec<(&str, Option<f64>, Option<f64>)> = r
@@ -209,7 +209,7 @@ fn figure_5_with_shorter_sections_is_guaranteed() {
 
 #[test]
 fn chains_through_nested_sections_and_isolation() {
-    // Seed 001 §3.5's chain τ1 → R1 → τ2 → R2 → τ3: τ2 locks R2 inside R1.
+    // The chain of the M-BWI paper's §3.5, τ1 → R1 → τ2 → R2 → τ3: τ2 locks R2 inside R1.
     // τ4 uses only R3. closure(τ1) = {R1, R2}: B_1 = 4 (τ2's R1 section)
     // + 3 (τ3's R2) = 7; closure(τ2) = {R1, R2}: B_2 = τ3's 3 (τ1's
     // deadline is shorter); closure(τ3) = {R2}: τ2's section is shorter-
@@ -408,6 +408,6 @@ fn global_and_pinned_users_of_one_mutex_are_refused() {
     let e = analyze_scenario(&sc, &Options::default()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "6:21: at tasks.p.lock: mutex A is used by g (free on every CPU) and by p (pinned to CPU 1): bandwidth inheritance across affinities is not analysed (seed 001 §4.3: the owner would run another CPU's bandwidth); make all its users global or all pinned to one CPU"
+        "6:21: at tasks.p.lock: mutex A is used by g (free on every CPU) and by p (pinned to CPU 1): bandwidth inheritance across affinities is not analysed (the M-BWI paper's §4.3: the owner would run another CPU's bandwidth); make all its users global or all pinned to one CPU"
     );
 }

@@ -1,4 +1,4 @@
-//! EDF / CBS admission (seed 001 §3.3).
+//! EDF / CBS admission (the M-BWI paper's §3.3).
 
 use heir_analysis::edf::{blocking_test, utilisation_test, Reservation};
 use heir_analysis::model::{Class, LockProtocol, Mutex, Section, Task, TaskSet};
@@ -57,7 +57,7 @@ fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
     // inheritance. A waiter's server is suspended while it waits (its owner
     // runs on its own deadline, anything due earlier runs first) and the
     // CBS wake-up rule renews its deadline when it wakes: its job is not
-    // bounded by D (seed 001 §3.3's Σ_{D_j ≤ D_i} Q_j/P_j + B_i/P_i test
+    // bounded by D (the M-BWI paper's §3.3 test Σ_{D_j ≤ D_i} Q_j/P_j + B_i/P_i
     // said 10 ms, which the soundness test refutes). a's jobs come every
     // 10 ms = P: a job can start on what a renewed budget left and run out
     // of it holding m, where Linux replenishes a boosted deadline owner with
@@ -118,7 +118,7 @@ fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
     assert_eq!(r.task("a").unwrap().wcrt_us, None);
     assert_eq!(
         r.task("a").unwrap().reason.as_deref(),
-        Some("a blocking chain of this task reaches mutex m (protocol inherit), which has no bandwidth inheritance: its owner runs on its own budget and can be throttled while holding it (seed 001 §3.4, Fig. 1); not bounded here (use protocol \"bwi\")")
+        Some("a blocking chain of this task reaches mutex m (protocol inherit), which has no bandwidth inheritance: its owner runs on its own budget and can be throttled while holding it (the M-BWI paper's §3.4, Fig. 1); not bounded here (use protocol \"bwi\")")
     );
     assert_eq!(r.task("b").unwrap().wcrt_us, None);
     // A job larger than its budget takes ⌈C/Q⌉ server periods: c needs

@@ -1,4 +1,4 @@
-//! Seed 000 Eq. 4-5 (a maximum over subsets of Q_i ∪ P_i) against heir's
+//! The PI-CV paper's Eq. 4-5 (a maximum over subsets of Q_i ∪ P_i) against heir's
 //! polynomial computation (a maximum-weight bipartite matching), on random
 //! small instances.
 

@@ -1,4 +1,4 @@
-//! Seed 003's gang latency bound (`heir_analysis::gang`): exact values on
+//! GPM's gang latency bound (`heir_analysis::gang`): exact values on
 //! the examples, and soundness against the simulator on random gang
 //! scenarios (no simulated `gang_run` → last notify latency above its
 //! bound).
@@ -47,7 +47,7 @@ fn the_examples_have_the_documented_bounds() {
         // (50) below the gang priority (90), S waits: 4 ms (simulated 3:
         // T_H had done 1 ms when the run started).
         (
-            "seed003-fig1.json",
+            "gpm-fig1.json",
             true,
             4000.0,
             Some(0.0),
@@ -57,7 +57,7 @@ fn the_examples_have_the_documented_bounds() {
         // GPM off: T_L at 10 suffers T_H's whole program (3 ms) and T_M's
         // (5 ms): 2 + 3 + 5 = 10 ms (simulated 8).
         (
-            "seed003-fig1.json",
+            "gpm-fig1.json",
             false,
             10_000.0,
             None,
@@ -72,7 +72,7 @@ fn the_examples_have_the_documented_bounds() {
         // section on m (4 ms, at the gang priority through L), H's work
         // while passive (0.5 ms): 27 ms (simulated 4).
         (
-            "seed003-gang-pi-mutex.json",
+            "gpm-gang-pi-mutex.json",
             true,
             27_000.0,
             Some(4000.0),
@@ -82,7 +82,7 @@ fn the_examples_have_the_documented_bounds() {
         // GPM off: L at 30: 2 + N's section 4 + H 0.5 + M 5 = 11.5 ms; H
         // 20.5 ms: 20.5 ms (simulated 9).
         (
-            "seed003-gang-pi-mutex.json",
+            "gpm-gang-pi-mutex.json",
             false,
             20_500.0,
             None,
@@ -114,7 +114,7 @@ fn the_examples_have_the_documented_bounds() {
     }
 }
 
-/// Seed 003's Property 1: a member the run's mask leaves out is not waited
+/// The GPM paper's Property 1: a member the run's mask leaves out is not waited
 /// for but still runs at its own priority, at the gang level or above. B
 /// (60, the gang priority) works 2 ms, notifies and waits on the
 /// resumption condition, then 0.3 ms; the runs (mask 2) wait only for A
@@ -203,12 +203,12 @@ fn sets() -> u64 {
 }
 
 /// One random gang scenario, as a file: a gang of 2-5 members at distinct
-/// priorities (periodic; some following seed 003 §3's protocol with
+/// priorities (periodic; some following the protocol of the GPM paper's §3 with
 /// gang_active/gang_passive — sometimes on membership bits 1-3 —, some
 /// always active with the barrier point inside the job, some always
 /// passive, some joining and leaving each job with gang_insert and
-/// gang_remove, some `SCHED_DEADLINE`, some — when S broadcasts seed 003
-/// §3's resumption condition before each run — working to their notify
+/// gang_remove, some `SCHED_DEADLINE`, some — when S broadcasts the GPM
+/// paper's §3 resumption condition before each run — working to their notify
 /// and waiting on it, without a timer), an initiator S (gang_run, with a
 /// mask one time in three, optional work, gang_wait with or without
 /// timeout), 0-3 medium non-members, optionally a PI mutex shared by a
@@ -226,7 +226,7 @@ fn case(k: u64) -> (String, bool) {
     let cpu = |rng: &mut Rng| if two_cpus { rng.range_u64(0, 1) } else { 0 };
     // The mutex is used on one CPU (M0's).
     let lock_cpu = cpu(&mut rng);
-    // Seed 003 §3's resumption condition: S broadcasts it before each run
+    // The resumption condition of the GPM paper's §3: S broadcasts it before each run
     // (after the previous run's gang_wait); some members wait on it after
     // notifying, with no timer (so the run's mask may leave them out while
     // they work at their own priority: Property 1).
@@ -284,7 +284,7 @@ fn case(k: u64) -> (String, bool) {
                 r#""run": {w1}, "lock": "rr", "gang_notify": "G", "wait": {{"ref": "resume", "mutex": "rr"}}, "unlock": "rr", "run1": {w2}"#
             )
         } else if kind < 0.45 {
-            // Seed 003 §3: active while working to the barrier point,
+            // The GPM paper's §3: active while working to the barrier point,
             // passive (then notify) before sleeping.
             format!(
                 r#"{timer}, "gang_active": {bits}, "run": {w1}, {lock} "run1": {w2}, "gang_passive": "G", "gang_notify": "G""#

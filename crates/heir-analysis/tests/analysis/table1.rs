@@ -1,4 +1,4 @@
-//! Seed 000 Table I / Table II: the analytic worst case of the client/server
+//! The PI-CV paper's Table I / Table II: the analytic worst case of the client/server
 //! scenario, from the very file the simulator runs.
 
 use heir_analysis::{analyze_scenario, Options, Protocol};
@@ -96,7 +96,7 @@ fn table1_without_pi_cv_is_unbounded_and_names_the_inversion() {
 
 #[test]
 fn table1_under_the_ceiling_alternative() {
-    // Seed 000 §6.2's alternative: the server at the highest client priority
+    // The alternative of the PI-CV paper's §6.2: the server at the highest client priority
     // (90). Client1: its own request E1 plus one request of Client2 served
     // at 90 (f = 4.5) = 19; Client2: 14.5 + 14.5 = 29; the annoyer 39.
     let r = analyze_scenario(

@@ -87,7 +87,7 @@ fn a_task_admission_refuses_is_named_with_its_reservation_and_the_free_bandwidth
     assert!(err.contains("EBUSY"), "{err}");
 }
 
-/// Seed 001 Fig. 4/5 on one CPU, scaled to fit the deadline bandwidth of
+/// The M-BWI paper's Fig. 4/5 on one CPU, scaled to fit the deadline bandwidth of
 /// one CPU here (0.90 with RT throttling on and the fair server: the
 /// paper's set is 1.0). τ3 (period 72 ms) starts first and locks A; τ1
 /// (24 ms) arrives 3 ms later and blocks on A; τ2 (24 ms, no lock) arrives
@@ -147,7 +147,7 @@ fn ended_before(
 }
 
 #[test]
-fn seed001_fig4_fig5_on_real_deadline_threads() {
+fn mbwi_fig4_fig5_on_real_deadline_threads() {
     let Some(_rt) = rt_or_skip("deadline::fig45") else {
         return;
     };
@@ -314,9 +314,9 @@ fn a_deadline_file_without_cpus_is_refused_saying_it_names_none() {
         eprintln!("deadline::no_cpus: SKIPPED: one CPU is a whole root domain");
         return;
     }
-    // Seed 001 Fig. 1's tasks name no CPUs: heir runs them on one CPU,
+    // The tasks of the M-BWI paper's Fig. 1 name no CPUs: heir runs them on one CPU,
     // not the whole root domain (unless someone split it).
-    let o = heir(["run".as_ref(), example("seed001-fig1.json").as_os_str()]);
+    let o = heir(["run".as_ref(), example("mbwi-fig1.json").as_os_str()]);
     let err = stderr(&o);
     if code(&o) == 0 {
         eprintln!("deadline::no_cpus: SKIPPED: the machine's root domains are split already");
@@ -334,14 +334,14 @@ fn a_deadline_file_without_cpus_is_refused_saying_it_names_none() {
 }
 
 #[test]
-fn partition_runs_a_partitioned_seed001_example_and_restores_the_cgroups() {
+fn partition_runs_a_partitioned_mbwi_example_and_restores_the_cgroups() {
     let Some((_rt, before)) = partition_or_skip("deadline::partition") else {
         return;
     };
     let before_all = before.clone();
     let o = heir([
         "run".as_ref(),
-        example("seed001-fig1.json").as_os_str(),
+        example("mbwi-fig1.json").as_os_str(),
         "--partition".as_ref(),
         "--json".as_ref(),
     ]);

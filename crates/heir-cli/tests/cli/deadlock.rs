@@ -55,11 +55,11 @@ fn json_report_trace_and_svg_still_produced() {
 
 #[test]
 fn a_livelock_ends_the_run_like_a_deadlock_and_is_named() {
-    // examples/seed002-fig7.json: Z's handler calls Y, which serves C and
+    // examples/nova-fig7.json: Z's handler calls Y, which serves C and
     // waits for Z: with donation and helping, a livelock at 2 ms.
     let o = heir([
         "sim".as_ref(),
-        example("seed002-fig7.json").as_os_str(),
+        example("nova-fig7.json").as_os_str(),
         "--json".as_ref(),
     ]);
     assert_eq!(code(&o), 3, "{}", stderr(&o));
@@ -70,7 +70,7 @@ fn a_livelock_ends_the_run_like_a_deadlock_and_is_named() {
         r["deadlock"]["cycle"],
         serde_json::json!(["Z", "y", "Y", "z", "Z"])
     );
-    let o = heir(["sim".as_ref(), example("seed002-fig7.json").as_os_str()]);
+    let o = heir(["sim".as_ref(), example("nova-fig7.json").as_os_str()]);
     assert_eq!(code(&o), 3);
     assert!(
         stdout(&o).contains("livelock at 2.000 ms: Z -> y -> Y -> z -> Z"),
@@ -83,7 +83,7 @@ fn a_livelock_ends_the_run_like_a_deadlock_and_is_named() {
 fn aborted_calls_are_counted_in_the_text_and_json_reports() {
     let o = heir([
         "sim".as_ref(),
-        example("seed002-abort-passive.json").as_os_str(),
+        example("nova-abort-passive.json").as_os_str(),
         "--json".as_ref(),
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -92,7 +92,7 @@ fn aborted_calls_are_counted_in_the_text_and_json_reports() {
     assert_eq!(r["tasks"]["L"]["aborted_calls"], 0);
     let o = heir([
         "sim".as_ref(),
-        example("seed002-abort-passive.json").as_os_str(),
+        example("nova-abort-passive.json").as_os_str(),
     ]);
     assert!(
         stdout(&o).contains("aborted calls: S 0, C 1, L 0"),

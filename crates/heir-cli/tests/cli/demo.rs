@@ -114,7 +114,7 @@ fn json_holds_both_reports() {
         runs[1]["report"]["tasks"]["Client2"]["response_us"]["max"].as_f64(),
         Some(29000.0)
     );
-    // heir-analysis: seed 000 Eq. 1-5 with PI-CV; no bound without it
+    // heir-analysis: the PI-CV paper's Eq. 1-5 with PI-CV; no bound without it
     // (the server runs at its own priority 50).
     let wc = &runs[1]["analytical_worst_case_us"];
     assert_eq!(wc["Client1"].as_f64(), Some(19000.0));

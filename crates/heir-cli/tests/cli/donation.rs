@@ -1,5 +1,5 @@
-//! `heir run` under the donation model (`global.ipc: "donation"`, seed 002,
-//! issue 10): the seed 002 examples on real threads show the order of
+//! `heir run` under the donation model (`global.ipc: "donation"`, NOVA donation,
+//! issue 10): the NOVA examples on real threads show the order of
 //! events the simulation shows — each server's replies, each aborted call,
 //! each caller's completion — and the response-time relations that follow
 //! from it on any machine. No absolute timing is asserted (only lower
@@ -142,7 +142,7 @@ fn same_order_as_simulated_file(test: &str, file: &Path) -> Option<Value> {
 
 #[test]
 fn fig3_donation_the_server_runs_on_the_callers_time() {
-    let Some(v) = same_order_as_simulated("donation::fig3", "seed002-fig3-donation.json") else {
+    let Some(v) = same_order_as_simulated("donation::fig3", "nova-fig3-donation.json") else {
         return;
     };
     // T (prio 20, released at 2 ms) waits for S serving C at C's priority
@@ -156,7 +156,7 @@ fn fig3_donation_the_server_runs_on_the_callers_time() {
 
 #[test]
 fn fig3_helping_a_passive_server_runs_on_its_helpers_time() {
-    let Some(v) = same_order_as_simulated("donation::helping", "seed002-fig3-helping.json") else {
+    let Some(v) = same_order_as_simulated("donation::helping", "nova-fig3-helping.json") else {
         return;
     };
     // H helps S finish C's request, S takes H's call at once (on H's
@@ -171,7 +171,7 @@ fn fig3_helping_a_passive_server_runs_on_its_helpers_time() {
 
 #[test]
 fn abort_passive_a_later_caller_helps_the_orphaned_request_finish() {
-    let Some(v) = same_order_as_simulated("donation::abort", "seed002-abort-passive.json") else {
+    let Some(v) = same_order_as_simulated("donation::abort", "nova-abort-passive.json") else {
         return;
     };
     let aborted = |t: &str| v["tasks"][t]["aborted_calls"].as_u64();
@@ -199,7 +199,7 @@ fn abort_passive_a_later_caller_helps_the_orphaned_request_finish() {
 
 #[test]
 fn fig5_the_reply_goes_back_along_the_donation_path() {
-    let Some(v) = same_order_as_simulated("donation::fig5", "seed002-fig5.json") else {
+    let Some(v) = same_order_as_simulated("donation::fig5", "nova-fig5.json") else {
         return;
     };
     // Z replies to Y on H's time: the CPU stays with Z for H's call, then
@@ -218,7 +218,7 @@ fn fig7_servers_that_would_help_each_other_are_a_livelock() {
     let Some(_rt) = rt_or_skip("donation::fig7") else {
         return;
     };
-    let name = "seed002-fig7.json";
+    let name = "nova-fig7.json";
     let (rc, v, err) = run_logged(&example(name));
     assert_eq!(rc, 3, "{err}");
     let sim = heir(["sim".as_ref(), example(name).as_os_str(), "--json".as_ref()]);
@@ -273,7 +273,7 @@ fn donation_with_pi_cv_off_is_refused_by_heir_run() {
     // Checked before anything runs: no real-time priority needed.
     let o = heir([
         "run".as_ref(),
-        example("seed002-fig3-donation.json").as_os_str(),
+        example("nova-fig3-donation.json").as_os_str(),
         "--pi-cv".as_ref(),
         "off".as_ref(),
     ]);
@@ -291,7 +291,7 @@ fn a_handler_that_blocks_on_a_pi_mutex_passes_the_callers_priority_on() {
     let Some(_rt) = rt_or_skip("donation::blocking") else {
         return;
     };
-    let file = example("seed002-fig5-6-blocking.json");
+    let file = example("nova-fig5-6-blocking.json");
     let (rc, v, err) = run_logged(&file);
     assert_eq!(rc, 0, "{err}");
     // Z, blocked on m inside B's call, passes B's priority (40) on to O
@@ -320,7 +320,7 @@ fn a_passive_server_is_shown_as_what_it_runs_as() {
     let Some(_rt) = rt_or_skip("donation::passive_label") else {
         return;
     };
-    let file = example("seed002-fig3-helping.json");
+    let file = example("nova-fig3-helping.json");
     let o = heir([
         "run".as_ref(),
         file.as_os_str(),

@@ -1,4 +1,4 @@
-//! The donation model (seed 002) through `heir sim`: handlers that block,
+//! The donation model (NOVA donation) through `heir sim`: handlers that block,
 //! passive servers shown as such.
 
 use crate::support::*;
@@ -18,7 +18,7 @@ fn max_us(o: &std::process::Output, names: &[&str]) -> Vec<f64> {
 
 #[test]
 fn a_blocking_handler_example_gives_its_hand_worked_values() {
-    let file = example("seed002-fig5-6-blocking.json");
+    let file = example("nova-fig5-6-blocking.json");
     let o = heir(["sim".as_ref(), file.as_os_str(), "--json".as_ref()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
@@ -44,7 +44,7 @@ fn a_blocking_handler_example_gives_its_hand_worked_values() {
 fn the_table_shows_a_passive_server_as_passive() {
     let o = heir([
         "sim".as_ref(),
-        example("seed002-fig5-6-blocking.json").as_os_str(),
+        example("nova-fig5-6-blocking.json").as_os_str(),
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);

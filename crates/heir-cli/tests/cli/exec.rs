@@ -4,7 +4,7 @@
 //! dev-dependency so that it is always built, and always fresh, before
 //! these tests), handed to `heir exec` with `HEIR_PRELOAD`.
 //!
-//! - Seed 000 Fig. 6 in plain pthreads (`examples/c/plain/producer_consumer.c`):
+//! - The PI-CV paper's Fig. 6 in plain pthreads (`examples/c/plain/producer_consumer.c`):
 //!   with `--cond learn` the consumer's latency falls to the producer's
 //!   work from the second request on; with `--cond off` it stays inverted
 //!   (the medium thread's work in every request). Only relations the

@@ -1,4 +1,4 @@
-//! Gangs (seed 003) on the command line: `--gpm on|off` on `sim`, `run`
+//! Gangs (GPM) on the command line: `--gpm on|off` on `sim`, `run`
 //! and `analyze`, the report's `gangs` object and table, and the errors
 //! (`heir run` of gangs on real threads: run_gang.rs).
 
@@ -9,7 +9,7 @@ use crate::support::*;
 fn fig1(gpm: &str) -> Value {
     let o = heir([
         "sim",
-        example("seed003-fig1.json").to_str().unwrap(),
+        example("gpm-fig1.json").to_str().unwrap(),
         "--json",
         "--gpm",
         gpm,
@@ -55,7 +55,7 @@ fn sim_json_reports_the_latency_per_waiter_gpm_off_and_on() {
 fn sim_table_has_the_gang_rows_and_says_gpm() {
     let o = heir([
         "sim",
-        example("seed003-gang-pi-mutex.json").to_str().unwrap(),
+        example("gpm-gang-pi-mutex.json").to_str().unwrap(),
         "--gpm",
         "off",
     ]);
@@ -113,7 +113,7 @@ fn analyze_takes_gpm_and_bounds_a_gang_without_runs() {
     );
     let o = heir([
         "sim",
-        example("seed003-fig1.json").to_str().unwrap(),
+        example("gpm-fig1.json").to_str().unwrap(),
         "--gpm",
         "maybe",
     ]);
@@ -142,17 +142,17 @@ fn joining_a_second_gang_stops_the_run_at_that_event() {
     );
 }
 
-/// `heir analyze` bounds each gang's latency (seed 003 Property 1) and,
+/// `heir analyze` bounds each gang's latency (the GPM paper's Property 1) and,
 /// with `--compare`, prints the simulated maximum beside it, in text and
 /// JSON, gpm on and off.
 #[test]
 fn analyze_bounds_the_gang_latency_beside_the_simulation() {
-    let fig1 = example("seed003-fig1.json");
+    let fig1 = example("gpm-fig1.json");
     let o = heir(["analyze", fig1.to_str().unwrap(), "--compare"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.contains("gang latency bounds (seed 003 Property 1), gpm on"),
+        out.contains("gang latency bounds (the GPM paper's Property 1), gpm on"),
         "{out}"
     );
     assert!(
@@ -184,7 +184,7 @@ fn analyze_bounds_the_gang_latency_beside_the_simulation() {
     assert!(v["tasks_note"].as_str().unwrap().contains("gangs"));
 }
 
-/// Seed 003's Property 1 on the command line: B (60) is left out by the
+/// The GPM paper's Property 1 on the command line: B (60) is left out by the
 /// runs' mask but works at the gang priority; `heir analyze --compare`
 /// bounds the latency by A's 5 ms plus B's 2.3 ms turn (7.3 ms) against a
 /// simulated 7.2 ms, without the "simulation exceeds the bound" warning it

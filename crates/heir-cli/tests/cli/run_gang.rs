@@ -1,8 +1,8 @@
-//! `heir run` of gangs (seed 003) on real threads, GPM off and on, read
+//! `heir run` of gangs (GPM) on real threads, GPM off and on, read
 //! from the run's kernel trace (`--trace`) and its JSON report (with
 //! `--compare`: the simulated report beside it, same schema).
 //!
-//! - Seed 003 Fig. 1: with GPM on, T_L runs at the gang priority 90 from
+//! - The GPM paper's Fig. 1: with GPM on, T_L runs at the gang priority 90 from
 //!   the `gang_run` to its `gang_notify`, T_M does not run in between, and
 //!   T_L notifies before T_M completes; with GPM off T_L keeps its own 10,
 //!   T_M runs in between and completes first.
@@ -130,10 +130,10 @@ fn fig1_gpm_on_t_l_runs_at_the_gang_priority_and_notifies_before_t_m_completes()
         return;
     };
     let dir = TempDir::new("run-gang-fig1");
-    let Some((off, t_off)) = traced(&dir, &example("seed003-fig1.json"), "off") else {
+    let Some((off, t_off)) = traced(&dir, &example("gpm-fig1.json"), "off") else {
         return;
     };
-    let Some((on, t_on)) = traced(&dir, &example("seed003-fig1.json"), "on") else {
+    let Some((on, t_on)) = traced(&dir, &example("gpm-fig1.json"), "on") else {
         return;
     };
     let mut figures = Vec::new();
@@ -193,10 +193,10 @@ fn pi_mutex_gpm_on_the_lock_owner_runs_at_the_gang_priority_while_the_member_wai
         return;
     };
     let dir = TempDir::new("run-gang-pi");
-    let Some((off, t_off)) = traced(&dir, &example("seed003-gang-pi-mutex.json"), "off") else {
+    let Some((off, t_off)) = traced(&dir, &example("gpm-gang-pi-mutex.json"), "off") else {
         return;
     };
-    let Some((on, t_on)) = traced(&dir, &example("seed003-gang-pi-mutex.json"), "on") else {
+    let Some((on, t_on)) = traced(&dir, &example("gpm-gang-pi-mutex.json"), "on") else {
         return;
     };
     let mut figures = Vec::new();

@@ -1,5 +1,5 @@
 //! `heir run --trace`: the kernel's view of a real run (ftrace), written as
-//! the simulator's Chrome trace. Seed 000 Fig. 6 on real threads: with
+//! the simulator's Chrome trace. The PI-CV paper's Fig. 6 on real threads: with
 //! PI-CV on, the producer runs at the consumer's priority from the
 //! consumer's wait on `q.more` to the producer's signal of it — as the
 //! kernel saw it (`sched_switch` priorities, `sched_pi_setprio` and

@@ -54,7 +54,7 @@ fn table1_schema_and_values_with_pi_cv_on() {
         // One CPU: nobody migrates.
         assert_eq!(t["migrations"], 0);
     }
-    // Seed 000 Table II: the analytic bounds, met exactly by Client2.
+    // The PI-CV paper's Table II: the analytic bounds, met exactly by Client2.
     assert_eq!(max_us(&r, "Client2"), 29000.0);
     assert!(max_us(&r, "Client1") <= 19000.0);
     // Periodic clients, released every 40 / 50 / 60 ms over 60 s; every
@@ -139,9 +139,9 @@ fn rows(r: &[(&str, u64, u64, f64, u64)]) -> Vec<(String, u64, u64, f64, u64)> {
 }
 
 #[test]
-fn seed001_fig3_with_and_without_affinity_inheritance() {
+fn mbwi_fig3_with_and_without_affinity_inheritance() {
     // The file: "bwi_affinity": true — no miss, tau1 migrates twice.
-    let r = sim_json("seed001-fig3.json", &[]);
+    let r = sim_json("mbwi-fig3.json", &[]);
     assert_eq!(r["cpus"], 2);
     assert_eq!(
         figures(&r),
@@ -152,7 +152,7 @@ fn seed001_fig3_with_and_without_affinity_inheritance() {
         ])
     );
     // The same file with "bwi_affinity": false: tau3 misses at 11 ms.
-    let text = std::fs::read_to_string(example("seed001-fig3.json")).expect("the example");
+    let text = std::fs::read_to_string(example("mbwi-fig3.json")).expect("the example");
     let off = text.replace("\"bwi_affinity\" : true", "\"bwi_affinity\" : false");
     assert_ne!(off, text);
     let dir = TempDir::new("fig3-off");
@@ -170,7 +170,7 @@ fn seed001_fig3_with_and_without_affinity_inheritance() {
 }
 
 #[test]
-fn seed001_fig6_under_each_protocol() {
+fn mbwi_fig6_under_each_protocol() {
     let bwi = rows(&[
         ("tau1", 1, 0, 4.0, 0),
         ("tau2", 1, 0, 8.0, 0),
@@ -183,9 +183,9 @@ fn seed001_fig6_under_each_protocol() {
         ("tau3", 1, 0, 9.0, 0),
         ("tau4", 1, 0, 4.0, 0),
     ]);
-    assert_eq!(figures(&sim_json("seed001-fig6.json", &[])), bwi);
+    assert_eq!(figures(&sim_json("mbwi-fig6.json", &[])), bwi);
     for p in ["inherit", "none"] {
-        let r = sim_json("seed001-fig6.json", &["--protocol", &format!("all={p}")]);
+        let r = sim_json("mbwi-fig6.json", &["--protocol", &format!("all={p}")]);
         assert_eq!(figures(&r), other, "{p}");
     }
 }

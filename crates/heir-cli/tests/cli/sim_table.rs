@@ -78,7 +78,7 @@ fn pi_cv_off_shows_in_the_header() {
 
 #[test]
 fn several_cpus_add_a_migrations_line() {
-    let file = example("seed001-fig3.json");
+    let file = example("mbwi-fig3.json");
     let o = heir(["sim".as_ref(), file.as_os_str()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
@@ -105,7 +105,7 @@ fn several_cpus_add_a_migrations_line() {
         "{out}"
     );
     // One CPU: no such line.
-    let o = heir(["sim".as_ref(), example("seed001-fig1.json").as_os_str()]);
+    let o = heir(["sim".as_ref(), example("mbwi-fig1.json").as_os_str()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(!stdout(&o).contains("migrations"), "{}", stdout(&o));
 }

@@ -1,4 +1,4 @@
-//! Immediate priority ceiling (seed 004): the owner of a ceiling mutex runs
+//! Immediate priority ceiling (IPCP): the owner of a ceiling mutex runs
 //! at least at the ceiling from the moment it locks; nested ceilings take the
 //! maximum and unwind in any order; waiters do not donate.
 //!

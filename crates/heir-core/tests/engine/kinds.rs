@@ -44,7 +44,7 @@ fn an_endpoint_donates_to_the_server_that_took_the_call() {
 
 /// A gang's floor lifts its targets while set; a member that drops out
 /// (notifies) loses it at once; the floor flows on through a PI mutex the
-/// member waits on (seed 003 Invariant 1's lock-inherited part).
+/// member waits on (the lock-inherited part of the GPM paper's Invariant 1).
 #[test]
 fn a_gang_floor_lifts_its_members_and_flows_through_locks() {
     let mut e = Engine::new();

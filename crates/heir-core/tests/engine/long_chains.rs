@@ -1,4 +1,4 @@
-//! Long IPC call chains (seed 002 Fig. 9's path lengths, past 512): one
+//! Long IPC call chains (the path lengths of the NOVA paper's Fig. 9, past 512): one
 //! [`Spec::ENDPOINT`] request per call, each server blocked in its own
 //! call on the next,
 //!

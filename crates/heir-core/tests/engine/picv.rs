@@ -1,4 +1,4 @@
-//! PI-CV (seed 000): a waiter on a condvar donates to every helper, until it
+//! PI-CV (the PI-CV paper): a waiter on a condvar donates to every helper, until it
 //! is woken (signal, broadcast), times out (cancel_wait) or the helper is
 //! removed; helpers added while waiters wait are boosted at once; boosts are
 //! transitive through other condvars and PI mutexes.
@@ -141,7 +141,7 @@ fn helper_boost_and_revoke() {
     );
 }
 
-/// Seed 000 Fig. 7 (paper priorities 1 = most urgent; here SCHED_FIFO
+/// The PI-CV paper's Fig. 7 (paper priorities 1 = most urgent; here SCHED_FIFO
 /// Consumer 40 > Annoyer 30 > Producer 20 > Mutex 10). The consumer waits on
 /// the condvar the producer helps; the producer blocks on the PI mutex M held
 /// by the Mutex thread; the boost reaches the Mutex thread.
@@ -153,7 +153,7 @@ fn helper_boost_and_revoke() {
 ///            Prod unlocks M (no change), signals cv → Prod back to 20.
 /// ```
 #[test]
-fn seed000_fig7_cond_then_mutex() {
+fn picv_fig7_cond_then_mutex() {
     let mut w = World::new(
         &[("Cons", 40), ("Annoy", 30), ("Prod", 20), ("Mutex", 10)],
         &[("M", Protocol::Inherit)],
@@ -190,7 +190,7 @@ fn seed000_fig7_cond_then_mutex() {
     }
 }
 
-/// Seed 000 Fig. 3: F waits on a condvar helped by D and G. Here B and C
+/// The PI-CV paper's Fig. 3: F waits on a condvar helped by D and G. Here B and C
 /// wait on mutex mB owned by A, D on mD owned by A, E on mE owned by D.
 ///
 /// ```text
@@ -201,7 +201,7 @@ fn seed000_fig7_cond_then_mutex() {
 ///               └▶ G(5)
 /// ```
 #[test]
-fn seed000_fig3_dag() {
+fn picv_fig3_dag() {
     let mut w = World::new(
         &[
             ("A", 10),
@@ -321,8 +321,8 @@ fn unbalanced_diamond_is_reported_once() {
     );
 }
 
-/// A condvar with many helpers: all inherit, all are revoked (seed 000
-/// Fig. 13's fan-out).
+/// A condvar with many helpers: all inherit, all are revoked (the fan-out of the
+/// PI-CV paper's Fig. 13).
 #[test]
 fn sixteen_helpers_all_inherit_and_unwind() {
     let mut e = Engine::new();

@@ -88,7 +88,7 @@ class Scenario:
         return Scenario(self._native.with_pi_cv(bool(on)))
 
     def with_gpm(self, on: bool) -> "Scenario":
-        """Gang priority management on or off (seed 003; replaces
+        """Gang priority management on or off (GPM; replaces
         ``global.gpm``)."""
         return Scenario(self._native.with_gpm(bool(on)))
 

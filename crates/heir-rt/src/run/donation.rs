@@ -1,5 +1,5 @@
-//! `heir run` under the donation model (`global.ipc: "donation"`, seed
-//! 002): every endpoint is a [`donate::Endpoint`], so the kernel lends a
+//! `heir run` under the donation model (`global.ipc: "donation"`, NOVA
+//! donation): every endpoint is a [`donate::Endpoint`], so the kernel lends a
 //! caller's priority (or deadline) to the one thread serving its request —
 //! helping and transitivity through nested calls included — through a PI
 //! futex per request.

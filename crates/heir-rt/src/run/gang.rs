@@ -1,4 +1,4 @@
-//! `heir run` of gangs (seed 003): each gang resource is a [`Gang`] of
+//! `heir run` of gangs (GPM): each gang resource is a [`Gang`] of
 //! heir-rt (L-GPM: the gang priority applied with `sched_setattr` through
 //! the engine, combined with lock inheritance as Invariant 1 says), with
 //! the simulator's semantics (docs/GANG.md §2):

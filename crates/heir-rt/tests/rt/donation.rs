@@ -1,4 +1,4 @@
-//! `heir::donate::Endpoint` (seed 002 on real threads): a caller sleeps in
+//! `heir::donate::Endpoint` (NOVA donation on real threads): a caller sleeps in
 //! `FUTEX_LOCK_PI` on its request's word, which names the thread serving
 //! it, and the *kernel* boosts exactly that thread — read from `/proc`
 //! (PI included), while `sched_getattr` stays at the server's base.
@@ -292,7 +292,7 @@ fn servers_calling_each_other_are_reported_as_a_livelock_with_the_cycle() {
     let y = Arc::new(Endpoint::<u32, u32>::new());
     let z = Arc::new(Endpoint::<u32, u32>::new());
     let seen = Arc::new(Mutex::new(None));
-    // Y serves by calling Z; Z serves by calling Y (seed 002 Fig. 7).
+    // Y serves by calling Z; Z serves by calling Y (the NOVA paper's Fig. 7).
     let zc = z.clone();
     let (hy, ytid) = server(cpu, 10, y.clone(), limit, move |x| {
         zc.call_until(x, Some(limit)).expect("Y's call to Z")

@@ -1,4 +1,4 @@
-//! Seed 000 Fig. 6 on real threads: consumer (prio 30) waits on an empty
+//! The PI-CV paper's Fig. 6 on real threads: consumer (prio 30) waits on an empty
 //! queue filled by a producer (prio 10); an annoyer (prio 20) wakes up while
 //! the consumer waits. All pinned to one CPU; timestamps are recorded by the
 //! threads themselves (CLOCK_MONOTONIC).

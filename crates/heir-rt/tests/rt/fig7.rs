@@ -1,4 +1,4 @@
-//! Seed 000 Fig. 7 on real threads: the consumer's boost reaches the owner of
+//! The PI-CV paper's Fig. 7 on real threads: the consumer's boost reaches the owner of
 //! a PI mutex the producer (a helper) blocks on: consumer → PI-CV → producer →
 //! PI mutex → "Mutex" thread. Pinned to one CPU; thread-recorded timestamps.
 

@@ -1,5 +1,5 @@
-//! Gang priority management (seed 003, L-GPM) on real SCHED_FIFO threads
-//! pinned to one CPU: seed 003 Fig. 1 without and with GPM (order of
+//! Gang priority management (GPM, L-GPM) on real SCHED_FIFO threads
+//! pinned to one CPU: the GPM paper's Fig. 1 without and with GPM (order of
 //! events, and the member's priority read from `/proc` while boosted), a
 //! second run refused, a masked member left alone, a wait's timeout and the
 //! eventfd, remove and exit counted as notify, and a gang boost combined
@@ -110,7 +110,7 @@ fn fifo(p: i32) -> i32 {
     -1 - p
 }
 
-/// Seed 003 Fig. 1 on one CPU: T_L (FIFO 10, active member) works 20 ms
+/// The GPM paper's Fig. 1 on one CPU: T_L (FIFO 10, active member) works 20 ms
 /// of CPU time before its barrier point; T_M (FIFO 20, no member) busy-loops
 /// 100 ms from 2 ms; T_H (FIFO 30, passive member) starts the barrier at
 /// 4 ms and waits for its completion. Times in ns from the start.
@@ -201,7 +201,7 @@ fn fig1(cpu: u32, boost: bool) -> Fig1 {
 }
 
 #[test]
-fn seed003_fig1_the_gang_lifts_t_l_above_t_m() {
+fn gpm_fig1_the_gang_lifts_t_l_above_t_m() {
     let Some(rt) = rt_or_skip("gang::fig1", 30) else {
         return;
     };

@@ -1,4 +1,4 @@
-//! `heir::run` on the seed examples: the report has the simulator's schema
+//! `heir::run` on the papers' examples: the report has the simulator's schema
 //! with mode "real"; the Fig. 6 scenario shows what PI-CV changes, and the
 //! two-lock deadlock is found with its cycle, no earlier than the file's
 //! timing allows.

@@ -219,7 +219,7 @@ impl Builder<'_> {
         }
     }
 
-    /// A gang event (seed 003): the gang's name, or an object with
+    /// A gang event (GPM): the gang's name, or an object with
     /// `"gang"` and the event's one option (`mask`, `timeout`, `bits`).
     fn gang_event(&mut self, m: &Member, g: GangEv, path: &str) -> R<EventKind> {
         let (what, option) = match g {

@@ -327,7 +327,7 @@ struct Builder<'a> {
     threads: u64,
     /// `global.ipc`, passive tasks, calls with a timeout or a nested call.
     rpc: Rpc,
-    /// Seed 003: the gang each task is listed in (a thread is a member of
+    /// GPM: the gang each task is listed in (a thread is a member of
     /// at most one gang), with the JSON path of the listing.
     gang_of: HashMap<TaskIdx, (String, String)>,
 }

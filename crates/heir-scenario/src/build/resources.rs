@@ -176,7 +176,7 @@ impl Builder<'_> {
     }
 
     /// A gang's `members` (task names); a task listed in a second gang is
-    /// refused (a thread is a member of at most one gang, seed 003 §2).
+    /// refused (a thread is a member of at most one gang, the GPM paper's §2).
     fn gang_members(&mut self, h: &Member, gang: &str, path: &str) -> R<Vec<TaskIdx>> {
         let listed = self.task_names_at(h, path, "members", "member")?;
         let mut out = Vec::with_capacity(listed.len());

@@ -102,7 +102,7 @@ pub(super) enum Ev {
     Gang(GangEv),
 }
 
-/// The gang events (seed 003).
+/// The gang events (GPM).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum GangEv {
     Run,
@@ -252,7 +252,7 @@ impl Builder<'_> {
         })
     }
 
-    /// heir (seed 002): `"passive": true` on task `name`: it runs only on
+    /// heir (NOVA donation): `"passive": true` on task `name`: it runs only on
     /// donated time, so it needs the donation model and serves only.
     fn passive(
         &mut self,

@@ -1,4 +1,4 @@
-//! The donation model's keys (seed 002): `global.ipc`, `passive`, a call's
+//! The donation model's keys (NOVA donation): `global.ipc`, `passive`, a call's
 //! `timeout` and handler — what they read into, and every error, with its
 //! file:line:col and JSON path.
 

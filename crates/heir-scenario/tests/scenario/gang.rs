@@ -1,4 +1,4 @@
-//! Gangs (seed 003): the `gang` resource, the gang events, `global.gpm`,
+//! Gangs (GPM): the `gang` resource, the gang events, `global.gpm`,
 //! and their errors with positions.
 
 use heir_scenario::{

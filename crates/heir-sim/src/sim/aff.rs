@@ -1,4 +1,4 @@
-//! Affinity inheritance under M-BWI (seed 001 §4), and migrations.
+//! Affinity inheritance under M-BWI (the M-BWI paper's §4), and migrations.
 //!
 //! # Where a lent server runs
 //!
@@ -8,7 +8,7 @@
 //! earliest-deadline server it holds whose task may run on `c` (its own
 //! server on its own CPUs), consuming that server's budget, and it runs on
 //! one CPU at a time. So an owner never brings a donor's bandwidth onto a
-//! CPU where it was not admitted (seed 001 Fig. 3), and never loses its own
+//! CPU where it was not admitted (the M-BWI paper's Fig. 3), and never loses its own
 //! CPUs by taking the donor's instead (the paragraph after Fig. 3): it is a
 //! candidate on every CPU one of its servers allows, at that server's
 //! deadline.
@@ -24,7 +24,7 @@
 //! queued where it may run).
 //!
 //! With `bwi_affinity: false` an owner runs every server it holds within
-//! its own affinity (the first failure seed 001 §4 describes).
+//! its own affinity (the first failure the M-BWI paper's §4 describes).
 //!
 //! # Migrations
 //!

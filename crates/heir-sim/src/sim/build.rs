@@ -55,7 +55,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         for (th, r, o) in reqs {
             threads.threads[th as usize].reqs.push((r, o));
         }
-        // Listed members start with the default bits (seed 003 §2: the
+        // Listed members start with the default bits (the GPM paper's §2: the
         // control word's membership status).
         for (g, gang) in gangs.iter().enumerate() {
             for &m in &gang.members {
@@ -412,7 +412,7 @@ struct ResBuilder<'a> {
     donation: Option<bool>,
     /// Request objects made: (calling thread, endpoint, object).
     reqs: &'a mut Vec<(u32, usize, heir_core::ObjId)>,
-    /// The gangs made (seed 003).
+    /// The gangs made (GPM).
     gangs: &'a mut Vec<super::gang::Gang>,
     /// The timers made (their index in `Simulator::timers`).
     timers: &'a mut Vec<TimerSlot>,
@@ -474,7 +474,7 @@ impl ResBuilder<'_> {
                 None => self.endpoint(roles),
             },
             ResourceKind::Gang { members } => {
-                // Seed 003: targets and floor only while it runs; its
+                // GPM: targets and floor only while it runs; its
                 // waiters do not donate, and lend no deadline time.
                 let obj = self.engine.add_object(heir_core::Spec::GANG);
                 self.names.object(obj.0, r, false);

@@ -1,6 +1,6 @@
 //! `SCHED_DEADLINE`: EDF with constant-bandwidth servers (hard
 //! reservations), Linux's deadline inheritance through `inherit` mutexes,
-//! and M-BWI (seed 001) through `bwi` mutexes and PI-CV/RPC objects.
+//! and M-BWI through `bwi` mutexes and PI-CV/RPC objects.
 //!
 //! # Servers
 //!
@@ -30,7 +30,7 @@
 //!   moves by the donor's P. A deadline owner whose own deadline is earlier
 //!   than its top waiter's is not boosted at all.
 //! - Through `bwi` mutexes, condition variables with helpers and RPC
-//!   endpoints a deadline waiter *lends its server* (M-BWI, seed 001 §3.6):
+//!   endpoints a deadline waiter *lends its server* (M-BWI, the M-BWI paper's §3.6):
 //!   the task at the end of the chain may run on any server lent to it, and
 //!   runs on the earliest-deadline one that has budget and is not consumed
 //!   elsewhere, consuming that server's budget; a throttled server is
@@ -734,7 +734,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     /// M-BWI's rule for the server of a deadline waiter on a `bwi` mutex
     /// (Faggioli, Lipari, Cucinotta, "Analysis and implementation of the
-    /// multiprocessor bandwidth inheritance protocol"; seed 001 §3.6): the
+    /// multiprocessor bandwidth inheritance protocol"; the M-BWI paper's §3.6): the
     /// owner at the end of its chain is added to the server, which stays
     /// in the EDF competition at its own deadline; scheduled, it runs the
     /// owner if the owner runs nowhere, else it spins. Here:

@@ -165,7 +165,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// `push` / `pop` (seed 000 Fig. 5): lock; while full (empty) wait on
+    /// `push` / `pop` (the PI-CV paper's Fig. 5): lock; while full (empty) wait on
     /// `less` (`more`); add (take) an item and signal `more` (`less`);
     /// unlock.
     fn ev_queue(&mut self, t: u32, r: usize, push: bool, ev: &Event) -> R<Flow> {

@@ -1,4 +1,4 @@
-//! Gang priority management (seed 003): `gang_run`, `gang_wait`,
+//! Gang priority management (GPM): `gang_run`, `gang_wait`,
 //! `gang_notify`, membership, and the latency each waiter sees.
 //!
 //! A gang is one engine object of [`heir_core::Spec::GANG`]. Its targets

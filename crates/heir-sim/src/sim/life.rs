@@ -56,7 +56,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         th.status = Status::Exited;
         th.job_release = None;
         self.alive -= 1;
-        // Seed 003: a thread that terminates leaves its gang (as
+        // GPM: a thread that terminates leaves its gang (as
         // `gang_notify` first if it is an active member of a run).
         self.gang_leave(t)?;
         let eng = self.threads[t as usize].eng;

@@ -372,7 +372,7 @@ enum ResState {
         mutex: SimMutex,
         cond: SimCond,
     },
-    /// A gang (seed 003): its index in `Simulator::gangs`.
+    /// A gang (GPM): its index in `Simulator::gangs`.
     Gang(u32),
     Endpoint {
         mutex: SimMutex,
@@ -505,7 +505,7 @@ pub struct Simulator<'s, 'o> {
     handlers: Vec<rpc::Handler<'s>>,
     /// The top-level calls' handlers, by their event's JSON path.
     handler_at: std::collections::HashMap<&'s str, u32>,
-    /// The gangs (seed 003), in resource order.
+    /// The gangs (GPM), in resource order.
     gangs: Vec<gang::Gang>,
 }
 

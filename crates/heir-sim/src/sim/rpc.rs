@@ -1,4 +1,4 @@
-//! RPC under the donation model (`global.ipc: "donation"`, seed 002:
+//! RPC under the donation model (`global.ipc: "donation"`, NOVA donation:
 //! NOVA's timeslice donation and helping).
 //!
 //! # Engine objects
@@ -6,7 +6,7 @@
 //! Per endpoint: a **help** object (kind endpoint, donating, no target
 //! limit) whose targets are every serving thread of the endpoint, for the
 //! whole run; a caller that finds no server waiting for a call blocks on
-//! it — it *helps* the endpoint's servers (seed 002 Fig. 3 right: the
+//! it — it *helps* the endpoint's servers (the NOVA paper's Fig. 3 right: the
 //! dashed helping link) — and an **idle** condvar, without helpers, on
 //! which servers wait for a call. Per (calling thread, endpoint): a
 //! **request** object ([`heir_core::Spec::ENDPOINT`]: one target): while
@@ -37,10 +37,10 @@
 //!    caller's time; at the reply nobody wakes.
 //!
 //! The reply wakes only the caller: the server does not hand the time it
-//! runs on to the caller (seed 002's donation counter): a caller runs on
+//! runs on to the caller (the NOVA paper's donation counter): a caller runs on
 //! its own context or what is lent to it, never on a helper's.
 //!
-//! # Blocking handlers (seed 002 Figs. 5–6)
+//! # Blocking handlers (the NOVA paper's Figs. 5–6)
 //!
 //! A handler's `lock` of a held mutex or its `sleep` blocks the server
 //! while it runs on lent time. Nothing is taken back: its callers and
@@ -62,7 +62,7 @@
 //! # Livelock
 //!
 //! A call that would close a cycle of the wait-for graph through a help
-//! object (seed 002 Fig. 7: Y serves C and calls Z, Z's handler calls Y,
+//! object (the NOVA paper's Fig. 7: Y serves C and calls Z, Z's handler calls Y,
 //! which is busy: Z would help Y, which waits for Z) is refused by the
 //! engine before any time passes; the run stops and reports a
 //! `"livelock"` with the cycle. NOVA detects the same cycle when a helping

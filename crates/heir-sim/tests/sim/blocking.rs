@@ -1,4 +1,4 @@
-//! Handlers that block (seed 002 Figs. 5–6, donation model): a server that
+//! Handlers that block (the NOVA paper's Figs. 5–6, donation model): a server that
 //! locks a mutex or sleeps while it runs on donated time parks the lent
 //! timeslices; when it unblocks it runs on the most urgent one, the others
 //! follow as the first leaves.
@@ -39,10 +39,7 @@ fn replies(rec: &Rec) -> Vec<f64> {
 
 #[test]
 fn fig5_6_a_handler_blocked_on_a_pi_mutex_passes_the_lent_time_on_to_the_owner() {
-    let (r, rec) = run(
-        &example("seed002-fig5-6-blocking.json"),
-        &SimConfig::default(),
-    );
+    let (r, rec) = run(&example("nova-fig5-6-blocking.json"), &SimConfig::default());
     assert_eq!(
         rec.merged(0),
         rows(&[
@@ -86,7 +83,7 @@ fn fig5_6_a_handler_blocked_on_a_pi_mutex_passes_the_lent_time_on_to_the_owner()
 
 #[test]
 fn fig5_without_inheritance_the_lent_timeslices_stay_parked_on_the_blocked_server() {
-    let sc = with_protocol(example("seed002-fig5-6-blocking.json"), MutexProtocol::None);
+    let sc = with_protocol(example("nova-fig5-6-blocking.json"), MutexProtocol::None);
     let (r, rec) = run(&sc, &SimConfig::default());
     // 1.5 ms: Z blocks on m; B's and (from 1.5 ms) D's timeslices are
     // parked on Z; L and O run at their own priorities. 6 to 8 ms: Z

@@ -330,7 +330,7 @@ impl B {
             },
         )
     }
-    /// A gang (seed 003) with the threads of `members` (task indices).
+    /// A gang (GPM) with the threads of `members` (task indices).
     pub fn gang(&mut self, name: &str, members: &[usize]) -> ResIdx {
         self.res(
             name,

@@ -1,5 +1,5 @@
 //! `SCHED_DEADLINE`: EDF with constant-bandwidth servers, Linux's deadline
-//! inheritance (`inherit`) and M-BWI (`bwi`), on seed 001's figures.
+//! inheritance (`inherit`) and M-BWI (`bwi`), on M-BWI's figures.
 
 use heir_scenario::protocols::{apply, Override};
 use heir_scenario::Scenario;
@@ -94,7 +94,7 @@ fn global_edf_runs_the_m_earliest_deadlines() {
 
 #[test]
 fn fig1_budget_exhausted_inside_the_critical_section() {
-    let sc = example("seed001-fig1.json");
+    let sc = example("mbwi-fig1.json");
     // none: tau3 is throttled at 4 ms with M held until 20 ms.
     let (r, rec) = run(&under(sc.clone(), "none"), &SimConfig::default());
     assert_eq!((max_ms(&r, "tau1"), max_ms(&r, "tau3")), (21.0, 22.0));
@@ -127,7 +127,7 @@ fn fig1_budget_exhausted_inside_the_critical_section() {
 
 #[test]
 fn fig4_and_fig5_tau2_preempts_without_bwi_and_waits_with_it() {
-    let sc = example("seed001-fig4-5.json");
+    let sc = example("mbwi-fig4-5.json");
     // Fig. 4 (inherit): tau2 preempts tau3 inside the critical section.
     let (r, rec) = run(&under(sc.clone(), "inherit"), &SimConfig::default());
     assert_eq!(
@@ -162,7 +162,7 @@ fn fig4_and_fig5_tau2_preempts_without_bwi_and_waits_with_it() {
 
 #[test]
 fn fig2_owner_on_the_donor_server_spinning_waiter_fifo_hand_off() {
-    let (r, rec) = run(&example("seed001-fig2.json"), &SimConfig::default());
+    let (r, rec) = run(&example("mbwi-fig2.json"), &SimConfig::default());
     let at = |ms: f64| -> Vec<(String, InstantKind, String)> {
         rec.instants()
             .into_iter()
@@ -282,7 +282,7 @@ fn fig(rows: &[(&str, u64, u64, f64, u64)]) -> Vec<(String, u64, u64, f64, u64)>
 
 #[test]
 fn fig3_affinity_inheritance_keeps_the_lent_server_on_its_cpu() {
-    let sc = example("seed001-fig3.json");
+    let sc = example("mbwi-fig3.json");
     assert!(sc.global.bwi_affinity, "the file sets it on");
     // Both: tau1 takes M at 1 ms; tau2 blocks at 2 ms and spins on CPU1
     // (tau1 runs on CPU0) until tau3 preempts tau1 at 3 ms.
@@ -359,7 +359,7 @@ fn fig3_affinity_inheritance_keeps_the_lent_server_on_its_cpu() {
 
 #[test]
 fn fig3_under_inherit_and_none() {
-    let sc = example("seed001-fig3.json");
+    let sc = example("mbwi-fig3.json");
     // inherit (Linux): tau1 keeps its own deadline (25 ms): tau3 runs
     // 3–8 ms; tau1's runtime runs out at 10 ms and is replenished from
     // tau2's; tau2 gets M at 12 ms, past its deadline (10 ms).
@@ -392,7 +392,7 @@ fn fig3_under_inherit_and_none() {
 
 #[test]
 fn fig6_tau4_waits_for_the_section_under_bwi_and_preempts_it_otherwise() {
-    let sc = example("seed001-fig6.json");
+    let sc = example("mbwi-fig6.json");
     // bwi: tau1 blocks at 2 ms and lends its server (deadline 12 ms) to
     // tau3, which finishes its section in it on CPU1 (2–4 ms); tau4
     // (15 ms), released at 3 ms, waits for the unlock and for tau1.
@@ -452,7 +452,7 @@ fn fig6_tau4_waits_for_the_section_under_bwi_and_preempts_it_otherwise() {
 fn fig2_nobody_migrates() {
     // tauC and tauB share CPU0 and tauA spins on CPU1 throughout: every
     // thread runs on one CPU only.
-    let (r, _) = run(&example("seed001-fig2.json"), &SimConfig::default());
+    let (r, _) = run(&example("mbwi-fig2.json"), &SimConfig::default());
     let m: Vec<(String, Option<u64>)> = r
         .tasks
         .iter()
@@ -496,11 +496,7 @@ fn a_global_thread_migrates_when_its_cpu_is_taken() {
 fn spread_owners_keep_the_invariants() {
     // The simulator's own checks after each figure, affinity inheritance
     // on and off.
-    for name in [
-        "seed001-fig3.json",
-        "seed001-fig6.json",
-        "seed001-fig2.json",
-    ] {
+    for name in ["mbwi-fig3.json", "mbwi-fig6.json", "mbwi-fig2.json"] {
         for on in [true, false] {
             let sc = affinity(example(name), on);
             let mut obs = heir_sim::NullObserver;
@@ -766,7 +762,7 @@ fn a_waiter_preempted_while_spinning_spins_again_then_runs_the_owner() {
 
 #[test]
 fn without_affinity_inheritance_the_lender_misses_while_its_cpu_idles() {
-    // The other face of seed 001 Fig. 3 (there tau3, on the owner's CPU,
+    // The other face of the M-BWI paper's Fig. 3 (there tau3, on the owner's CPU,
     // misses): the lender's own CPU idles while its server waits for the
     // owner's. Two CPUs, one bwi mutex M:
     //   O (10/50 ms, CPU0) holds M from 0 for 6 ms of work;

@@ -1,4 +1,4 @@
-//! Seed 002 (NOVA timeslice donation and helping, `global.ipc:
+//! NOVA donation (timeslice donation and helping, `global.ipc:
 //! "donation"`): the examples' instants and response times, worked out by
 //! hand in each file's header comment.
 
@@ -16,7 +16,7 @@ fn replies(rec: &Rec) -> Vec<(f64, String)> {
 
 #[test]
 fn fig3_left_donation_lends_the_callers_timeslice_to_the_server() {
-    let sc = example("seed002-fig3-donation.json");
+    let sc = example("nova-fig3-donation.json");
     let (r, rec) = run(&sc, &SimConfig::default());
     assert_eq!(
         rec.merged(0),
@@ -51,7 +51,7 @@ fn fig3_left_donation_lends_the_callers_timeslice_to_the_server() {
 
 #[test]
 fn fig3_right_a_helper_lends_its_timeslice_to_the_busy_passive_server() {
-    let (r, rec) = run(&example("seed002-fig3-helping.json"), &SimConfig::default());
+    let (r, rec) = run(&example("nova-fig3-helping.json"), &SimConfig::default());
     assert_eq!(rec.merged(0), rows(&[("S", 0.0, 5.0), ("M", 5.0, 7.0)]));
     // Whose time S runs on: C's, then H's (helping, then H's own call).
     assert_eq!(
@@ -73,10 +73,7 @@ fn fig3_right_a_helper_lends_its_timeslice_to_the_busy_passive_server() {
 
 #[test]
 fn an_aborted_call_leaves_a_passive_server_stalled_until_a_later_caller_helps() {
-    let (r, rec) = run(
-        &example("seed002-abort-passive.json"),
-        &SimConfig::default(),
-    );
+    let (r, rec) = run(&example("nova-abort-passive.json"), &SimConfig::default());
     assert_eq!(
         rec.slices_of("S"),
         vec![
@@ -101,7 +98,7 @@ fn an_aborted_call_leaves_a_passive_server_stalled_until_a_later_caller_helps() 
 
 #[test]
 fn fig5_the_reply_goes_back_along_the_donation_path_only() {
-    let (r, rec) = run(&example("seed002-fig5.json"), &SimConfig::default());
+    let (r, rec) = run(&example("nova-fig5.json"), &SimConfig::default());
     assert_eq!(
         rec.merged(0),
         rows(&[("Y", 0.0, 1.0), ("Z", 1.0, 5.0), ("M", 5.0, 6.0)])
@@ -128,7 +125,7 @@ fn fig5_the_reply_goes_back_along_the_donation_path_only() {
 
 #[test]
 fn fig7_servers_that_would_help_each_other_forever_are_a_livelock() {
-    let (r, rec) = run(&example("seed002-fig7.json"), &SimConfig::default());
+    let (r, rec) = run(&example("nova-fig7.json"), &SimConfig::default());
     let d = r.deadlock.expect("livelock");
     assert_eq!(d.kind, heir_report::DeadlockKind::Livelock);
     assert_eq!(d.at_us, 2000.0);

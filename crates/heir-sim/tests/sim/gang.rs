@@ -1,4 +1,4 @@
-//! Gang priority management (seed 003): the examples with exact values,
+//! Gang priority management (GPM): the examples with exact values,
 //! GPM off against on; masked runs, failed runs, timeouts; the gang
 //! priority through a PI mutex (Invariant 1's lock-inherited part).
 
@@ -74,10 +74,7 @@ fn fig1_gpm_off_tm_delays_the_barrier() {
     // 2 and notifies; T_L (10) runs 2-3, T_M (50, released at 3) preempts
     // it until 8: T_L notifies at 9 — 8 ms after gang_run. S serves 9-10
     // and posts the resumption; T_H resumes 10-11, T_L 11-12 (Fig. 1).
-    let (r, rec) = run(
-        &example_gpm("seed003-fig1.json", false),
-        &SimConfig::default(),
-    );
+    let (r, rec) = run(&example_gpm("gpm-fig1.json", false), &SimConfig::default());
     assert_eq!(
         rec.merged(0),
         rows(&[
@@ -117,10 +114,7 @@ fn fig1_gpm_on_tl_runs_at_the_gang_priority() {
     // donor); T_M (50) released at 3 cannot preempt it: T_L notifies at 4
     // — 3 ms after gang_run — and drops back to 10. S serves 4-5, T_H
     // resumes 5-6, then T_M 6-11 and T_L 11-12.
-    let (r, rec) = run(
-        &example_gpm("seed003-fig1.json", true),
-        &SimConfig::default(),
-    );
+    let (r, rec) = run(&example_gpm("gpm-fig1.json", true), &SimConfig::default());
     assert_eq!(
         rec.merged(0),
         rows(&[
@@ -161,7 +155,7 @@ fn pi_mutex_gpm_on_the_gang_priority_flows_through_the_lock() {
     // cannot preempt. N's 4 ms end at 4.5 (0.5 + 0.5 + 3); L takes m and
     // runs 4.5-5.5 at 90; its notify at 5.5 ends the run: 4 ms.
     let (r, rec) = run(
-        &example_gpm("seed003-gang-pi-mutex.json", true),
+        &example_gpm("gpm-gang-pi-mutex.json", true),
         &SimConfig::default(),
     );
     assert_eq!(
@@ -206,7 +200,7 @@ fn pi_mutex_gpm_off_m_preempts_the_owner() {
     // N runs at L's 30 only: M (50) preempts it 2-7; N's last 2.5 ms end
     // at 9.5, L runs 9.5-10.5 and notifies: 9 ms after gang_run.
     let (r, rec) = run(
-        &example_gpm("seed003-gang-pi-mutex.json", false),
+        &example_gpm("gpm-gang-pi-mutex.json", false),
         &SimConfig::default(),
     );
     assert_eq!(

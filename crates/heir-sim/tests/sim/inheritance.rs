@@ -170,7 +170,7 @@ fn without_pi_cv_the_annoyer_delays_the_consumer() {
 
 #[test]
 fn transitive_condvar_then_mutex() {
-    // Seed 000 Fig. 7, one pass each:
+    // The PI-CV paper's Fig. 7, one pass each:
     //   Consumer(30) ─▶ q.more ─helper─▶ Producer ─▶ M ─owner─▶ Mutex(5→30)
     // 0-1 Mutex locks M; 1 Consumer waits on q.more (Producer boosted to 30);
     // 1-6 Producer (30); 6 Producer blocks on M: Mutex inherits 30 through

@@ -129,7 +129,7 @@ proptest! {
     }
 }
 
-/// A random small scenario with gangs (seed 003): 2-6 threads on 1-2
+/// A random small scenario with gangs (GPM): 2-6 threads on 1-2
 /// CPUs, members of one of two gangs (or none, some as several
 /// instances), each thread a mix of work, sleeps, an inherit mutex, and
 /// every gang event — runs with random masks (so some fail), waits with
