@@ -144,7 +144,7 @@ fn varied_page_matches_sim(file: &str, vary: &str, settings: &[(&str, &[&str])])
 #[test]
 fn vary_gpm_compares_gang_priority_management_off_and_on() {
     varied_page_matches_sim(
-        "seed003-fig1.json",
+        "gpm-fig1.json",
         "gpm",
         &[("GPM off", &["--gpm", "off"]), ("GPM on", &["--gpm", "on"])],
     );
@@ -153,7 +153,7 @@ fn vary_gpm_compares_gang_priority_management_off_and_on() {
 #[test]
 fn vary_protocol_gives_a_setting_per_protocol() {
     varied_page_matches_sim(
-        "seed001-fig2.json",
+        "mbwi-fig2.json",
         "protocol=all=none,inherit,bwi",
         &[
             ("all=none", &["--protocol", "all=none"]),
