@@ -215,7 +215,7 @@ impl PiCondvar {
         if !mutex.owned() {
             return Err(Error::NotOwner);
         }
-        crate::tracefs::mark_cond("wait", self.id);
+        crate::trace::mark_cond("wait", self.id);
         let me_tid = rt::tid();
         let (shared, next_owner, kernel) = {
             let mut st = rt::state();
@@ -272,7 +272,7 @@ impl PiCondvar {
         };
         mutex.relock()?;
         if result == WaitResult::Woken {
-            crate::tracefs::mark_cond("woken", self.id);
+            crate::trace::mark_cond("woken", self.id);
         }
         Ok(result)
     }
@@ -333,7 +333,7 @@ impl PiCondvar {
 
     /// Wakes the most urgent waiter, if any; returns whether one was woken.
     pub fn signal(&self) -> Result<bool, Error> {
-        crate::tracefs::mark_cond("signal", self.id);
+        crate::trace::mark_cond("signal", self.id);
         let me_tid = rt::tid();
         let (any, woken, deferred) = {
             let mut st = rt::state();
@@ -354,7 +354,7 @@ impl PiCondvar {
 
     /// Wakes every waiter, most urgent first; returns how many.
     pub fn broadcast(&self) -> Result<usize, Error> {
-        crate::tracefs::mark_cond("broadcast", self.id);
+        crate::trace::mark_cond("broadcast", self.id);
         let me_tid = rt::tid();
         let (n, woken, deferred) = {
             let mut st = rt::state();

@@ -25,6 +25,8 @@
 //! - [`lock`]: the one [`lock::Mutex`] and guard over a raw lock, behind
 //!   [`PiMutex`], [`CeilingMutex`] and the engine lock.
 //! - [`capi`]: the C API (`heir.h`).
+//! - [`trace`]: the hook a tracer sets to receive what heir-rt does
+//!   (boosts, `sched_setattr` calls, condition-variable events).
 //! - [`run`]: runs a scenario file on real threads (`heir run`).
 //!
 //! The locking rule and what is saved and restored are in [`rt`]'s docs and
@@ -57,6 +59,7 @@ pub mod run;
 pub mod sched;
 pub mod sys;
 pub mod thread;
+pub mod trace;
 pub mod tracefs;
 
 pub use ceiling::{CeilingMutex, CeilingMutexGuard, RawEngineMutex};
