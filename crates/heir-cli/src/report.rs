@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
-use heir::run::{RealRun, RunConfig, RunError, TraceConfig};
+use heir_runner::run::{RealRun, RunConfig, RunError, TraceConfig};
 use heir_scenario::{ResourceKind, Scenario};
 use heir_sim::{Report, SimConfig};
 use heir_viz::report::{Face, FaceReport, ReportPage, SettingReport, TaskFigures};
@@ -208,7 +208,7 @@ pub fn run_real(
         ..RunConfig::default()
     };
     loop {
-        match heir::run::run(scenario, &config) {
+        match heir_runner::run::run(scenario, &config) {
             Ok(r) => {
                 disturbance_notes(&r, pi_cv, notes);
                 return Ok(Ok(r));

@@ -27,10 +27,15 @@
 //! - [`capi`]: the C API (`heir.h`).
 //! - [`trace`]: the hook a tracer sets to receive what heir-rt does
 //!   (boosts, `sched_setattr` calls, condition-variable events).
-//! - [`run`]: runs a scenario file on real threads (`heir run`).
 //!
 //! The locking rule and what is saved and restored are in [`rt`]'s docs and
 //! `docs/RUNTIME.md`.
+//!
+//! This is the library a C or Rust program links. Running a scenario file
+//! on real threads (`heir run`: the file's tasks, the busy loops and their
+//! calibration, the CPU survey, the kernel's trace) is the `heir-runner`
+//! crate's job, on top of it: libheir depends on neither the scenario
+//! reader nor the report.
 
 #![deny(
     clippy::undocumented_unsafe_blocks,
@@ -38,29 +43,24 @@
     unsafe_op_in_unsafe_fn
 )]
 
-pub mod busy;
 pub mod bwi;
 pub mod capi;
 pub mod caps;
 pub mod ceiling;
 pub mod condvar;
-pub mod cpus;
 pub mod deadline;
 pub mod donate;
 pub mod gang;
 pub mod lock;
 pub mod mutex;
-pub mod partition;
 pub mod queue;
 pub mod robust;
 pub mod rpc;
 pub mod rt;
-pub mod run;
 pub mod sched;
 pub mod sys;
 pub mod thread;
 pub mod trace;
-pub mod tracefs;
 
 pub use ceiling::{CeilingMutex, CeilingMutexGuard, RawEngineMutex};
 pub use condvar::{Boost, PiCondvar, WaitResult};
