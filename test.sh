@@ -85,7 +85,7 @@ if [ "${CI:-}" = true ] || [ "${HEIR_TEST_UNDER_LOAD:-}" = 1 ]; then
     echo "== cargo test (real-thread tests) under load: $ncpu SCHED_OTHER busy loops"
     # Built first (the workspace's features, as above: nothing recompiles),
     # so that the loops slow the tests, not the compiler.
-    cargo test --workspace --test rt --test cli --no-run
+    cargo test --workspace --test rt --test runner --test cli --no-run
     loops=()
     for _ in $(seq "$ncpu"); do
         # Bounded: no loop outlives this script by more than an hour.
@@ -94,7 +94,7 @@ if [ "${CI:-}" = true ] || [ "${HEIR_TEST_UNDER_LOAD:-}" = 1 ]; then
     done
     stop_loops() { kill "${loops[@]}" 2>/dev/null || true; }
     trap stop_loops EXIT
-    cargo test --workspace --test rt --test cli
+    cargo test --workspace --test rt --test runner --test cli
     stop_loops
     trap - EXIT
 fi

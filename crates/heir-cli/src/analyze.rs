@@ -24,8 +24,8 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use heir::run::{run_scenario, RunConfig};
 use heir_analysis::{analyze_scenario_on, AnalysisReport, Options, Protocol};
+use heir_runner::run::{run_scenario, RunConfig};
 use heir_scenario::limits::MAX_CPUS;
 use heir_sim::{simulate, NullObserver, Report, SimConfig};
 

@@ -1,7 +1,7 @@
 //! What took a real run's CPUs, in `heir run`'s text and `--json`, the
-//! report page and `heir demo` ([`heir::run::disturb`]).
+//! report page and `heir demo` ([`heir_runner::run::disturb`]).
 
-use heir::run::RealRun;
+use heir_runner::run::RealRun;
 
 /// Disturbers named per thread in the text report (three times as many
 /// in the list of disturbers); `--json` has them all.
@@ -13,10 +13,10 @@ fn ns_ms(ns: u64) -> String {
 }
 
 /// The text report's lines on what took the run's CPUs
-/// ([`heir::run::disturb`]): a verdict, each disturbed thread with its
+/// ([`heir_runner::run::disturb`]): a verdict, each disturbed thread with its
 /// jobs and who, each disturber, the fair server's setting.
 pub fn disturbance_lines(real: &RealRun) -> Vec<String> {
-    use heir::run::disturb::{FairServer, FAIR_SERVER_HOWTO};
+    use heir_runner::run::disturb::{FairServer, FAIR_SERVER_HOWTO};
     let d = &real.disturbance;
     let mut out = Vec::new();
     if let Some(why) = &d.not_measured {
@@ -144,7 +144,7 @@ pub fn disturbance_lines(real: &RealRun) -> Vec<String> {
 /// "what":…,"cpus":[…],"lost_ms":…,"jobs":…}],"fair_server":{CPU:{…}},
 /// "dropped":…}` (with `"why"` instead when not measured).
 pub fn disturbance_json(real: &RealRun) -> serde_json::Value {
-    use heir::run::disturb::FairServer;
+    use heir_runner::run::disturb::FairServer;
     let d = &real.disturbance;
     if let Some(why) = &d.not_measured {
         return serde_json::json!({"measured": false, "why": why});
@@ -198,7 +198,7 @@ pub fn disturbance_json(real: &RealRun) -> serde_json::Value {
 /// (threads that lost nothing have none).
 pub fn task_disturbance_json(
     real: &RealRun,
-    t: &heir::run::disturb::ThreadLoss,
+    t: &heir_runner::run::disturb::ThreadLoss,
 ) -> serde_json::Value {
     let by: Vec<serde_json::Value> =
         t.by.iter()

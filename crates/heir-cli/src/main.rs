@@ -65,7 +65,7 @@ fn main() {
     // instances recording, with their buffers: any heir start removes the
     // instances of heir processes that no longer exist (where tracefs is
     // mounted and writable; nothing is mounted for it).
-    heir::tracefs::remove_stale_instances();
+    heir_runner::tracefs::remove_stale_instances();
     let result = match cli.cmd {
         Cmd::Sim(a) => sim::main(a),
         Cmd::Run(a) => run::main(a),

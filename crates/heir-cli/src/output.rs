@@ -7,7 +7,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use heir::run::{RealRun, RunError};
+use heir_runner::run::{RealRun, RunError};
 use heir_scenario::limits::{beyond_time_limit_s, ThreadLimit};
 use heir_scenario::{Policy, Scenario, Sched, Warning};
 use heir_sim::{Observer, Report, SimError, TaskReport};
@@ -272,7 +272,7 @@ pub fn run_json(real: &RealRun) -> Result<serde_json::Value> {
 pub fn calibration_json(real: &RealRun) -> serde_json::Value {
     let c = &real.calibration;
     let a = &real.run_accuracy;
-    let per_cpu = |f: &dyn Fn(&heir::run::CpuCalibration) -> serde_json::Value| {
+    let per_cpu = |f: &dyn Fn(&heir_runner::run::CpuCalibration) -> serde_json::Value| {
         c.cpus
             .iter()
             .map(|x| (x.cpu.to_string(), f(x)))
@@ -431,7 +431,7 @@ pub fn run_error(e: RunError, context: String) -> CliError {
         e,
         RunError::Runtime(_)
             | RunError::Spawn { .. }
-            | RunError::Trace(heir::tracefs::TraceError::Io { .. })
+            | RunError::Trace(heir_runner::tracefs::TraceError::Io { .. })
     );
     let err = anyhow!(e).context(context);
     if failure {

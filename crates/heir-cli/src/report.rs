@@ -21,7 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
-use heir::run::{RealRun, RunConfig, RunError, TraceConfig};
+use heir_runner::run::{RealRun, RunConfig, RunError, TraceConfig};
 use heir_scenario::protocols::Override;
 use heir_scenario::{IpcModel, ResourceKind, Scenario};
 use heir_sim::{Report, SimConfig};
@@ -340,7 +340,7 @@ pub fn run_real(
         ..RunConfig::default()
     };
     loop {
-        match heir::run::run(&setting.scenario, &config) {
+        match heir_runner::run::run(&setting.scenario, &config) {
             Ok(r) => {
                 disturbance_notes(&r, &setting.label, notes);
                 return Ok(Ok(r));

@@ -30,14 +30,14 @@
 //!
 //! `--partition`: the only change `heir run` makes to the machine, on
 //! request: each set of CPUs the file pins deadline threads to becomes a
-//! root domain of its own for the run (`heir::partition`), printed, and
+//! root domain of its own for the run (`heir_runner::partition`), printed, and
 //! restored at the end, on error and on SIGINT/SIGTERM/SIGHUP (exit 128 +
 //! the signal).
 
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use heir::run::{run, Placement, RunConfig, TraceConfig};
+use heir_runner::run::{run, Placement, RunConfig, TraceConfig};
 
 use crate::disturb::disturbance_lines;
 use crate::exit::deadlock_exit;
@@ -49,7 +49,7 @@ use crate::output::{
 };
 use crate::sim::OnOff;
 use crate::{CliError, CliResult};
-use heir::run::RealTrace;
+use heir_runner::run::RealTrace;
 use heir_sim::{NullObserver, SimConfig};
 
 /// `heir run` arguments.
@@ -153,7 +153,7 @@ pub fn main(args: Args) -> CliResult {
     if args.partition {
         // Before any thread starts: every thread inherits the blocked
         // signals, and only the signal thread takes them.
-        heir::partition::restore_on_signals(report_signal)
+        heir_runner::partition::restore_on_signals(report_signal)
             .map_err(|e| CliError::failure(anyhow!("--partition: {e}")))?;
     }
     let pi_cv = config.pi_cv.unwrap_or(scenario.global.pi_cv);

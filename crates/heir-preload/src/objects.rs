@@ -179,8 +179,8 @@ impl CondState {
                 Action::Add(t) => match self.cv.helpers_add(t) {
                     Ok(()) => {
                         summary::HELPERS_LEARNED.inc();
-                        if heir::tracefs::tracing() {
-                            heir::tracefs::mark(format_args!(
+                        if heir::trace::tracing() {
+                            heir::trace::mark(format_args!(
                                 "heir_exec learn cond={} helper={t}",
                                 self.cv.id().0
                             ));
@@ -192,8 +192,8 @@ impl CondState {
                 Action::Del(t) => {
                     if self.cv.helpers_del(t).is_ok() {
                         summary::HELPERS_DROPPED.inc();
-                        if heir::tracefs::tracing() {
-                            heir::tracefs::mark(format_args!(
+                        if heir::trace::tracing() {
+                            heir::trace::mark(format_args!(
                                 "heir_exec drop cond={} helper={t}",
                                 self.cv.id().0
                             ));

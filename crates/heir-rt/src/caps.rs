@@ -6,7 +6,7 @@
 //! [`FileLock`] serialises real-time work among cooperating processes: heir's
 //! real-time tests — of every test binary, of every checkout on the machine —
 //! hold [`rt_tests_lock_path`] while they run, and `heir run` claims the CPUs
-//! it runs on ([`crate::cpus`]).
+//! it runs on (heir-runner's `cpus` module).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

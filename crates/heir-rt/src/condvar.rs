@@ -236,7 +236,7 @@ impl PiCondvar {
         if !mutex.owned() {
             return Err(Error::NotOwner);
         }
-        crate::tracefs::mark_cond("wait", self.id);
+        crate::trace::mark_cond("wait", self.id);
         let me_tid = rt::tid();
         let (shared, next_owner, kernel, _waiting) = {
             let mut st = rt::state();
@@ -296,7 +296,7 @@ impl PiCondvar {
         };
         mutex.relock()?;
         if result == WaitResult::Woken {
-            crate::tracefs::mark_cond("woken", self.id);
+            crate::trace::mark_cond("woken", self.id);
         }
         Ok(result)
     }
@@ -357,7 +357,7 @@ impl PiCondvar {
 
     /// Wakes the most urgent waiter, if any; returns whether one was woken.
     pub fn signal(&self) -> Result<bool, Error> {
-        crate::tracefs::mark_cond("signal", self.id);
+        crate::trace::mark_cond("signal", self.id);
         if self.waiters.load(Ordering::SeqCst) == 0 {
             // Nobody to wake: no engine lock (see `waiters`).
             return Ok(false);
@@ -382,7 +382,7 @@ impl PiCondvar {
 
     /// Wakes every waiter, most urgent first; returns how many.
     pub fn broadcast(&self) -> Result<usize, Error> {
-        crate::tracefs::mark_cond("broadcast", self.id);
+        crate::trace::mark_cond("broadcast", self.id);
         if self.waiters.load(Ordering::SeqCst) == 0 {
             return Ok(0);
         }

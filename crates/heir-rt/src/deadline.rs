@@ -13,7 +13,7 @@
 //!   bandwidth covers runtime/period (else `EBUSY`). On a machine with one
 //!   root domain, a deadline thread cannot be pinned to one CPU: a one-CPU
 //!   run needs a one-CPU root domain (an exclusive cpuset; heir makes one
-//!   only when asked: `heir run --partition`, [`crate::partition`]).
+//!   only when asked: `heir run --partition`, heir-runner's `partition` module).
 //!
 //! # The free bandwidth
 //!
@@ -277,7 +277,7 @@ pub const CPUSET_V1: &str = "/sys/fs/cgroup/cpuset";
 /// domain — `cpu` is one root domain, the other CPUs another with no load
 /// balancing between them — and rebuilds the deadline accounting of both.
 /// Dropping it restores both settings. `heir run` does it only with
-/// `--partition` ([`crate::partition`]). A process killed while holding one leaves it in place: undo by
+/// `--partition` (heir-runner's `partition` module). A process killed while holding one leaves it in place: undo by
 /// hand with `echo 1 > /sys/fs/cgroup/cpuset/cpuset.sched_load_balance;
 /// rmdir /sys/fs/cgroup/cpuset/<name>`.
 #[derive(Debug)]

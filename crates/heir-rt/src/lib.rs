@@ -25,10 +25,17 @@
 //! - [`lock`]: the one [`lock::Mutex`] and guard over a raw lock, behind
 //!   [`PiMutex`], [`CeilingMutex`] and the engine lock.
 //! - [`capi`]: the C API (`heir.h`).
-//! - [`run`]: runs a scenario file on real threads (`heir run`).
+//! - [`trace`]: the hook a tracer sets to receive what heir-rt does
+//!   (boosts, `sched_setattr` calls, condition-variable events).
 //!
 //! The locking rule and what is saved and restored are in [`rt`]'s docs and
 //! `docs/RUNTIME.md`.
+//!
+//! This is the library a C or Rust program links. Running a scenario file
+//! on real threads (`heir run`: the file's tasks, the busy loops and their
+//! calibration, the CPU survey, the kernel's trace) is the `heir-runner`
+//! crate's job, on top of it: libheir depends on neither the scenario
+//! reader nor the report.
 
 #![deny(
     clippy::undocumented_unsafe_blocks,
@@ -36,28 +43,24 @@
     unsafe_op_in_unsafe_fn
 )]
 
-pub mod busy;
 pub mod bwi;
 pub mod capi;
 pub mod caps;
 pub mod ceiling;
 pub mod condvar;
-pub mod cpus;
 pub mod deadline;
 pub mod donate;
 pub mod gang;
 pub mod lock;
 pub mod mutex;
-pub mod partition;
 pub mod queue;
 pub mod robust;
 pub mod rpc;
 pub mod rt;
-pub mod run;
 pub mod sched;
 pub mod sys;
 pub mod thread;
-pub mod tracefs;
+pub mod trace;
 
 pub use ceiling::{CeilingMutex, CeilingMutexGuard, RawEngineMutex};
 pub use condvar::{Boost, PiCondvar, WaitResult};

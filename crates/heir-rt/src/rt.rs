@@ -19,10 +19,10 @@
 //!   `FUTEX_UNLOCK_PI` (of a mutex, or of a kernel wait's word by the helper
 //!   it names) — none of which sleeps. Futex *waits* (condition variables, contended mutexes)
 //!   happen after it is released; futex *wakes* of condition-variable waiters
-//!   happen after it is released too. While a run is traced (`heir run
-//!   --trace`), a `write` to the ftrace instance's `trace_marker` records
-//!   each change applied (`crate::tracefs::mark`: the kernel's ring buffer,
-//!   it never sleeps).
+//!   happen after it is released too. While a tracer holds the trace hook
+//!   ([`crate::trace`]; `heir run --trace` gives it its ftrace instance's
+//!   `trace_marker`), one `write` records each change applied (into the
+//!   kernel's ring buffer: it never sleeps).
 //! - It is never taken recursively, and no user code runs under it.
 //!
 //! A contended [`crate::PiMutex`] between threads the engine would not
@@ -60,12 +60,12 @@ use crate::sched;
 use crate::sys::{self, SchedAttr};
 use crate::Error;
 
-/// Writes a successful `sched_setattr` of `tid` into the traced run's
-/// instance (`crate::tracefs::Marker::Prio`): the kernel has no event for it.
+/// Writes a successful `sched_setattr` of `tid` into the trace hook
+/// (`heir prio …`, [`crate::trace`]): the kernel has no event for it.
 fn mark_prio(tid: i32, attr: &SchedAttr) {
-    if crate::tracefs::tracing() {
-        let prio = crate::tracefs::kernel_prio(attr);
-        crate::tracefs::mark(format_args!("prio {} {tid} {prio}", sys::now_ns()));
+    if crate::trace::tracing() {
+        let prio = crate::trace::kernel_prio(attr);
+        crate::trace::mark(format_args!("prio {} {tid} {prio}", sys::now_ns()));
     }
 }
 
@@ -962,7 +962,7 @@ impl State {
     pub(crate) fn apply_except(&mut self, changes: &Changes, defer: Option<TaskId>) -> bool {
         let mut deferred = false;
         let mut dead = Vec::new();
-        if crate::tracefs::tracing() {
+        if crate::trace::tracing() {
             self.mark_boosts(changes);
         }
         for c in changes {
@@ -986,26 +986,26 @@ impl State {
         deferred
     }
 
-    /// Writes each change into the traced run's instance (`heir run
-    /// --trace`): the thread, the donor at the root of its boost, the new
-    /// effective urgency (`crate::tracefs::Marker::Boost`).
+    /// Writes each change into the trace hook (`heir boost …`,
+    /// [`crate::trace`]): the thread, the donor at the root of its boost,
+    /// the new effective urgency.
     fn mark_boosts(&self, changes: &Changes) {
         let now = sys::now_ns();
         for c in changes {
             let Some(tid) = self.tid_of(c.task) else {
                 continue;
             };
-            let u = crate::tracefs::urgency_code(c.new.urgency);
+            let u = crate::trace::urgency_code(c.new.urgency);
             match c.new.source {
                 Source::Task(d) if d == c.task => {
-                    crate::tracefs::mark(format_args!("boost {now} {tid} - {u}"));
+                    crate::trace::mark(format_args!("boost {now} {tid} - {u}"));
                 }
                 Source::Task(d) => {
                     let d = self.tid_of(d).unwrap_or(0);
-                    crate::tracefs::mark(format_args!("boost {now} {tid} {d} {u}"));
+                    crate::trace::mark(format_args!("boost {now} {tid} {d} {u}"));
                 }
                 _ => {
-                    crate::tracefs::mark(format_args!("boost {now} {tid} = {u}"));
+                    crate::trace::mark(format_args!("boost {now} {tid} = {u}"));
                 }
             }
         }

@@ -248,8 +248,8 @@ fn mbwi_fig4_fig5_on_real_deadline_threads() {
 /// The cpuset hierarchy's state, two levels deep: every cgroup's path and
 /// the cpuset and partition files that `--partition` may change.
 fn cgroup_snapshot() -> Option<Vec<(String, String)>> {
-    let root = match heir::partition::Hierarchy::find().ok()? {
-        heir::partition::Hierarchy::V1(p) | heir::partition::Hierarchy::V2(p) => p,
+    let root = match heir_runner::partition::Hierarchy::find().ok()? {
+        heir_runner::partition::Hierarchy::V1(p) | heir_runner::partition::Hierarchy::V2(p) => p,
     };
     let files = [
         "cpuset.cpus",
@@ -291,7 +291,9 @@ fn partition_or_skip(test: &str) -> Option<(Rt, Vec<(String, String)>)> {
         match cgroup_snapshot() {
             None => Some(format!(
                 "no cpuset hierarchy: {}",
-                heir::partition::Hierarchy::find().err().unwrap_or_default()
+                heir_runner::partition::Hierarchy::find()
+                    .err()
+                    .unwrap_or_default()
             )),
             Some(s) => return Some((rt, s)),
         }

@@ -68,10 +68,10 @@ fn summary(o: &Output) -> Value {
 
 /// The CPU the test's threads share: the last allowed CPU not claimed by
 /// another heir run or test.
-fn claim_cpu() -> heir::cpus::CpuClaim {
+fn claim_cpu() -> heir_runner::cpus::CpuClaim {
     let cpus = heir::sys::allowed_cpus();
     for &c in cpus.iter().rev() {
-        if let Some(claim) = heir::cpus::CpuClaim::try_claim(c) {
+        if let Some(claim) = heir_runner::cpus::CpuClaim::try_claim(c) {
             return claim;
         }
     }

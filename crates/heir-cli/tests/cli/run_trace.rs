@@ -321,7 +321,7 @@ fn traced_run_started(
         .expect("start heir");
     let instance = instances_of(child.id());
     let t0 = std::time::Instant::now();
-    while instance.iter().filter(|p| p.exists()).count() < instances {
+    while existing(&instance).len() < instances {
         if t0.elapsed().as_secs() > 8 || child.try_wait().unwrap().is_some() {
             let _ = child.kill();
             let o = child.wait_with_output().unwrap();
@@ -353,6 +353,19 @@ fn instances_of(pid: u32) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// The instances among `paths` that exist, each once: with debugfs
+/// mounted, `/sys/kernel/debug/tracing` is a second mount of the tracefs at
+/// `/sys/kernel/tracing`, so one instance has two paths (one device and
+/// inode).
+fn existing(paths: &[std::path::PathBuf]) -> Vec<&std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::HashSet::new();
+    paths
+        .iter()
+        .filter(|p| p.metadata().is_ok_and(|m| seen.insert((m.dev(), m.ino()))))
+        .collect()
+}
+
 /// SIGKILL of a traced run leaves its instances (nothing can remove them
 /// then), still tracing with their buffers: the next heir command of any
 /// kind — here `heir sim`, which traces nothing — removes them.
@@ -369,7 +382,7 @@ fn any_heir_start_removes_the_instances_of_a_killed_run() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     child.kill().expect("SIGKILL");
     let _ = child.wait();
-    let left: Vec<_> = instance.iter().filter(|p| p.exists()).collect();
+    let left = existing(&instance);
     assert_eq!(left.len(), 2, "SIGKILL cannot clean up: {left:?}");
     let sim = heir([
         "sim".as_ref(),

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use heir::caps::{Capabilities, FileLock};
-use heir::cpus::{CpuClaim, Survey};
 use heir::sys;
+use heir_runner::cpus::{CpuClaim, Survey};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -81,7 +81,7 @@ pub fn rt_or_skip(test: &str, limit_s: u64) -> Option<Rt> {
     let across = FileLock::acquire(&heir::caps::rt_tests_lock_path())
         .unwrap_or_else(|e| panic!("{test}: cannot take the real-time tests' lock: {e}"));
     let survey = Survey::take(&caps.cpus, 50_000_000);
-    let cpu = heir::cpus::quietest(&caps.cpus, &survey).unwrap_or_else(|| caps.test_cpu());
+    let cpu = heir_runner::cpus::quietest(&caps.cpus, &survey).unwrap_or_else(|| caps.test_cpu());
     if survey.busy(cpu) {
         eprintln!(
             "{test}: note: every CPU has other real-time work; CPU {cpu} has: {}",

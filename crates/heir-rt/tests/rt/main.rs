@@ -6,9 +6,7 @@
 
 mod common;
 
-mod apply_errors;
 mod bad_args;
-mod calibration;
 mod capi;
 mod ceiling;
 mod chain;
@@ -24,7 +22,5 @@ mod kernel_boost;
 mod queue_rpc;
 mod revoke;
 mod robust;
-mod run_errors;
-mod run_scenario;
 mod stress;
 mod textbook;

@@ -1,9 +1,9 @@
-//! `heir::run` refuses a program that goes wrong while it runs exactly as
+//! `heir_runner::run` refuses a program that goes wrong while it runs exactly as
 //! the simulator does: same JSON path, same message (issue 7, item 5). The
 //! programs are built by editing a valid file's events, as a program that
 //! got past the reader would be.
 
-use heir::run::{run, RunConfig, RunError};
+use heir_runner::run::{run, RunConfig, RunError};
 use heir_scenario::{EventKind, Scenario};
 use heir_sim::{NullObserver, SimConfig, SimError};
 
@@ -38,7 +38,7 @@ fn sim_error(sc: &Scenario) -> ((String, u32, u32, String), String) {
     }
 }
 
-/// `heir::run`'s error, as [`sim_error`].
+/// `heir_runner::run`'s error, as [`sim_error`].
 fn run_error(sc: &Scenario) -> ((String, u32, u32, String), String) {
     match run(sc, &RunConfig::default()) {
         Err(e @ RunError::Invalid { .. }) => {

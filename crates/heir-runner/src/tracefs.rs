@@ -26,13 +26,17 @@
 //! carry their own `CLOCK_MONOTONIC` ns.
 
 use std::ffi::CString;
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::sys;
+
+/// heir-rt's trace hook, which [`Instance::start`] points at the
+/// instance's `trace_marker`, and the markers' codes.
+pub use crate::trace::{kernel_prio, mark, mark_cond, parse_urgency, tracing, urgency_code};
 
 /// The scheduler events the instance records.
 pub const EVENTS: [&str; 5] = [
@@ -78,8 +82,6 @@ pub struct Instance {
     slot: Option<usize>,
 }
 
-/// The trace_marker fd heir-rt writes its events into (-1: not tracing).
-static MARKER_FD: AtomicI32 = AtomicI32::new(-1);
 /// The instances' directories for the signal handler (leaked C strings;
 /// null where there is none): a run's traced instance and its watch.
 static CLEANUP_DIRS: [AtomicPtr<libc::c_char>; 2] = [
@@ -285,7 +287,7 @@ impl Instance {
             .open(&path)
             .map_err(io(&path))?;
         write_file(&self.dir.join("tracing_on"), "1")?;
-        MARKER_FD.store(std::os::fd::AsRawFd::as_raw_fd(&marker), Ordering::Release);
+        crate::trace::set_sink(std::os::fd::AsRawFd::as_raw_fd(&marker));
         self.marker = Some(marker);
         Ok(())
     }
@@ -293,7 +295,7 @@ impl Instance {
     /// Stops recording (heir's markers first).
     pub fn stop(&mut self) {
         if self.marker.is_some() {
-            MARKER_FD.store(-1, Ordering::Release);
+            crate::trace::take_sink();
         }
         let _ = write_file(&self.dir.join("tracing_on"), "0");
         self.marker = None;
@@ -366,7 +368,7 @@ pub fn stats_dropped(stats: &str) -> u64 {
 }
 
 extern "C" fn cleanup_handler(sig: libc::c_int) {
-    let fd = MARKER_FD.swap(-1, Ordering::AcqRel);
+    let fd = crate::trace::take_sink();
     if fd >= 0 {
         // SAFETY: close(2) is async-signal-safe; the fd is the marker's
         // (its File is not used after this: the process is ending).
@@ -458,79 +460,6 @@ fn disarm_cleanup(slot: Option<usize>) {
         // SAFETY: `dir` came from `CString::into_raw` in `arm_cleanup` and
         // was swapped out, so nothing else frees it.
         drop(unsafe { CString::from_raw(dir) });
-    }
-}
-
-/// True while a traced run records heir's events.
-#[inline]
-pub fn tracing() -> bool {
-    MARKER_FD.load(Ordering::Relaxed) >= 0
-}
-
-/// A line of at most 256 bytes on the stack (longer ones are cut).
-struct Line {
-    buf: [u8; 256],
-    len: usize,
-}
-
-impl fmt::Write for Line {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let n = s.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
-    }
-}
-
-/// Writes `heir <args>` into the traced instance's `trace_marker` (one
-/// `write`, which never sleeps; nothing when no run is traced). The
-/// formats are [`Marker`]'s.
-pub fn mark(args: fmt::Arguments<'_>) {
-    let fd = MARKER_FD.load(Ordering::Acquire);
-    if fd < 0 {
-        return;
-    }
-    let mut line = Line {
-        buf: [0; 256],
-        len: 0,
-    };
-    let _ = line.write_str("heir ");
-    let _ = line.write_fmt(args);
-    sys::write_fd(fd, &line.buf[..line.len]);
-}
-
-/// Marks an instant of the calling thread on condition variable `cond`
-/// (`wait`, `woken`, `signal`, `broadcast`).
-#[inline]
-pub fn mark_cond(kind: &str, cond: heir_core::CondId) {
-    if tracing() {
-        mark(format_args!("i {kind} {} c{}", sys::now_ns(), cond.0));
-    }
-}
-
-/// `u` in a marker: `f<prio>`, `n<nice>`, `d<abs ns>`.
-pub fn urgency_code(u: heir_core::Urgency) -> impl fmt::Display {
-    struct Code(heir_core::Urgency);
-    impl fmt::Display for Code {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self.0 {
-                heir_core::Urgency::Fixed { prio } => write!(f, "f{prio}"),
-                heir_core::Urgency::Other { nice } => write!(f, "n{nice}"),
-                heir_core::Urgency::Deadline { abs_ns } => write!(f, "d{abs_ns}"),
-            }
-        }
-    }
-    Code(u)
-}
-
-/// Parses [`urgency_code`]'s text.
-pub fn parse_urgency(s: &str) -> Option<heir_core::Urgency> {
-    let (k, v) = s.split_at_checked(1)?;
-    match k {
-        "f" => v.parse().ok().map(heir_core::Urgency::fixed),
-        "n" => v.parse().ok().map(heir_core::Urgency::other),
-        "d" => v.parse().ok().map(heir_core::Urgency::deadline),
-        _ => None,
     }
 }
 
@@ -664,15 +593,6 @@ impl Marker {
             }),
             _ => None,
         }
-    }
-}
-
-/// The kernel priority (`prio` of sched events) of attributes heir-rt set.
-pub fn kernel_prio(attr: &sys::SchedAttr) -> i32 {
-    match attr.sched_policy {
-        sys::SCHED_FIFO | sys::SCHED_RR => 99 - attr.sched_priority as i32,
-        sys::SCHED_DEADLINE => -1,
-        _ => 120 + attr.sched_nice,
     }
 }
 

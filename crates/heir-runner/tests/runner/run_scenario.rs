@@ -1,4 +1,4 @@
-//! `heir::run` on the papers' examples: the report has the simulator's schema
+//! `heir_runner::run` on the papers' examples: the report has the simulator's schema
 //! with mode "real"; the Fig. 6 scenario shows what PI-CV changes, and the
 //! two-lock deadlock is found with its cycle, no earlier than the file's
 //! timing allows.
@@ -13,8 +13,8 @@
 //! ran on its CPU anyway (`RealRun::interference`) measured that program
 //! too: it is repeated, a bounded number of times.
 
-use heir::run::{run, RealRun, RunConfig, RunError};
 use heir_report::TaskReport;
+use heir_runner::run::{run, RealRun, RunConfig, RunError};
 
 use crate::common::*;
 

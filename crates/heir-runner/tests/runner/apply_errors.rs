@@ -8,8 +8,8 @@
 
 use std::sync::mpsc;
 
-use heir::run::{run, RunConfig};
 use heir::{sys, PiCondvar, PiMutex, WaitResult};
+use heir_runner::run::{run, RunConfig};
 
 use crate::common::*;
 

@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use heir::busy::calibrate_within;
 use heir::sys;
+use heir_runner::busy::calibrate_within;
 
 use crate::common::*;
 
