@@ -46,6 +46,7 @@ pub mod cpus;
 pub mod deadline;
 pub mod donate;
 pub mod gang;
+pub mod lazy;
 pub mod lock;
 pub mod mutex;
 pub mod partition;
