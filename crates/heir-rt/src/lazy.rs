@@ -90,6 +90,8 @@ mod tests {
         let got: Vec<(usize, Install)> = hs.into_iter().map(|h| h.join().unwrap()).collect();
         let p = slot.load(Ordering::Acquire);
         assert!(got.iter().all(|&(a, _)| a == p as usize));
+        // SAFETY: the installed Box, still in the slot.
+        assert!(unsafe { &*p }.0 < 8);
         assert_eq!(got.iter().filter(|g| g.1 == Install::Made).count(), 1);
         let lost = got.iter().filter(|g| g.1 == Install::Lost).count();
         assert_eq!(DROPPED.load(Ordering::Relaxed), lost);
