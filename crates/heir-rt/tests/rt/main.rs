@@ -10,6 +10,7 @@ mod apply_errors;
 mod bad_args;
 mod calibration;
 mod capi;
+mod capi_calls;
 mod ceiling;
 mod chain;
 mod deadline_lend;
