@@ -86,7 +86,7 @@ static void check(int rc, const char *what)
 static void *t_l(void *arg)
 {
 	(void)arg;
-	check(heir_barrier_join(&barrier, 1), "T_L join");
+	check(heir_barrier_add_member(&barrier, 0, 1), "T_L join");
 	l_tid = heir_gettid();
 	pthread_barrier_wait(&ready);
 	sleep_until(t0);
@@ -101,7 +101,7 @@ static void *t_l(void *arg)
 	if (!released)
 		failed = 1;
 	l_prio_after = priority_of(0);
-	check(heir_barrier_leave(&barrier), "T_L leave");
+	check(heir_barrier_remove_member(&barrier, 0), "T_L leave");
 	return NULL;
 }
 
@@ -121,7 +121,7 @@ static void *t_h(void *arg)
 	(void)arg;
 	int fd = -1;
 	uint32_t active = 0;
-	check(heir_barrier_join(&barrier, 0), "T_H join");
+	check(heir_barrier_add_member(&barrier, 0, 0), "T_H join");
 	check(heir_barrier_fd(&barrier, &fd), "heir_barrier_fd");
 	pthread_barrier_wait(&ready);
 	sleep_until(t0 + 4 * MS);
@@ -136,7 +136,7 @@ static void *t_h(void *arg)
 	h_completes = now_ns() - t0;
 	fd_after = readable(fd);
 	check(heir_barrier_release(&barrier), "heir_barrier_release");
-	check(heir_barrier_leave(&barrier), "T_H leave");
+	check(heir_barrier_remove_member(&barrier, 0), "T_H leave");
 	return NULL;
 }
 

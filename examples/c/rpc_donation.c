@@ -75,10 +75,10 @@ static void deadline_in(struct timespec *ts, long ms)
 static void *server(void *arg)
 {
 	(void)arg;
-	int rc = heir_rpc_server_join(&ep, 0);
+	int rc = heir_rpc_add_server(&ep, 0, 0);
 	pthread_barrier_wait(&ready);
 	if (rc) {
-		fprintf(stderr, "heir_rpc_server_join: %s\n", strerror(rc));
+		fprintf(stderr, "heir_rpc_add_server: %s\n", strerror(rc));
 		failed = 1;
 		return NULL;
 	}
@@ -109,8 +109,8 @@ static void *server(void *arg)
 		if (r == QUIT)
 			break;
 	}
-	if ((rc = heir_rpc_server_leave(&ep))) {
-		fprintf(stderr, "heir_rpc_server_leave: %s\n", strerror(rc));
+	if ((rc = heir_rpc_remove_server(&ep, 0))) {
+		fprintf(stderr, "heir_rpc_remove_server: %s\n", strerror(rc));
 		failed = 1;
 	}
 	return NULL;

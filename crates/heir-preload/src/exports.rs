@@ -127,8 +127,9 @@ pub(crate) unsafe fn mstate<'a>(m: *mut pthread_mutex_t) -> &'a MutexState {
     }
 }
 
-/// The state behind `slot`, made by `make` and installed on first use; a
-/// thread that loses the race to install it drops its own and undoes its
+/// The state behind `slot`, made by `make` and installed on first use
+/// (heir-rt's [`heir::lazy::installed`], as behind `heir.h`'s static
+/// initialisers); a thread that loses the race to install it undoes its
 /// count in `made`.
 ///
 /// # Safety
@@ -140,23 +141,12 @@ unsafe fn installed<'a, T>(
     make: impl FnOnce() -> T,
     made: &summary::Counter,
 ) -> &'a T {
-    let p = slot.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: heir's pointer (the caller's contract).
-        return unsafe { &*p };
+    // SAFETY: the caller's contract, forwarded.
+    let (state, how) = unsafe { heir::lazy::installed(slot, make) };
+    if how == heir::lazy::Install::Lost {
+        made.undo();
     }
-    let new = Box::into_raw(Box::new(make()));
-    match slot.compare_exchange(ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire) {
-        // SAFETY: installed just now, from `Box::into_raw`.
-        Ok(_) => unsafe { &*new },
-        Err(cur) => {
-            // SAFETY: `new` was never shared.
-            drop(unsafe { Box::from_raw(new) });
-            made.undo();
-            // SAFETY: the winner's pointer (the caller's contract).
-            unsafe { &*cur }
-        }
-    }
+    state
 }
 
 /// # Safety

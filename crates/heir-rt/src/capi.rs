@@ -1,16 +1,28 @@
 //! The C API (`include/heir.h`): pthread-style functions returning 0 or a
-//! positive errno.
+//! positive errno (`heir_gettid` alone returns a value, as `pthread_self`).
 //!
-//! Every object type is a small struct holding a pointer to a heap object
-//! and a magic number; `*_destroy` frees the object and clears both, so a
-//! later call on the destroyed object returns `EINVAL` instead of crashing.
-//! A NULL object pointer also returns `EINVAL`. Deadlines are absolute
-//! `CLOCK_MONOTONIC` times. Thread ids are kernel tids (`gettid()`); a tid
-//! that is not a live thread of this process returns `ESRCH`.
+//! Every object type is a struct in the caller's storage holding an
+//! atomic pointer to heir's state and a magic number: `*_init` installs
+//! the state at once; a static initialiser (`HEIR_MUTEX_INITIALIZER`,
+//! `HEIR_COND_INITIALIZER`, `HEIR_CEILING_MUTEX_INITIALIZER(prio)`) sets
+//! the magic number with a null pointer, and the first call on the object
+//! installs the state ([`crate::lazy::installed`]). `*_destroy` frees the
+//! state and clears both, so a later call on the destroyed object returns
+//! `EINVAL` instead of crashing; so does a NULL or never-initialised
+//! (zeroed) object. The state lives in the process's heap: objects are
+//! process-private (`HEIR_PROCESS_SHARED` is refused with `ENOTSUP`).
+//! Deadlines are absolute `CLOCK_MONOTONIC` times. Thread ids are kernel
+//! tids (`gettid()`), 0 meaning the calling thread; a tid that is not a
+//! live thread of this process returns `ESRCH`.
+//!
+//! The names of the previous release are kept one release as deprecated
+//! aliases (declared with `__attribute__((deprecated))` in `heir.h`),
+//! at the end of this file.
 #![allow(non_camel_case_types)]
 
 use std::ffi::c_void;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
 
 use heir_core::{Protocol, Urgency};
 
@@ -18,61 +30,292 @@ use crate::ceiling::RawEngineMutex;
 use crate::condvar::{Boost, PiCondvar, WaitResult};
 use crate::donate::Endpoint;
 use crate::gang::{self, Barrier, ControlWord, Gang, GangAttr, GangWait, Notified, PointResult};
+use crate::lazy;
 use crate::mutex::RawPiMutex;
 use crate::queue::PrioQueue;
 use crate::{thread, Error};
 
-const MAGIC_MUTEX: u32 = 0x6865_6d78; // "hemx"
-const MAGIC_COND: u32 = 0x6865_6376; // "hecv"
-const MAGIC_CEIL: u32 = 0x6865_6365; // "hece"
+/// The magic number of a live (or statically initialised) `heir_mutex_t`;
+/// `HEIR_MUTEX_INITIALIZER`'s second field.
+pub const MAGIC_MUTEX: u32 = 0x6865_6d78; // "hemx"
+/// `heir_cond_t`'s; `HEIR_COND_INITIALIZER`'s second field.
+pub const MAGIC_COND: u32 = 0x6865_6376; // "hecv"
+/// `heir_ceiling_mutex_t`'s; `HEIR_CEILING_MUTEX_INITIALIZER`'s second
+/// field.
+pub const MAGIC_CEIL: u32 = 0x6865_6365; // "hece"
 const MAGIC_QUEUE: u32 = 0x6865_7175; // "hequ"
 const MAGIC_RPC: u32 = 0x6865_7270; // "herp"
+const MAGIC_GANG: u32 = 0x6865_676e; // "hegn"
+const MAGIC_BARRIER: u32 = 0x6865_6272; // "hebr"
 
-/// `heir_mutex_t`: a PI mutex (kernel PI futex).
-#[repr(C)]
-#[derive(Debug)]
-pub struct heir_mutex_t {
-    p: *mut c_void,
-    magic: u32,
+/// `heir_*_attr_t`'s `pshared`: the object is used by the threads of one
+/// process (the only use heir supports).
+pub const HEIR_PROCESS_PRIVATE: i32 = 0;
+/// `heir_*_attr_t`'s `pshared`: shared between processes: refused with
+/// `ENOTSUP` (heir's state lives in one process's heap, and its engine
+/// knows one process's threads).
+pub const HEIR_PROCESS_SHARED: i32 = 1;
+
+/// `heir_cond_attr_t`'s `lend`: heir lends a waiter's priority to the
+/// helpers with `sched_setattr` ([`Boost::User`]; the default).
+pub const HEIR_LEND_USER: i32 = 0;
+/// `heir_cond_attr_t`'s `lend`: the waiter sleeps in `FUTEX_LOCK_PI` on a
+/// word naming one helper, and the kernel lends its priority or deadline
+/// ([`Boost::Kernel`]).
+pub const HEIR_LEND_KERNEL: i32 = 1;
+
+/// A C handle: the caller's storage, an atomic pointer to heir's state and
+/// a magic number.
+trait Handle {
+    /// heir's state behind it.
+    type Inner;
+    /// Its magic number.
+    const MAGIC: u32;
+    fn ptr(&self) -> &AtomicPtr<Self::Inner>;
+    fn magic(&self) -> &AtomicU32;
+    /// The state a static initialiser stands for, made on first use
+    /// (`Ok(None)`: this type has no static initialiser).
+    fn lazy(&self) -> Result<Option<Self::Inner>, Error> {
+        Ok(None)
+    }
 }
 
-/// `heir_cond_t`: a PI condition variable with helpers.
-#[repr(C)]
-#[derive(Debug)]
-pub struct heir_cond_t {
-    p: *mut c_void,
-    magic: u32,
+macro_rules! handle_type {
+    ($(#[$doc:meta])* $name:ident, $inner:ty) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Debug)]
+        pub struct $name {
+            p: AtomicPtr<$inner>,
+            magic: AtomicU32,
+        }
+    };
 }
 
-/// `heir_ceiling_mutex_t`: an immediate-priority-ceiling mutex.
+macro_rules! handle_impl {
+    ($name:ident, $inner:ty, $magic:expr) => {
+        impl Handle for $name {
+            type Inner = $inner;
+            const MAGIC: u32 = $magic;
+            fn ptr(&self) -> &AtomicPtr<$inner> {
+                &self.p
+            }
+            fn magic(&self) -> &AtomicU32 {
+                &self.magic
+            }
+        }
+    };
+    ($name:ident, $inner:ty, $magic:expr, lazy $make:expr) => {
+        impl Handle for $name {
+            type Inner = $inner;
+            const MAGIC: u32 = $magic;
+            fn ptr(&self) -> &AtomicPtr<$inner> {
+                &self.p
+            }
+            fn magic(&self) -> &AtomicU32 {
+                &self.magic
+            }
+            fn lazy(&self) -> Result<Option<$inner>, Error> {
+                #[allow(clippy::redundant_closure_call)]
+                ($make)(self).map(Some)
+            }
+        }
+    };
+}
+
+handle_type!(
+    /// `heir_mutex_t`: a PI mutex (kernel PI futex).
+    heir_mutex_t,
+    RawPiMutex
+);
+handle_type!(
+    /// `heir_cond_t`: a PI condition variable with helpers.
+    heir_cond_t,
+    PiCondvar
+);
+handle_type!(
+    /// `heir_queue_t`: the PI-CV paper's bounded priority queue (Fig. 5) of
+    /// `void *` items.
+    heir_queue_t,
+    PrioQueue<usize>
+);
+handle_type!(
+    /// `heir_rpc_t`: a donating RPC endpoint of `void *` requests and
+    /// replies ([`crate::donate::Endpoint`]).
+    heir_rpc_t,
+    Endpoint<usize, usize>
+);
+handle_type!(
+    /// `heir_gang_t`: a gang (GPM's gang priority management, L-GPM:
+    /// [`crate::gang::Gang`]).
+    heir_gang_t,
+    Gang
+);
+handle_type!(
+    /// `heir_barrier_t`: a barrier on a gang ([`crate::gang::Barrier`]).
+    heir_barrier_t,
+    Barrier
+);
+
+impl heir_mutex_t {
+    /// A statically initialised mutex (C's `HEIR_MUTEX_INITIALIZER`).
+    pub const fn initializer() -> heir_mutex_t {
+        heir_mutex_t {
+            p: AtomicPtr::new(std::ptr::null_mut()),
+            magic: AtomicU32::new(MAGIC_MUTEX),
+        }
+    }
+}
+
+impl heir_cond_t {
+    /// A statically initialised condition variable (C's
+    /// `HEIR_COND_INITIALIZER`).
+    pub const fn initializer() -> heir_cond_t {
+        heir_cond_t {
+            p: AtomicPtr::new(std::ptr::null_mut()),
+            magic: AtomicU32::new(MAGIC_COND),
+        }
+    }
+}
+
+/// `heir_ceiling_mutex_t`: an immediate-priority-ceiling mutex; its
+/// ceiling is kept in the handle for `HEIR_CEILING_MUTEX_INITIALIZER`.
 #[repr(C)]
 #[derive(Debug)]
 pub struct heir_ceiling_mutex_t {
-    p: *mut c_void,
-    magic: u32,
+    p: AtomicPtr<RawEngineMutex>,
+    magic: AtomicU32,
+    prio: AtomicI32,
 }
 
-/// `heir_queue_t`: the priority queue of the PI-CV paper's Fig. 5 of `void *` items.
-#[repr(C)]
-#[derive(Debug)]
-pub struct heir_queue_t {
-    p: *mut c_void,
-    magic: u32,
+impl heir_ceiling_mutex_t {
+    /// The static initialiser's value for ceiling `prio` (C's
+    /// `HEIR_CEILING_MUTEX_INITIALIZER(prio)`).
+    pub const fn initializer(prio: i32) -> heir_ceiling_mutex_t {
+        heir_ceiling_mutex_t {
+            p: AtomicPtr::new(std::ptr::null_mut()),
+            magic: AtomicU32::new(MAGIC_CEIL),
+            prio: AtomicI32::new(prio),
+        }
+    }
 }
 
-/// `heir_rpc_t`: a donating RPC endpoint of `void *` requests and replies
-/// ([`crate::donate::Endpoint`]).
-#[repr(C)]
-#[derive(Debug)]
-pub struct heir_rpc_t {
-    p: *mut c_void,
-    magic: u32,
+fn ceiling_of(prio: i32) -> Result<RawEngineMutex, Error> {
+    if !(1..=99).contains(&prio) {
+        return Err(Error::Invalid);
+    }
+    Ok(RawEngineMutex::new(Protocol::Ceiling(Urgency::fixed(
+        prio as u8,
+    ))))
+}
+
+handle_impl!(heir_mutex_t, RawPiMutex, MAGIC_MUTEX, lazy |_: &heir_mutex_t| Ok(RawPiMutex::new()));
+handle_impl!(heir_cond_t, PiCondvar, MAGIC_COND, lazy |_: &heir_cond_t| Ok(PiCondvar::new()));
+handle_impl!(
+    heir_ceiling_mutex_t,
+    RawEngineMutex,
+    MAGIC_CEIL,
+    lazy |h: &heir_ceiling_mutex_t| ceiling_of(h.prio.load(Ordering::Relaxed))
+);
+handle_impl!(heir_queue_t, PrioQueue<usize>, MAGIC_QUEUE);
+handle_impl!(heir_rpc_t, Endpoint<usize, usize>, MAGIC_RPC);
+handle_impl!(heir_gang_t, Gang, MAGIC_GANG);
+handle_impl!(heir_barrier_t, Barrier, MAGIC_BARRIER);
+
+/// Resolves a C handle to its state, installing a statically initialised
+/// object's on first use.
+///
+/// # Safety
+/// `h` must be null or point at a handle that is zeroed, destroyed,
+/// statically initialised, or initialised by its `*_init`, and that no
+/// `*_destroy` frees concurrently (the C contract: no call may overlap the
+/// object's destroy).
+unsafe fn get<'a, H: Handle>(h: *const H) -> Result<&'a H::Inner, Error> {
+    // SAFETY: the caller guarantees `h` is null or readable.
+    let Some(h) = (unsafe { h.as_ref() }) else {
+        return Err(Error::Invalid);
+    };
+    if h.magic().load(Ordering::Acquire) != H::MAGIC {
+        return Err(Error::Invalid);
+    }
+    let p = h.ptr().load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: a live handle's pointer came from `Box::into_raw` in
+        // `init` or `installed` and is freed only by `destroy`.
+        return Ok(unsafe { &*p });
+    }
+    let Some(state) = h.lazy()? else {
+        return Err(Error::Invalid);
+    };
+    // SAFETY: only `init` and `installed` store pointers in the handle,
+    // both from `Box::into_raw`; `destroy` frees them, never concurrently
+    // with a call on the object (the caller's contract).
+    Ok(unsafe { lazy::installed(h.ptr(), move || state) }.0)
+}
+
+/// Initialises `*h` with `state` (`EINVAL` if `h` is null).
+///
+/// # Safety
+/// `h` null or writable memory for an `H` that no other thread uses.
+unsafe fn init<H: Handle>(h: *mut H, state: Result<H::Inner, Error>) -> i32 {
+    // SAFETY: the caller guarantees `h` is null or writable.
+    let Some(h) = (unsafe { h.as_ref() }) else {
+        return libc::EINVAL;
+    };
+    match state {
+        Ok(s) => {
+            h.ptr().store(Box::into_raw(Box::new(s)), Ordering::Release);
+            h.magic().store(H::MAGIC, Ordering::Release);
+            0
+        }
+        Err(e) => e.errno(),
+    }
+}
+
+/// Destroys `*h`: `EINVAL` if it is not a live object, `EBUSY` (nothing
+/// changed) if `busy` says a thread uses it; a statically initialised
+/// object never used is destroyed without state to free.
+///
+/// # Safety
+/// As [`get`]; no other call on the object overlaps this one.
+unsafe fn destroy<H: Handle>(h: *mut H, busy: impl FnOnce(&H::Inner) -> bool) -> i32 {
+    // SAFETY: the caller guarantees `h` is null or readable.
+    let Some(hr) = (unsafe { h.as_ref() }) else {
+        return libc::EINVAL;
+    };
+    if hr.magic().load(Ordering::Acquire) != H::MAGIC {
+        return libc::EINVAL;
+    }
+    let p = hr.ptr().load(Ordering::Acquire);
+    // SAFETY: a live pointer from `Box::into_raw` (see `get`).
+    if let Some(s) = unsafe { p.as_ref() } {
+        if busy(s) {
+            return libc::EBUSY;
+        }
+    }
+    hr.ptr().store(std::ptr::null_mut(), Ordering::Release);
+    hr.magic().store(0, Ordering::Release);
+    if !p.is_null() {
+        // SAFETY: from `Box::into_raw`; unreachable through the handle now
+        // and no call overlaps the destroy (the caller's contract).
+        drop(unsafe { Box::from_raw(p) });
+    }
+    0
 }
 
 fn rc(r: Result<(), Error>) -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => e.errno(),
+    }
+}
+
+/// `tid`, or the calling thread's for 0.
+fn tid_or_self(tid: libc::pid_t) -> i32 {
+    if tid == 0 {
+        crate::rt::tid()
+    } else {
+        tid
     }
 }
 
@@ -91,35 +334,6 @@ unsafe fn deadline(ts: *const libc::timespec) -> Result<u64, Error> {
     Ok(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
 }
 
-macro_rules! handle {
-    ($name:ident, $ty:ty, $inner:ty, $magic:expr) => {
-        /// Resolves a C handle to its object.
-        ///
-        /// # Safety
-        /// `h` must be null or point at a handle struct that is either
-        /// zeroed, destroyed, or initialised by the matching `*_init` and not
-        /// moved since.
-        unsafe fn $name<'a>(h: *const $ty) -> Result<&'a $inner, Error> {
-            // SAFETY: the caller guarantees `h` is null or readable.
-            let Some(h) = (unsafe { h.as_ref() }) else {
-                return Err(Error::Invalid);
-            };
-            if h.magic != $magic || h.p.is_null() {
-                return Err(Error::Invalid);
-            }
-            // SAFETY: a live handle's `p` came from `Box::into_raw` of this
-            // type in `*_init` and is freed only by `*_destroy`.
-            Ok(unsafe { &*(h.p as *const $inner) })
-        }
-    };
-}
-
-handle!(mutex_of, heir_mutex_t, RawPiMutex, MAGIC_MUTEX);
-handle!(cond_of, heir_cond_t, PiCondvar, MAGIC_COND);
-handle!(ceil_of, heir_ceiling_mutex_t, RawEngineMutex, MAGIC_CEIL);
-handle!(queue_of, heir_queue_t, PrioQueue<usize>, MAGIC_QUEUE);
-handle!(rpc_of, heir_rpc_t, Endpoint<usize, usize>, MAGIC_RPC);
-
 /// Reads an optional absolute CLOCK_MONOTONIC deadline (null: none).
 ///
 /// # Safety
@@ -132,20 +346,46 @@ unsafe fn opt_deadline(ts: *const libc::timespec) -> Result<Option<u64>, Error> 
     unsafe { deadline(ts) }.map(Some)
 }
 
-/// Registers the calling thread with its current scheduling attributes.
+/// Writes `v` to `*out` if `out` is not null.
+///
+/// # Safety
+/// `out` null or writable.
+unsafe fn put<T>(out: *mut T, v: T) {
+    // SAFETY: the caller guarantees `out` is null or writable.
+    if let Some(o) = unsafe { out.as_mut() } {
+        *o = v;
+    }
+}
+
+/// Writes `v` to `*out`; `EINVAL` if `out` is null.
+///
+/// # Safety
+/// `out` null or writable.
+unsafe fn put_req<T>(out: *mut T, v: T) -> Result<(), Error> {
+    // SAFETY: the caller guarantees `out` is null or writable.
+    let o = unsafe { out.as_mut() }.ok_or(Error::Invalid)?;
+    *o = v;
+    Ok(())
+}
+
+// ------------------------------------------------------------------ threads
+
+/// Registers the calling thread with its current scheduling attributes
+/// (its base from now on). Calls on heir objects register it themselves.
 #[no_mangle]
-pub extern "C" fn heir_thread_join() -> i32 {
+pub extern "C" fn heir_thread_register() -> i32 {
     rc(thread::join().map(|_| ()))
 }
 
-/// Leaves the registry, restoring the caller's base attributes.
+/// The calling thread leaves the registry, back at its base attributes.
 #[no_mangle]
-pub extern "C" fn heir_thread_leave() -> i32 {
+pub extern "C" fn heir_thread_unregister() -> i32 {
     thread::leave();
     0
 }
 
-/// The caller's kernel tid.
+/// The caller's kernel tid (cannot fail: the one function returning a
+/// value, as `pthread_self`).
 #[no_mangle]
 pub extern "C" fn heir_gettid() -> libc::pid_t {
     thread::current_tid()
@@ -172,7 +412,7 @@ pub struct heir_apply_stats_t {
     /// The thread whose `sched_setattr` failed last (0 if none).
     pub last_error_tid: libc::pid_t,
     /// Boosts not applied because nothing can express them: a deadline
-    /// lent through a `HEIR_BOOST_USER` condition variable (a deadline the
+    /// lent through a `HEIR_LEND_USER` condition variable (a deadline the
     /// kernel lends along PI futexes is not counted).
     pub unexpressible: u64,
     /// The thread of the last one (0 if none).
@@ -213,37 +453,56 @@ impl From<&thread::ApplyStats> for heir_apply_stats_t {
 /// `heir_apply_stats_t`.
 #[no_mangle]
 pub unsafe extern "C" fn heir_apply_stats(out: *mut heir_apply_stats_t) -> i32 {
-    // SAFETY: the caller guarantees `out` is null or writable.
-    let Some(out) = (unsafe { out.as_mut() }) else {
-        return libc::EINVAL;
-    };
-    *out = heir_apply_stats_t::from(&thread::apply_stats());
-    0
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { put_req(out, heir_apply_stats_t::from(&thread::apply_stats())) })
 }
 
-/// Initialises a PI mutex.
+// ------------------------------------------------------------------ mutexes
+
+/// `heir_mutex_attr_t`: how a PI mutex is made (NULL: the defaults).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct heir_mutex_attr_t {
+    /// [`HEIR_PROCESS_PRIVATE`] (`HEIR_PROCESS_SHARED`: `ENOTSUP`).
+    pub pshared: i32,
+}
+
+/// `ENOTSUP` for a process-shared attribute, `EINVAL` for another value.
+fn pshared(p: i32) -> Result<(), Error> {
+    match p {
+        HEIR_PROCESS_PRIVATE => Ok(()),
+        HEIR_PROCESS_SHARED => Err(Error::Os {
+            op: "process-shared heir object",
+            errno: libc::ENOTSUP,
+        }),
+        _ => Err(Error::Invalid),
+    }
+}
+
+/// Initialises a PI mutex (`attr` null: the defaults).
 ///
 /// # Safety
-/// `m` must be null or point at writable memory for a `heir_mutex_t`.
+/// `m` must be null or point at writable memory for a `heir_mutex_t`;
+/// `attr` null or readable.
 #[no_mangle]
-pub unsafe extern "C" fn heir_mutex_init(m: *mut heir_mutex_t) -> i32 {
-    // SAFETY: the caller guarantees `m` is null or writable.
-    let Some(m) = (unsafe { m.as_mut() }) else {
-        return libc::EINVAL;
-    };
-    m.p = Box::into_raw(Box::new(RawPiMutex::new())) as *mut c_void;
-    m.magic = MAGIC_MUTEX;
-    0
+pub unsafe extern "C" fn heir_mutex_init(
+    m: *mut heir_mutex_t,
+    attr: *const heir_mutex_attr_t,
+) -> i32 {
+    // SAFETY: the caller guarantees `attr` is null or readable.
+    let a = unsafe { attr.as_ref() }.copied().unwrap_or_default();
+    // SAFETY: forwarded caller guarantee.
+    unsafe { init(m, pshared(a.pshared).map(|()| RawPiMutex::new())) }
 }
 
 /// Locks a PI mutex.
 ///
 /// # Safety
-/// `m` as for [`heir_mutex_init`], initialised.
+/// `m` null, or a live or statically initialised handle.
 #[no_mangle]
 pub unsafe extern "C" fn heir_mutex_lock(m: *mut heir_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { mutex_of(m) }.and_then(|m| m.lock()))
+    rc(unsafe { get(m) }.and_then(|m| m.lock()))
 }
 
 /// Locks a PI mutex if free (`EBUSY` otherwise; `EOWNERDEAD` as
@@ -254,19 +513,7 @@ pub unsafe extern "C" fn heir_mutex_lock(m: *mut heir_mutex_t) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn heir_mutex_trylock(m: *mut heir_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { mutex_of(m) }.and_then(|m| m.try_lock()))
-}
-
-/// Marks a PI mutex whose owner died consistent again (after
-/// `EOWNERDEAD`, by its new owner): `EPERM` if the caller does not hold it,
-/// `EINVAL` if it is not inconsistent.
-///
-/// # Safety
-/// As [`heir_mutex_lock`].
-#[no_mangle]
-pub unsafe extern "C" fn heir_mutex_consistent(m: *mut heir_mutex_t) -> i32 {
-    // SAFETY: forwarded caller guarantee.
-    rc(unsafe { mutex_of(m) }.and_then(|m| m.make_consistent()))
+    rc(unsafe { get(m) }.and_then(|m| m.try_lock()))
 }
 
 /// Locks a PI mutex, giving up at `abstime` (CLOCK_MONOTONIC).
@@ -279,7 +526,7 @@ pub unsafe extern "C" fn heir_mutex_timedlock(
     abstime: *const libc::timespec,
 ) -> i32 {
     // SAFETY: forwarded caller guarantees.
-    rc(unsafe { mutex_of(m) }.and_then(|m| {
+    rc(unsafe { get(m) }.and_then(|m| {
         // SAFETY: forwarded caller guarantee on `abstime`.
         let d = unsafe { deadline(abstime) }?;
         m.lock_until(Some(d))
@@ -293,97 +540,121 @@ pub unsafe extern "C" fn heir_mutex_timedlock(
 #[no_mangle]
 pub unsafe extern "C" fn heir_mutex_unlock(m: *mut heir_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { mutex_of(m) }.and_then(|m| m.unlock()))
+    rc(unsafe { get(m) }.and_then(|m| m.unlock()))
+}
+
+/// Marks a PI mutex whose owner died consistent again (after
+/// `EOWNERDEAD`, by its new owner): `EPERM` if the caller does not hold it,
+/// `EINVAL` if it is not inconsistent.
+///
+/// # Safety
+/// As [`heir_mutex_lock`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_mutex_consistent(m: *mut heir_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { get(m) }.and_then(|m| m.make_consistent()))
 }
 
 /// Destroys a PI mutex (`EBUSY` if locked).
 ///
 /// # Safety
-/// As [`heir_mutex_lock`]; no other thread may use `m` concurrently.
+/// As [`heir_mutex_lock`]; no other call on `m` overlaps this one.
 #[no_mangle]
 pub unsafe extern "C" fn heir_mutex_destroy(m: *mut heir_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    if let Err(e) = unsafe { mutex_of(m) }.and_then(|x| {
-        if x.owner_tid().is_some() {
-            Err(Error::Busy)
-        } else {
-            Ok(())
-        }
-    }) {
-        return e.errno();
-    }
-    // SAFETY: validated above: `m` is a live handle.
-    let m = unsafe { &mut *m };
-    // SAFETY: `p` came from Box::into_raw in heir_mutex_init.
-    drop(unsafe { Box::from_raw(m.p as *mut RawPiMutex) });
-    m.p = std::ptr::null_mut();
-    m.magic = 0;
-    0
+    unsafe { destroy(m, |x: &RawPiMutex| x.owner_tid().is_some()) }
 }
 
-/// Initialises a PI condition variable (no helpers).
-///
-/// # Safety
-/// `c` must be null or point at writable memory for a `heir_cond_t`.
-#[no_mangle]
-pub unsafe extern "C" fn heir_cond_init(c: *mut heir_cond_t) -> i32 {
-    // SAFETY: the caller guarantees `c` is null or writable.
-    let Some(c) = (unsafe { c.as_mut() }) else {
-        return libc::EINVAL;
-    };
-    c.p = Box::into_raw(Box::new(PiCondvar::new())) as *mut c_void;
-    c.magic = MAGIC_COND;
-    0
+// --------------------------------------------------- condition variables
+
+/// `heir_cond_attr_t`: how a PI condition variable is made (NULL: the
+/// defaults, all zero).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct heir_cond_attr_t {
+    /// [`HEIR_PROCESS_PRIVATE`] (`HEIR_PROCESS_SHARED`: `ENOTSUP`).
+    pub pshared: i32,
+    /// How a waiter's priority reaches the helpers: [`HEIR_LEND_USER`]
+    /// (the default) or [`HEIR_LEND_KERNEL`].
+    pub lend: i32,
 }
 
-/// `heir_cond_init_boost`'s `boost`: helpers boosted with `sched_setattr`
-/// ([`Boost::User`], as `heir_cond_init`).
-pub const HEIR_BOOST_USER: i32 = 0;
-/// `heir_cond_init_boost`'s `boost`: the kernel boosts a helper from a
-/// `FUTEX_LOCK_PI` wait ([`Boost::Kernel`]).
-pub const HEIR_BOOST_KERNEL: i32 = 1;
+/// The condition variable `attr` asks for.
+fn cond_of_attr(a: heir_cond_attr_t) -> Result<PiCondvar, Error> {
+    pshared(a.pshared)?;
+    match a.lend {
+        HEIR_LEND_USER => Ok(PiCondvar::new()),
+        HEIR_LEND_KERNEL => PiCondvar::with_boost(Boost::Kernel),
+        _ => Err(Error::Invalid),
+    }
+}
 
-/// Initialises a PI condition variable (no helpers) whose waiters boost
-/// its helpers as `boost` says (`HEIR_BOOST_USER` or `HEIR_BOOST_KERNEL`);
-/// `EINVAL` for another value, `EBUSY` if `HEIR_BOOST_KERNEL` finds the
-/// program's own handler on heir's wake signal (`SIGRTMAX - 2`).
+/// Initialises a PI condition variable without helpers (`attr` null: the
+/// defaults). `EINVAL` for an unknown `lend`, `ENOTSUP` for a
+/// process-shared one, `EBUSY` if `HEIR_LEND_KERNEL` finds the program's
+/// own handler on heir's wake signal (`SIGRTMAX - 2`).
 ///
 /// # Safety
-/// `c` must be null or point at writable memory for a `heir_cond_t`.
+/// `c` null or writable memory for a `heir_cond_t`; `attr` null or
+/// readable.
 #[no_mangle]
-pub unsafe extern "C" fn heir_cond_init_boost(c: *mut heir_cond_t, boost: i32) -> i32 {
-    // SAFETY: the caller guarantees `c` is null or writable.
-    let Some(c) = (unsafe { c.as_mut() }) else {
-        return libc::EINVAL;
-    };
-    let boost = match boost {
-        HEIR_BOOST_USER => Boost::User,
-        HEIR_BOOST_KERNEL => Boost::Kernel,
-        _ => return libc::EINVAL,
-    };
-    match PiCondvar::with_boost(boost) {
-        Ok(cv) => {
-            c.p = Box::into_raw(Box::new(cv)) as *mut c_void;
-            c.magic = MAGIC_COND;
-            0
+pub unsafe extern "C" fn heir_cond_init(c: *mut heir_cond_t, attr: *const heir_cond_attr_t) -> i32 {
+    // SAFETY: the caller guarantees `attr` is null or readable.
+    let a = unsafe { attr.as_ref() }.copied().unwrap_or_default();
+    // SAFETY: forwarded caller guarantee.
+    unsafe { init(c, cond_of_attr(a)) }
+}
+
+/// Waits on `c` with the PI mutex `m`, until `deadline_ns`.
+///
+/// # Safety
+/// `c`, `m` null or live or statically initialised handles.
+unsafe fn cond_wait_pi(
+    c: *mut heir_cond_t,
+    m: *mut heir_mutex_t,
+    deadline_ns: Result<Option<u64>, Error>,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    let r = unsafe { get(c) }.and_then(|c| {
+        // SAFETY: forwarded caller guarantee.
+        let m = unsafe { get(m) }?;
+        match c.wait_raw(m, deadline_ns?)? {
+            WaitResult::Woken => Ok(()),
+            WaitResult::TimedOut => Err(Error::TimedOut),
         }
-        Err(e) => e.errno(),
-    }
+    });
+    rc(r)
+}
+
+/// Waits on `c` with the ceiling mutex `m`, until `deadline_ns`.
+///
+/// # Safety
+/// As [`cond_wait_pi`].
+unsafe fn cond_wait_ceiling(
+    c: *mut heir_cond_t,
+    m: *mut heir_ceiling_mutex_t,
+    deadline_ns: Result<Option<u64>, Error>,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    let r = unsafe { get(c) }.and_then(|c| {
+        // SAFETY: forwarded caller guarantee.
+        let m = unsafe { get(m) }?;
+        match c.wait_engine(m, deadline_ns?)? {
+            WaitResult::Woken => Ok(()),
+            WaitResult::TimedOut => Err(Error::TimedOut),
+        }
+    });
+    rc(r)
 }
 
 /// Waits on `c`; `m` (held by the caller) is released while waiting.
 ///
 /// # Safety
-/// `c` and `m` initialised handles (or null).
+/// `c` and `m` null or live or statically initialised handles.
 #[no_mangle]
 pub unsafe extern "C" fn heir_cond_wait(c: *mut heir_cond_t, m: *mut heir_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantees.
-    let r = unsafe { cond_of(c) }.and_then(|c| {
-        // SAFETY: forwarded caller guarantee.
-        let m = unsafe { mutex_of(m) }?;
-        c.wait_raw(m, None).map(|_| ())
-    });
-    rc(r)
+    unsafe { cond_wait_pi(c, m, Ok(None)) }
 }
 
 /// Waits on `c` until `abstime` (CLOCK_MONOTONIC); `ETIMEDOUT` on timeout.
@@ -397,84 +668,92 @@ pub unsafe extern "C" fn heir_cond_timedwait(
     abstime: *const libc::timespec,
 ) -> i32 {
     // SAFETY: forwarded caller guarantees.
-    let r = unsafe { cond_of(c) }.and_then(|c| {
-        // SAFETY: forwarded caller guarantees.
-        let m = unsafe { mutex_of(m) }?;
-        // SAFETY: forwarded caller guarantee.
-        let d = unsafe { deadline(abstime) }?;
-        match c.wait_raw(m, Some(d))? {
-            WaitResult::Woken => Ok(()),
-            WaitResult::TimedOut => Err(Error::TimedOut),
-        }
-    });
-    rc(r)
+    unsafe { cond_wait_pi(c, m, deadline(abstime).map(Some)) }
+}
+
+/// [`heir_cond_wait`] with a ceiling mutex held by the caller.
+///
+/// # Safety
+/// As [`heir_cond_wait`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_wait_ceiling(
+    c: *mut heir_cond_t,
+    m: *mut heir_ceiling_mutex_t,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    unsafe { cond_wait_ceiling(c, m, Ok(None)) }
+}
+
+/// [`heir_cond_timedwait`] with a ceiling mutex held by the caller.
+///
+/// # Safety
+/// As [`heir_cond_timedwait`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_timedwait_ceiling(
+    c: *mut heir_cond_t,
+    m: *mut heir_ceiling_mutex_t,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    unsafe { cond_wait_ceiling(c, m, deadline(abstime).map(Some)) }
 }
 
 /// Wakes the most urgent waiter of `c`.
 ///
 /// # Safety
-/// `c` an initialised handle (or null).
+/// `c` null or a live or statically initialised handle.
 #[no_mangle]
 pub unsafe extern "C" fn heir_cond_signal(c: *mut heir_cond_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { cond_of(c) }.and_then(|c| c.signal().map(|_| ())))
+    rc(unsafe { get(c) }.and_then(|c| c.signal().map(|_| ())))
 }
 
 /// Wakes every waiter of `c`, most urgent first.
 ///
 /// # Safety
-/// `c` an initialised handle (or null).
+/// As [`heir_cond_signal`].
 #[no_mangle]
 pub unsafe extern "C" fn heir_cond_broadcast(c: *mut heir_cond_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { cond_of(c) }.and_then(|c| c.broadcast().map(|_| ())))
+    rc(unsafe { get(c) }.and_then(|c| c.broadcast().map(|_| ())))
 }
 
-/// Declares thread `helper` a helper of `c` (`EEXIST` if already one,
-/// `ESRCH` if not a thread of this process).
+/// Makes thread `tid` (0: the caller) a helper of `c` (`EEXIST` if it is
+/// one, `ESRCH` if it is not a thread of this process).
 ///
 /// # Safety
-/// `c` an initialised handle (or null).
+/// As [`heir_cond_signal`].
 #[no_mangle]
-pub unsafe extern "C" fn heir_cond_helpers_add(c: *mut heir_cond_t, helper: libc::pid_t) -> i32 {
+pub unsafe extern "C" fn heir_cond_add_helper(c: *mut heir_cond_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { cond_of(c) }.and_then(|c| c.helpers_add(helper)))
+    rc(unsafe { get(c) }.and_then(|c| c.helpers_add(tid_or_self(tid))))
 }
 
-/// Removes helper `helper` from `c` (`ENOENT` if not one), revoking what it
-/// inherited through `c`.
+/// Removes helper `tid` (0: the caller) from `c` (`ENOENT` if it is not
+/// one), revoking what it inherited through `c`.
 ///
 /// # Safety
-/// `c` an initialised handle (or null).
+/// As [`heir_cond_signal`].
 #[no_mangle]
-pub unsafe extern "C" fn heir_cond_helpers_del(c: *mut heir_cond_t, helper: libc::pid_t) -> i32 {
+pub unsafe extern "C" fn heir_cond_remove_helper(c: *mut heir_cond_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { cond_of(c) }.and_then(|c| c.helpers_del(helper)))
+    rc(unsafe { get(c) }.and_then(|c| c.helpers_del(tid_or_self(tid))))
 }
 
 /// Destroys `c` (`EBUSY` if threads wait on it).
 ///
 /// # Safety
-/// `c` an initialised handle (or null); not used concurrently.
+/// As [`heir_cond_signal`]; no other call on `c` overlaps this one.
 #[no_mangle]
 pub unsafe extern "C" fn heir_cond_destroy(c: *mut heir_cond_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    match unsafe { cond_of(c) } {
-        Ok(x) if x.has_waiters() => return libc::EBUSY,
-        Ok(_) => {}
-        Err(e) => return e.errno(),
-    }
-    // SAFETY: validated above: `c` is a live handle.
-    let c = unsafe { &mut *c };
-    // SAFETY: `p` came from Box::into_raw in heir_cond_init.
-    drop(unsafe { Box::from_raw(c.p as *mut PiCondvar) });
-    c.p = std::ptr::null_mut();
-    c.magic = 0;
-    0
+    unsafe { destroy(c, |x: &PiCondvar| x.has_waiters()) }
 }
 
+// --------------------------------------------------------- ceiling mutexes
+
 /// Initialises a ceiling mutex with real-time priority ceiling `prio`
-/// (1..=99).
+/// (1..=99; `EINVAL` otherwise).
 ///
 /// # Safety
 /// `m` null or writable memory for a `heir_ceiling_mutex_t`.
@@ -484,13 +763,11 @@ pub unsafe extern "C" fn heir_ceiling_mutex_init(m: *mut heir_ceiling_mutex_t, p
         return libc::EINVAL;
     }
     // SAFETY: the caller guarantees `m` is null or writable.
-    let Some(m) = (unsafe { m.as_mut() }) else {
-        return libc::EINVAL;
-    };
-    let raw = RawEngineMutex::new(Protocol::Ceiling(Urgency::fixed(prio as u8)));
-    m.p = Box::into_raw(Box::new(raw)) as *mut c_void;
-    m.magic = MAGIC_CEIL;
-    0
+    if let Some(h) = unsafe { m.as_ref() } {
+        h.prio.store(prio, Ordering::Relaxed);
+    }
+    // SAFETY: forwarded caller guarantee.
+    unsafe { init(m, ceiling_of(prio)) }
 }
 
 /// Raises the caller to the ceiling and locks. `EOWNERDEAD`: the previous
@@ -499,21 +776,50 @@ pub unsafe extern "C" fn heir_ceiling_mutex_init(m: *mut heir_ceiling_mutex_t, p
 /// inconsistent.
 ///
 /// # Safety
-/// `m` an initialised handle (or null).
+/// `m` null or a live or statically initialised handle.
 #[no_mangle]
 pub unsafe extern "C" fn heir_ceiling_mutex_lock(m: *mut heir_ceiling_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { ceil_of(m) }.and_then(|m| m.lock()))
+    rc(unsafe { get(m) }.and_then(|m| m.lock()))
+}
+
+/// Locks if no thread holds the mutex (`EBUSY` otherwise), as
+/// [`heir_ceiling_mutex_lock`].
+///
+/// # Safety
+/// As [`heir_ceiling_mutex_lock`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_ceiling_mutex_trylock(m: *mut heir_ceiling_mutex_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { get(m) }.and_then(|m| m.try_lock()))
+}
+
+/// Locks as [`heir_ceiling_mutex_lock`], giving up at `abstime`
+/// (`ETIMEDOUT`).
+///
+/// # Safety
+/// As [`heir_ceiling_mutex_lock`]; `abstime` null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_ceiling_mutex_timedlock(
+    m: *mut heir_ceiling_mutex_t,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    rc(unsafe { get(m) }.and_then(|m| {
+        // SAFETY: forwarded caller guarantee on `abstime`.
+        let d = unsafe { deadline(abstime) }?;
+        m.lock_until(Some(d))
+    }))
 }
 
 /// Unlocks and restores the caller (to the next outer ceiling or its base).
 ///
 /// # Safety
-/// `m` an initialised handle (or null).
+/// As [`heir_ceiling_mutex_lock`].
 #[no_mangle]
 pub unsafe extern "C" fn heir_ceiling_mutex_unlock(m: *mut heir_ceiling_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { ceil_of(m) }.and_then(|m| m.unlock()))
+    rc(unsafe { get(m) }.and_then(|m| m.unlock()))
 }
 
 /// Marks a ceiling mutex whose owner died consistent again (after
@@ -521,75 +827,96 @@ pub unsafe extern "C" fn heir_ceiling_mutex_unlock(m: *mut heir_ceiling_mutex_t)
 /// it, `EINVAL` if it is not inconsistent.
 ///
 /// # Safety
-/// `m` an initialised handle (or null).
+/// As [`heir_ceiling_mutex_lock`].
 #[no_mangle]
 pub unsafe extern "C" fn heir_ceiling_mutex_consistent(m: *mut heir_ceiling_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { ceil_of(m) }.and_then(|m| m.make_consistent()))
+    rc(unsafe { get(m) }.and_then(|m| m.make_consistent()))
 }
 
 /// Destroys a ceiling mutex (`EBUSY`, nothing changed, while a thread
 /// holds or waits for it).
 ///
 /// # Safety
-/// `m` an initialised handle (or null); not used concurrently.
+/// As [`heir_ceiling_mutex_lock`]; no other call on `m` overlaps this one.
 #[no_mangle]
 pub unsafe extern "C" fn heir_ceiling_mutex_destroy(m: *mut heir_ceiling_mutex_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    match unsafe { ceil_of(m) } {
-        Ok(x) if x.is_busy() => return libc::EBUSY,
-        Ok(_) => {}
-        Err(e) => return e.errno(),
-    }
-    // SAFETY: validated above.
-    let m = unsafe { &mut *m };
-    // SAFETY: `p` came from Box::into_raw in heir_ceiling_mutex_init.
-    drop(unsafe { Box::from_raw(m.p as *mut RawEngineMutex) });
-    m.p = std::ptr::null_mut();
-    m.magic = 0;
-    0
+    unsafe { destroy(m, |x: &RawEngineMutex| x.is_busy()) }
 }
 
-/// Initialises a queue of at most `capacity` items.
+// ------------------------------------------------------------------ queues
+
+/// Initialises a queue of at most `capacity` items (`EINVAL` for 0).
 ///
 /// # Safety
 /// `q` null or writable memory for a `heir_queue_t`.
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_init(q: *mut heir_queue_t, capacity: u32) -> i32 {
-    // SAFETY: the caller guarantees `q` is null or writable.
-    let Some(q) = (unsafe { q.as_mut() }) else {
-        return libc::EINVAL;
-    };
     if capacity == 0 {
         return libc::EINVAL;
     }
-    q.p = Box::into_raw(Box::new(PrioQueue::<usize>::new(capacity as usize))) as *mut c_void;
-    q.magic = MAGIC_QUEUE;
-    0
+    // SAFETY: forwarded caller guarantee.
+    unsafe { init(q, Ok(PrioQueue::<usize>::new(capacity as usize))) }
+}
+
+/// Pushes `item` at the caller's effective priority, waiting while the
+/// queue is full until `deadline_ns`.
+///
+/// # Safety
+/// `q` null or a live handle.
+unsafe fn queue_push(
+    q: *mut heir_queue_t,
+    item: *mut c_void,
+    deadline_ns: Result<Option<u64>, Error>,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { get(q) }.and_then(|q| {
+        let d = deadline_ns?;
+        let prio = thread::current_urgency()?;
+        q.push_until(item as usize, prio, d)
+    }))
 }
 
 /// Pushes `item` at the caller's effective priority (blocks while full).
 ///
 /// # Safety
-/// `q` an initialised handle (or null).
+/// `q` null or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_push(q: *mut heir_queue_t, item: *mut c_void) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { queue_of(q) }.and_then(|q| q.push(item as usize)))
+    unsafe { queue_push(q, item, Ok(None)) }
+}
+
+/// Pushes like [`heir_queue_push`], giving up at `abstime` (`ETIMEDOUT`,
+/// nothing queued).
+///
+/// # Safety
+/// As [`heir_queue_push`]; `abstime` null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_timedpush(
+    q: *mut heir_queue_t,
+    item: *mut c_void,
+    abstime: *const libc::timespec,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    unsafe { queue_push(q, item, deadline(abstime).map(Some)) }
 }
 
 /// Pops the most urgent item into `*item` (blocks while empty).
 ///
 /// # Safety
-/// `q` an initialised handle (or null); `item` null or writable.
+/// `q` null or a live handle; `item` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_pop(q: *mut heir_queue_t, item: *mut *mut c_void) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { queue_of(q) }.and_then(|q| {
+    let r = unsafe { get(q) }.and_then(|q| {
+        if item.is_null() {
+            return Err(Error::Invalid);
+        }
+        let v = q.pop()? as *mut c_void;
         // SAFETY: the caller guarantees `item` is null or writable.
-        let out = unsafe { item.as_mut() }.ok_or(Error::Invalid)?;
-        *out = q.pop()? as *mut c_void;
-        Ok(())
+        unsafe { put_req(item, v) }
     });
     rc(r)
 }
@@ -605,35 +932,59 @@ pub unsafe extern "C" fn heir_queue_timedpop(
     abstime: *const libc::timespec,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { queue_of(q) }.and_then(|q| {
-        // SAFETY: the caller guarantees `item` is null or writable.
-        let out = unsafe { item.as_mut() }.ok_or(Error::Invalid)?;
+    let r = unsafe { get(q) }.and_then(|q| {
+        if item.is_null() {
+            return Err(Error::Invalid);
+        }
         // SAFETY: forwarded caller guarantee.
         let d = unsafe { deadline(abstime) }?;
-        *out = q.pop_until(Some(d))?.ok_or(Error::TimedOut)? as *mut c_void;
-        Ok(())
+        let v = q.pop_until(Some(d))?.ok_or(Error::TimedOut)? as *mut c_void;
+        // SAFETY: the caller guarantees `item` is null or writable.
+        unsafe { put_req(item, v) }
     });
     rc(r)
 }
 
-/// Declares `tid` a producer of `q` (helper of its "more" condition).
+/// Makes `tid` (0: the caller) a producer of `q` (a helper of its "more"
+/// condition).
 ///
 /// # Safety
-/// `q` an initialised handle (or null).
+/// `q` null or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_add_producer(q: *mut heir_queue_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { queue_of(q) }.and_then(|q| q.add_producer(tid)))
+    rc(unsafe { get(q) }.and_then(|q| q.add_producer(tid_or_self(tid))))
 }
 
-/// Declares `tid` a consumer of `q` (helper of its "less" condition).
+/// `tid` (0: the caller) stops being a producer of `q`.
 ///
 /// # Safety
-/// `q` an initialised handle (or null).
+/// `q` null or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_remove_producer(q: *mut heir_queue_t, tid: libc::pid_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { get(q) }.and_then(|q| q.del_producer(tid_or_self(tid))))
+}
+
+/// Makes `tid` (0: the caller) a consumer of `q` (a helper of its "less"
+/// condition).
+///
+/// # Safety
+/// `q` null or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_add_consumer(q: *mut heir_queue_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { queue_of(q) }.and_then(|q| q.add_consumer(tid)))
+    rc(unsafe { get(q) }.and_then(|q| q.add_consumer(tid_or_self(tid))))
+}
+
+/// `tid` (0: the caller) stops being a consumer of `q`.
+///
+/// # Safety
+/// `q` null or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn heir_queue_remove_consumer(q: *mut heir_queue_t, tid: libc::pid_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { get(q) }.and_then(|q| q.del_consumer(tid_or_self(tid))))
 }
 
 /// Destroys a queue: `EBUSY` (nothing changed) while a thread is inside
@@ -641,24 +992,15 @@ pub unsafe extern "C" fn heir_queue_add_consumer(q: *mut heir_queue_t, tid: libc
 /// an item, one on its way in or out.
 ///
 /// # Safety
-/// `q` an initialised handle (or null); no call on it may *start*
-/// concurrently (one already inside is refused with `EBUSY`).
+/// `q` null or a live handle; no call on it may *start* concurrently (one
+/// already inside is refused with `EBUSY`).
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_destroy(q: *mut heir_queue_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    match unsafe { queue_of(q) } {
-        Err(e) => return e.errno(),
-        Ok(x) if x.is_busy() => return libc::EBUSY,
-        Ok(_) => {}
-    }
-    // SAFETY: validated above.
-    let q = unsafe { &mut *q };
-    // SAFETY: `p` came from Box::into_raw in heir_queue_init.
-    drop(unsafe { Box::from_raw(q.p as *mut PrioQueue<usize>) });
-    q.p = std::ptr::null_mut();
-    q.magic = 0;
-    0
+    unsafe { destroy(q, |x: &PrioQueue<usize>| x.is_busy()) }
 }
+
+// -------------------------------------------------------------------- RPC
 
 /// Initialises a donating RPC endpoint without servers.
 ///
@@ -666,64 +1008,67 @@ pub unsafe extern "C" fn heir_queue_destroy(q: *mut heir_queue_t) -> i32 {
 /// `ep` null or writable memory for a `heir_rpc_t`.
 #[no_mangle]
 pub unsafe extern "C" fn heir_rpc_init(ep: *mut heir_rpc_t) -> i32 {
-    // SAFETY: the caller guarantees `ep` is null or writable.
-    let Some(ep) = (unsafe { ep.as_mut() }) else {
-        return libc::EINVAL;
-    };
-    ep.p = Box::into_raw(Box::new(Endpoint::<usize, usize>::new())) as *mut c_void;
-    ep.magic = MAGIC_RPC;
-    0
+    // SAFETY: forwarded caller guarantee.
+    unsafe { init(ep, Ok(Endpoint::<usize, usize>::new())) }
 }
 
 /// Destroys an endpoint (`EBUSY` while a call is in flight or a server
 /// waits in receive).
 ///
 /// # Safety
-/// `ep` an initialised handle (or null); no thread inside a `heir_rpc_*`
-/// call on it.
+/// `ep` null or a live handle; no thread inside a `heir_rpc_*` call on it.
 #[no_mangle]
 pub unsafe extern "C" fn heir_rpc_destroy(ep: *mut heir_rpc_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    match unsafe { rpc_of(ep) } {
-        Err(e) => return e.errno(),
-        Ok(e) if !e.is_quiet() => return libc::EBUSY,
-        Ok(_) => {}
+    unsafe { destroy(ep, |e: &Endpoint<usize, usize>| !e.is_quiet()) }
+}
+
+/// A server serves in its own thread: `tid` must name the caller.
+fn self_only(tid: libc::pid_t) -> Result<(), Error> {
+    if tid_or_self(tid) == crate::rt::tid() {
+        Ok(())
+    } else {
+        Err(Error::Invalid)
     }
-    // SAFETY: validated above.
-    let ep = unsafe { &mut *ep };
-    // SAFETY: `p` came from Box::into_raw in heir_rpc_init.
-    drop(unsafe { Box::from_raw(ep.p as *mut Endpoint<usize, usize>) });
-    ep.p = std::ptr::null_mut();
-    ep.magic = 0;
-    0
 }
 
-/// Makes the calling thread a server (`passive`: `SCHED_IDLE` first).
+/// Makes the calling thread (`tid` 0 or its own) a server (`passive`:
+/// `SCHED_IDLE` first).
 ///
 /// # Safety
-/// `ep` an initialised handle (or null).
+/// `ep` null or a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn heir_rpc_server_join(ep: *mut heir_rpc_t, passive: i32) -> i32 {
+pub unsafe extern "C" fn heir_rpc_add_server(
+    ep: *mut heir_rpc_t,
+    tid: libc::pid_t,
+    passive: i32,
+) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { rpc_of(ep) }.and_then(|e| e.join_server(passive != 0)))
+    rc(unsafe { get(ep) }.and_then(|e| {
+        self_only(tid)?;
+        e.join_server(passive != 0)
+    }))
 }
 
-/// The calling thread stops serving the endpoint.
+/// The calling thread (`tid` 0 or its own) stops serving the endpoint.
 ///
 /// # Safety
-/// `ep` an initialised handle (or null).
+/// `ep` null or a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn heir_rpc_server_leave(ep: *mut heir_rpc_t) -> i32 {
+pub unsafe extern "C" fn heir_rpc_remove_server(ep: *mut heir_rpc_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { rpc_of(ep) }.and_then(|e| e.leave_server()))
+    rc(unsafe { get(ep) }.and_then(|e| {
+        self_only(tid)?;
+        e.leave_server()
+    }))
 }
 
 /// Calls with `req`; the reply goes to `*resp`. `abstime` null: no
 /// timeout.
 ///
 /// # Safety
-/// `ep` an initialised handle (or null); `resp` null or writable;
-/// `abstime` null or readable.
+/// `ep` null or a live handle; `resp` null or writable; `abstime` null or
+/// readable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_rpc_call(
     ep: *mut heir_rpc_t,
@@ -732,13 +1077,15 @@ pub unsafe extern "C" fn heir_rpc_call(
     abstime: *const libc::timespec,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { rpc_of(ep) }.and_then(|e| {
-        // SAFETY: the caller guarantees `resp` is null or writable.
-        let out = unsafe { resp.as_mut() }.ok_or(Error::Invalid)?;
+    let r = unsafe { get(ep) }.and_then(|e| {
+        if resp.is_null() {
+            return Err(Error::Invalid);
+        }
         // SAFETY: forwarded caller guarantee.
         let d = unsafe { opt_deadline(abstime) }?;
-        *out = e.call_until(req as usize, d)? as *mut c_void;
-        Ok(())
+        let v = e.call_until(req as usize, d)? as *mut c_void;
+        // SAFETY: the caller guarantees `resp` is null or writable.
+        unsafe { put_req(resp, v) }
     });
     rc(r)
 }
@@ -746,8 +1093,8 @@ pub unsafe extern "C" fn heir_rpc_call(
 /// Receives a request into `*req` (`ETIMEDOUT` at `abstime` if none came).
 ///
 /// # Safety
-/// `ep` an initialised handle (or null); `req` null or writable; `abstime`
-/// null or readable.
+/// `ep` null or a live handle; `req` null or writable; `abstime` null or
+/// readable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_rpc_receive(
     ep: *mut heir_rpc_t,
@@ -755,13 +1102,15 @@ pub unsafe extern "C" fn heir_rpc_receive(
     abstime: *const libc::timespec,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { rpc_of(ep) }.and_then(|e| {
-        // SAFETY: the caller guarantees `req` is null or writable.
-        let out = unsafe { req.as_mut() }.ok_or(Error::Invalid)?;
+    let r = unsafe { get(ep) }.and_then(|e| {
+        if req.is_null() {
+            return Err(Error::Invalid);
+        }
         // SAFETY: forwarded caller guarantee.
         let d = unsafe { opt_deadline(abstime) }?;
-        *out = e.receive_until(d)?.ok_or(Error::TimedOut)? as *mut c_void;
-        Ok(())
+        let v = e.receive_until(d)?.ok_or(Error::TimedOut)? as *mut c_void;
+        // SAFETY: the caller guarantees `req` is null or writable.
+        unsafe { put_req(req, v) }
     });
     rc(r)
 }
@@ -769,162 +1118,122 @@ pub unsafe extern "C" fn heir_rpc_receive(
 /// Replies `resp` to the request the calling server received.
 ///
 /// # Safety
-/// `ep` an initialised handle (or null).
+/// `ep` null or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn heir_rpc_reply(ep: *mut heir_rpc_t, resp: *mut c_void) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { rpc_of(ep) }.and_then(|e| e.reply(resp as usize)))
+    rc(unsafe { get(ep) }.and_then(|e| e.reply(resp as usize)))
 }
 
-const MAGIC_GANG: u32 = 0x6865_676e; // "hegn"
-const MAGIC_BARRIER: u32 = 0x6865_6272; // "hebr"
+// ------------------------------------------------------------------- gangs
 
-/// `heir_gang_t`: a gang (GPM's gang priority management, L-GPM:
-/// [`crate::gang::Gang`]).
-#[repr(C)]
-#[derive(Debug)]
-pub struct heir_gang_t {
-    p: *mut c_void,
-    magic: u32,
-}
-
-/// `heir_gang_attr_t`: how a gang is created ([`GangAttr`]).
+/// `heir_gang_attr_t`: how a gang is made (NULL: `{ .gpm = 1 }`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct heir_gang_attr_t {
     /// Nonzero: `heir_gang_run` boosts the active members (GPM); 0: it
-    /// counts them and boosts nobody (the no-GPM baseline).
-    pub boost: i32,
+    /// counts them and boosts nobody (the no-GPM baseline). (C also names
+    /// it `boost`, deprecated.)
+    pub gpm: i32,
 }
 
-/// `heir_barrier_t`: a barrier on a gang ([`crate::gang::Barrier`]).
-#[repr(C)]
-#[derive(Debug)]
-pub struct heir_barrier_t {
-    p: *mut c_void,
-    magic: u32,
-}
-
-handle!(gang_of, heir_gang_t, Gang, MAGIC_GANG);
-handle!(barrier_of, heir_barrier_t, Barrier, MAGIC_BARRIER);
-
-/// Creates a gang without members (`attr` null: boosting, as
-/// `{ .boost = 1 }`). `EINVAL` if `g` is null; an errno if no eventfd can
-/// be made.
+/// Initialises a gang without members (`attr` null: `{ .gpm = 1 }`). An
+/// errno if no eventfd can be made.
 ///
 /// # Safety
 /// `g` null or writable memory for a `heir_gang_t`; `attr` null or
 /// readable.
 #[no_mangle]
-pub unsafe extern "C" fn heir_gang_create(
-    g: *mut heir_gang_t,
-    attr: *const heir_gang_attr_t,
-) -> i32 {
-    // SAFETY: the caller guarantees `g` is null or writable.
-    let Some(g) = (unsafe { g.as_mut() }) else {
-        return libc::EINVAL;
-    };
+pub unsafe extern "C" fn heir_gang_init(g: *mut heir_gang_t, attr: *const heir_gang_attr_t) -> i32 {
     // SAFETY: the caller guarantees `attr` is null or readable.
-    let boost = unsafe { attr.as_ref() }.is_none_or(|a| a.boost != 0);
-    match Gang::with_attr(GangAttr { boost }) {
-        Ok(gang) => {
-            g.p = Box::into_raw(Box::new(gang)) as *mut c_void;
-            g.magic = MAGIC_GANG;
-            0
-        }
-        Err(e) => e.errno(),
-    }
-}
-
-/// Closes a gang: the handle is invalid afterwards; the gang goes away
-/// once its last member has left (its members stay boosted until they
-/// notify).
-///
-/// # Safety
-/// `g` an initialised handle (or null); no other thread uses the handle
-/// concurrently.
-#[no_mangle]
-pub unsafe extern "C" fn heir_gang_close(g: *mut heir_gang_t) -> i32 {
+    let boost = unsafe { attr.as_ref() }.is_none_or(|a| a.gpm != 0);
     // SAFETY: forwarded caller guarantee.
-    if let Err(e) = unsafe { gang_of(g) } {
-        return e.errno();
-    }
-    // SAFETY: validated above.
-    let g = unsafe { &mut *g };
-    // SAFETY: `p` came from Box::into_raw in heir_gang_create.
-    drop(unsafe { Box::from_raw(g.p as *mut Gang) });
-    g.p = std::ptr::null_mut();
-    g.magic = 0;
-    0
+    unsafe { init(g, Gang::with_attr(GangAttr { boost })) }
 }
 
-/// Makes thread `tid` a passive member with control word `*cw` (its
-/// membership bits are the word's). `EEXIST` if the thread is in a gang
-/// already (at most one) or the word is another member's, `ESRCH` if
-/// `tid` is not a thread of this process, `EINVAL` for a null or
-/// misaligned `cw`.
+/// Destroys a gang's handle: the gang goes away once its last member has
+/// left (its members stay boosted until they notify).
 ///
 /// # Safety
-/// `g` an initialised handle (or null); `cw` null or a `uint32_t` that
-/// stays allocated and in place until the thread leaves the gang
-/// (`heir_gang_remove`, or its exit), changed only atomically (with the
-/// `heir_gang_set_*` functions or C11 atomics).
+/// `g` null or a live handle; no other call on it overlaps this one.
 #[no_mangle]
-pub unsafe extern "C" fn heir_gang_insert(
+pub unsafe extern "C" fn heir_gang_destroy(g: *mut heir_gang_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { destroy(g, |_: &Gang| false) }
+}
+
+/// Makes thread `tid` (0: the caller) a passive member with control word
+/// `*cw`. `EEXIST` if the thread is in a gang already (at most one) or the
+/// word is another member's, `ESRCH` if `tid` is not a thread of this
+/// process, `EINVAL` for a null or misaligned `cw`.
+///
+/// # Safety
+/// `g` null or a live handle; `cw` null or a `uint32_t` that stays
+/// allocated and in place until the thread leaves the gang, changed only
+/// atomically (`heir_gang_activate`/`_deactivate` or C11 atomics).
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_add_member(
     g: *mut heir_gang_t,
     tid: libc::pid_t,
     cw: *mut u32,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { gang_of(g) }.and_then(|g| {
+    let r = unsafe { get(g) }.and_then(|g| {
         // SAFETY: the caller promises the word's lifetime and atomic use.
         let w = unsafe { ControlWord::from_ptr(cw) }.ok_or(Error::Invalid)?;
-        g.insert(tid, &w)
+        g.insert(tid_or_self(tid), &w)
     });
     rc(r)
 }
 
-/// Thread `tid` leaves its gang; if the run in progress counted it and it
-/// had not notified, this is its notify. `ENOENT` if it is in no gang.
-#[no_mangle]
-pub extern "C" fn heir_gang_remove(tid: libc::pid_t) -> i32 {
-    rc(gang::remove(tid).map(|_| ()))
+/// `tid` leaves `gang` if it is a member of it (`ENOENT` if not).
+fn remove_from(gang: &Gang, tid: libc::pid_t) -> Result<(), Error> {
+    let tid = tid_or_self(tid);
+    if gang::get(tid) != Some(gang.id()) {
+        return Err(Error::NotMember(tid));
+    }
+    gang::remove(tid).map(|_| ())
 }
 
-/// The id of the gang thread `tid` is a member of, into `*id`: `ENOENT` if
-/// none, `EINVAL` if `id` is null. Compare with `heir_gang_id`.
+/// Thread `tid` (0: the caller) leaves gang `g`; if the run in progress
+/// counted it and it had not notified, this is its notify. `ENOENT` if it
+/// is not a member of `g`.
 ///
 /// # Safety
-/// `id` null or writable.
+/// `g` null or a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn heir_gang_get(tid: libc::pid_t, id: *mut u32) -> i32 {
-    // SAFETY: the caller guarantees `id` is null or writable.
-    let Some(id) = (unsafe { id.as_mut() }) else {
-        return libc::EINVAL;
-    };
-    match gang::get(tid) {
-        Some(g) => {
-            *id = g.0;
-            0
-        }
-        None => libc::ENOENT,
-    }
+pub unsafe extern "C" fn heir_gang_remove_member(g: *mut heir_gang_t, tid: libc::pid_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { get(g) }.and_then(|g| remove_from(g, tid)))
+}
+
+/// `*member` = 1 if thread `tid` (0: the caller) is a member of `g`, else
+/// 0 (a member found exited has left).
+///
+/// # Safety
+/// `g` null or a live handle; `member` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_has_member(
+    g: *mut heir_gang_t,
+    tid: libc::pid_t,
+    member: *mut i32,
+) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    rc(unsafe { get(g) }.and_then(|g| {
+        let is = gang::get(tid_or_self(tid)) == Some(g.id());
+        // SAFETY: the caller guarantees `member` is null or writable.
+        unsafe { put_req(member, i32::from(is)) }
+    }))
 }
 
 /// A gang's id into `*id` (never 0).
 ///
 /// # Safety
-/// `g` an initialised handle (or null); `id` null or writable.
+/// `g` null or a live handle; `id` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_gang_id(g: *mut heir_gang_t, id: *mut u32) -> i32 {
-    // SAFETY: forwarded caller guarantee.
-    let r = unsafe { gang_of(g) }.and_then(|g| {
-        // SAFETY: the caller guarantees `id` is null or writable.
-        let out = unsafe { id.as_mut() }.ok_or(Error::Invalid)?;
-        *out = g.id().0;
-        Ok(())
-    });
-    rc(r)
+    // SAFETY: forwarded caller guarantees.
+    rc(unsafe { get(g) }.and_then(|g| unsafe { put_req(id, g.id().0) }))
 }
 
 /// `gang_run`: counts the members whose control word shares a bit with
@@ -934,17 +1243,15 @@ pub unsafe extern "C" fn heir_gang_id(g: *mut heir_gang_t, id: *mut u32) -> i32 
 /// a mask of 0 or outside `HEIR_GANG_MASK`.
 ///
 /// # Safety
-/// `g` an initialised handle (or null); `active` null or writable.
+/// `g` null or a live handle; `active` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_gang_run(g: *mut heir_gang_t, mask: u32, active: *mut u32) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { gang_of(g) }.and_then(|g| g.run(mask));
+    let r = unsafe { get(g) }.and_then(|g| g.run(mask));
     match r {
         Ok(o) => {
             // SAFETY: the caller guarantees `active` is null or writable.
-            if let Some(a) = unsafe { active.as_mut() } {
-                *a = o.active;
-            }
+            unsafe { put(active, o.active) };
             0
         }
         Err(e) => e.errno(),
@@ -956,14 +1263,14 @@ pub unsafe extern "C" fn heir_gang_run(g: *mut heir_gang_t, mask: u32, active: *
 /// (CLOCK_MONOTONIC; null: no timeout).
 ///
 /// # Safety
-/// `g` an initialised handle (or null); `abstime` null or readable.
+/// `g` null or a live handle; `abstime` null or readable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_gang_wait(
     g: *mut heir_gang_t,
     abstime: *const libc::timespec,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { gang_of(g) }.and_then(|g| {
+    let r = unsafe { get(g) }.and_then(|g| {
         // SAFETY: forwarded caller guarantee.
         let d = unsafe { opt_deadline(abstime) }?;
         match g.wait_until(d)? {
@@ -974,20 +1281,30 @@ pub unsafe extern "C" fn heir_gang_wait(
     rc(r)
 }
 
-/// `gang_notify` for the calling thread: ends its gang boost and
-/// discounts it. Always 0 (harmless for a thread that is no member or was
-/// not counted); `*counted` (if not null) is 1 if it was counted, else 0.
+/// `gang_notify` by the calling thread, a member of `g` (`ENOENT` if it is
+/// not): ends its gang boost and discounts it; `*counted` (if not null) 1
+/// if the run in progress counted it and it had not notified, else 0.
 ///
 /// # Safety
-/// `counted` null or writable.
+/// `g` null or a live handle; `counted` null or writable.
 #[no_mangle]
-pub unsafe extern "C" fn heir_gang_notify(counted: *mut i32) -> i32 {
-    let n = gang::notify();
-    // SAFETY: the caller guarantees `counted` is null or writable.
-    if let Some(c) = unsafe { counted.as_mut() } {
-        *c = i32::from(matches!(n, Notified::Counted { .. }));
+pub unsafe extern "C" fn heir_gang_notify(g: *mut heir_gang_t, counted: *mut i32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    let r = unsafe { get(g) }.and_then(|g| {
+        let me = crate::rt::tid();
+        if gang::get(me) != Some(g.id()) {
+            return Err(Error::NotMember(me));
+        }
+        Ok(gang::notify())
+    });
+    match r {
+        Ok(n) => {
+            // SAFETY: the caller guarantees `counted` is null or writable.
+            unsafe { put(counted, i32::from(matches!(n, Notified::Counted { .. }))) };
+            0
+        }
+        Err(e) => e.errno(),
     }
-    0
 }
 
 /// The gang's eventfd into `*fd`: readable (`POLLIN`) exactly when
@@ -995,132 +1312,138 @@ pub unsafe extern "C" fn heir_gang_notify(counted: *mut i32) -> i32 {
 /// it.
 ///
 /// # Safety
-/// `g` an initialised handle (or null); `fd` null or writable.
+/// `g` null or a live handle; `fd` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_gang_fd(g: *mut heir_gang_t, fd: *mut i32) -> i32 {
-    // SAFETY: forwarded caller guarantee.
-    let r = unsafe { gang_of(g) }.and_then(|g| {
-        // SAFETY: the caller guarantees `fd` is null or writable.
-        let out = unsafe { fd.as_mut() }.ok_or(Error::Invalid)?;
-        *out = g.fd().as_raw_fd();
-        Ok(())
-    });
-    rc(r)
+    // SAFETY: forwarded caller guarantees.
+    rc(unsafe { get(g) }.and_then(|g| unsafe { put_req(fd, g.fd().as_raw_fd()) }))
+}
+
+/// Sets (`set`) or clears membership bits of `*cw`; the word before into
+/// `*before` (if not null).
+///
+/// # Safety
+/// `cw` null or a live, aligned `uint32_t` only changed atomically;
+/// `before` null or writable.
+unsafe fn word_change(cw: *mut u32, bits: u32, before: *mut u32, set: bool) -> i32 {
+    // SAFETY: forwarded caller guarantee (the handle lives for this call).
+    let Some(w) = (unsafe { ControlWord::from_ptr(cw) }) else {
+        return libc::EINVAL;
+    };
+    let old = if set {
+        w.set_active(bits)
+    } else {
+        w.set_passive(bits)
+    };
+    // SAFETY: the caller guarantees `before` is null or writable.
+    unsafe { put(before, old.0) };
+    0
 }
 
 /// Sets membership bits of control word `*cw` (`bits & HEIR_GANG_MASK`)
-/// with one atomic operation, no system call; returns the word before (0
-/// for a null `cw`). `HEIR_GANG_RUN` in the result: a run counted the
-/// thread.
+/// with one atomic operation, no system call; the word before into
+/// `*before` (if not null). `EINVAL` for a null or misaligned `cw`.
 ///
 /// # Safety
-/// `cw` null or a live, aligned `uint32_t` only changed atomically.
+/// `cw` null or a live, aligned `uint32_t` only changed atomically;
+/// `before` null or writable.
 #[no_mangle]
-pub unsafe extern "C" fn heir_gang_set_active(cw: *mut u32, bits: u32) -> u32 {
-    // SAFETY: forwarded caller guarantee (the handle lives for this call).
-    unsafe { ControlWord::from_ptr(cw) }.map_or(0, |w| w.set_active(bits).0)
+pub unsafe extern "C" fn heir_gang_activate(cw: *mut u32, bits: u32, before: *mut u32) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    unsafe { word_change(cw, bits, before, true) }
 }
 
-/// Clears membership bits of `*cw` as [`heir_gang_set_active`] sets them;
-/// returns the word before. If it has `HEIR_GANG_RUN`, the thread was
-/// counted by a run and must still call `heir_gang_notify`.
+/// Clears membership bits of `*cw` as [`heir_gang_activate`] sets them. If
+/// the word before has `HEIR_GANG_RUN`, the thread was counted by a run
+/// and must still call `heir_gang_notify`.
 ///
 /// # Safety
-/// As [`heir_gang_set_active`].
+/// As [`heir_gang_activate`].
 #[no_mangle]
-pub unsafe extern "C" fn heir_gang_set_passive(cw: *mut u32, bits: u32) -> u32 {
-    // SAFETY: forwarded caller guarantee (the handle lives for this call).
-    unsafe { ControlWord::from_ptr(cw) }.map_or(0, |w| w.set_passive(bits).0)
+pub unsafe extern "C" fn heir_gang_deactivate(cw: *mut u32, bits: u32, before: *mut u32) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    unsafe { word_change(cw, bits, before, false) }
 }
 
-/// Creates a barrier on a new gang (`boost` nonzero: GPM; 0: the same
+// ---------------------------------------------------------------- barriers
+
+/// Initialises a barrier on a new gang (`gpm` nonzero: GPM; 0: the same
 /// barrier without boosts).
 ///
 /// # Safety
 /// `b` null or writable memory for a `heir_barrier_t`.
 #[no_mangle]
-pub unsafe extern "C" fn heir_barrier_init(b: *mut heir_barrier_t, boost: i32) -> i32 {
-    // SAFETY: the caller guarantees `b` is null or writable.
-    let Some(b) = (unsafe { b.as_mut() }) else {
-        return libc::EINVAL;
-    };
-    match Barrier::new(GangAttr { boost: boost != 0 }) {
-        Ok(x) => {
-            b.p = Box::into_raw(Box::new(x)) as *mut c_void;
-            b.magic = MAGIC_BARRIER;
-            0
-        }
-        Err(e) => e.errno(),
-    }
+pub unsafe extern "C" fn heir_barrier_init(b: *mut heir_barrier_t, gpm: i32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { init(b, Barrier::new(GangAttr { boost: gpm != 0 })) }
 }
 
 /// Destroys a barrier: `EBUSY` while one is active (started, not
-/// released). Its members leave its gang when they exit or call
-/// `heir_barrier_leave` before.
+/// released). Its members leave its gang when they exit or are removed.
 ///
 /// # Safety
-/// `b` an initialised handle (or null); no thread inside a
-/// `heir_barrier_*` call on it.
+/// `b` null or a live handle; no thread inside a `heir_barrier_*` call on
+/// it.
 #[no_mangle]
 pub unsafe extern "C" fn heir_barrier_destroy(b: *mut heir_barrier_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    match unsafe { barrier_of(b) } {
-        Err(e) => return e.errno(),
-        Ok(x) if x.is_active() => return libc::EBUSY,
-        Ok(_) => {}
-    }
-    // SAFETY: validated above.
-    let b = unsafe { &mut *b };
-    // SAFETY: `p` came from Box::into_raw in heir_barrier_init.
-    drop(unsafe { Box::from_raw(b.p as *mut Barrier) });
-    b.p = std::ptr::null_mut();
-    b.magic = 0;
-    0
+    unsafe { destroy(b, |x: &Barrier| x.is_active()) }
 }
 
-/// The calling thread joins the barrier: `active` nonzero, counted by
-/// every barrier; 0, a passive member that only counts for the gang
-/// priority (an initiator). `EEXIST` if it is in a gang already.
+/// Thread `tid` (0: the caller) joins the barrier: `active` nonzero,
+/// counted by every barrier; 0, a passive member that only counts for the
+/// gang priority (an initiator). `EEXIST` if it is in a gang already.
 ///
 /// # Safety
-/// `b` an initialised handle (or null).
+/// `b` null or a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn heir_barrier_join(b: *mut heir_barrier_t, active: i32) -> i32 {
+pub unsafe extern "C" fn heir_barrier_add_member(
+    b: *mut heir_barrier_t,
+    tid: libc::pid_t,
+    active: i32,
+) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { barrier_of(b) }.and_then(|b| {
-        if active != 0 {
-            b.join().map(|_| ())
+    rc(unsafe { get(b) }.and_then(|b| {
+        let tid = tid_or_self(tid);
+        if tid == crate::rt::tid() {
+            if active != 0 {
+                b.join().map(|_| ())
+            } else {
+                b.join_passive().map(|_| ())
+            }
         } else {
-            b.join_passive().map(|_| ())
+            let w = ControlWord::new(if active != 0 { gang::BARRIER_BIT } else { 0 });
+            b.gang().insert(tid, &w)
         }
     }))
 }
 
-/// The calling thread leaves the barrier (its notify if a barrier counts
-/// it); `ENOENT` if it is no member.
+/// Thread `tid` (0: the caller) leaves the barrier (its notify if a
+/// barrier counts it); `ENOENT` if it is not a member.
 ///
 /// # Safety
-/// `b` an initialised handle (or null).
+/// `b` null or a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn heir_barrier_leave(b: *mut heir_barrier_t) -> i32 {
+pub unsafe extern "C" fn heir_barrier_remove_member(
+    b: *mut heir_barrier_t,
+    tid: libc::pid_t,
+) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { barrier_of(b) }.and_then(|b| b.leave().map(|_| ())))
+    rc(unsafe { get(b) }.and_then(|b| remove_from(b.gang(), tid)))
 }
 
 /// The initiator: sets the barrier-active flag and runs the gang (members
 /// counted into `*active` if not null). `EBUSY` if a barrier is active.
 ///
 /// # Safety
-/// `b` an initialised handle (or null); `active` null or writable.
+/// `b` null or a live handle; `active` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_barrier_start(b: *mut heir_barrier_t, active: *mut u32) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    match unsafe { barrier_of(b) }.and_then(|b| b.start()) {
+    match unsafe { get(b) }.and_then(|b| b.start()) {
         Ok(o) => {
             // SAFETY: the caller guarantees `active` is null or writable.
-            if let Some(a) = unsafe { active.as_mut() } {
-                *a = o.active;
-            }
+            unsafe { put(active, o.active) };
             0
         }
         Err(e) => e.errno(),
@@ -1131,14 +1454,14 @@ pub unsafe extern "C" fn heir_barrier_start(b: *mut heir_barrier_t, active: *mut
 /// barrier point): 0, or `ETIMEDOUT` at `abstime` (null: none).
 ///
 /// # Safety
-/// `b` an initialised handle (or null); `abstime` null or readable.
+/// `b` null or a live handle; `abstime` null or readable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_barrier_wait(
     b: *mut heir_barrier_t,
     abstime: *const libc::timespec,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { barrier_of(b) }.and_then(|b| {
+    let r = unsafe { get(b) }.and_then(|b| {
         // SAFETY: forwarded caller guarantee.
         let d = unsafe { opt_deadline(abstime) }?;
         match b.wait_until(d)? {
@@ -1152,11 +1475,11 @@ pub unsafe extern "C" fn heir_barrier_wait(
 /// The initiator releases the members blocked at their barrier points.
 ///
 /// # Safety
-/// `b` an initialised handle (or null).
+/// `b` null or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn heir_barrier_release(b: *mut heir_barrier_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { barrier_of(b) }.map(|b| b.release()))
+    rc(unsafe { get(b) }.map(|b| b.release()))
 }
 
 /// A member's barrier point: if a barrier is active, notify and block
@@ -1164,8 +1487,8 @@ pub unsafe extern "C" fn heir_barrier_release(b: *mut heir_barrier_t) -> i32 {
 /// (`*released` = 0). `released` and `abstime` may be null.
 ///
 /// # Safety
-/// `b` an initialised handle (or null); `abstime` null or readable;
-/// `released` null or writable.
+/// `b` null or a live handle; `abstime` null or readable; `released` null
+/// or writable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_barrier_point(
     b: *mut heir_barrier_t,
@@ -1173,7 +1496,7 @@ pub unsafe extern "C" fn heir_barrier_point(
     released: *mut i32,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { barrier_of(b) }.and_then(|b| {
+    let r = unsafe { get(b) }.and_then(|b| {
         // SAFETY: forwarded caller guarantee.
         let d = unsafe { opt_deadline(abstime) }?;
         Ok(b.point_until(d))
@@ -1181,9 +1504,7 @@ pub unsafe extern "C" fn heir_barrier_point(
     match r {
         Ok(p) => {
             // SAFETY: the caller guarantees `released` is null or writable.
-            if let Some(x) = unsafe { released.as_mut() } {
-                *x = i32::from(p == PointResult::Released);
-            }
+            unsafe { put(released, i32::from(p == PointResult::Released)) };
             if p == PointResult::TimedOut {
                 libc::ETIMEDOUT
             } else {
@@ -1198,15 +1519,192 @@ pub unsafe extern "C" fn heir_barrier_point(
 /// when the barrier is complete or none runs).
 ///
 /// # Safety
-/// `b` an initialised handle (or null); `fd` null or writable.
+/// `b` null or a live handle; `fd` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn heir_barrier_fd(b: *mut heir_barrier_t, fd: *mut i32) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    rc(unsafe { get(b) }.and_then(|b| unsafe { put_req(fd, b.gang().fd().as_raw_fd()) }))
+}
+
+// ------------------------------------- deprecated names (one release)
+//
+// The previous release's names, kept as thin wrappers for one release so
+// that programs built against it still link; `heir.h` declares them
+// deprecated. `heir_mutex_init`, `heir_cond_init` and `heir_gang_notify`
+// changed their arguments (no alias can keep the old ones).
+
+/// Deprecated: [`heir_thread_register`].
+#[no_mangle]
+pub extern "C" fn heir_thread_join() -> i32 {
+    heir_thread_register()
+}
+
+/// Deprecated: [`heir_thread_unregister`].
+#[no_mangle]
+pub extern "C" fn heir_thread_leave() -> i32 {
+    heir_thread_unregister()
+}
+
+/// `heir_cond_init_boost`'s `boost` (deprecated): [`HEIR_LEND_USER`].
+pub const HEIR_BOOST_USER: i32 = HEIR_LEND_USER;
+/// `heir_cond_init_boost`'s `boost` (deprecated): [`HEIR_LEND_KERNEL`].
+pub const HEIR_BOOST_KERNEL: i32 = HEIR_LEND_KERNEL;
+
+/// Deprecated: [`heir_cond_init`] with `{ .lend = boost }`.
+///
+/// # Safety
+/// As [`heir_cond_init`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_init_boost(c: *mut heir_cond_t, boost: i32) -> i32 {
+    let a = heir_cond_attr_t {
+        pshared: HEIR_PROCESS_PRIVATE,
+        lend: boost,
+    };
+    // SAFETY: forwarded caller guarantee; `a` is a local.
+    unsafe { heir_cond_init(c, &a) }
+}
+
+/// Deprecated: [`heir_cond_add_helper`].
+///
+/// # Safety
+/// As [`heir_cond_add_helper`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_helpers_add(c: *mut heir_cond_t, helper: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { barrier_of(b) }.and_then(|b| {
-        // SAFETY: the caller guarantees `fd` is null or writable.
-        let out = unsafe { fd.as_mut() }.ok_or(Error::Invalid)?;
-        *out = b.gang().fd().as_raw_fd();
-        Ok(())
-    });
-    rc(r)
+    unsafe { heir_cond_add_helper(c, helper) }
+}
+
+/// Deprecated: [`heir_cond_remove_helper`].
+///
+/// # Safety
+/// As [`heir_cond_remove_helper`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_cond_helpers_del(c: *mut heir_cond_t, helper: libc::pid_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { heir_cond_remove_helper(c, helper) }
+}
+
+/// Deprecated: [`heir_rpc_add_server`] for the caller.
+///
+/// # Safety
+/// As [`heir_rpc_add_server`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_server_join(ep: *mut heir_rpc_t, passive: i32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { heir_rpc_add_server(ep, 0, passive) }
+}
+
+/// Deprecated: [`heir_rpc_remove_server`] for the caller.
+///
+/// # Safety
+/// As [`heir_rpc_remove_server`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_rpc_server_leave(ep: *mut heir_rpc_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { heir_rpc_remove_server(ep, 0) }
+}
+
+/// Deprecated: [`heir_gang_init`].
+///
+/// # Safety
+/// As [`heir_gang_init`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_create(
+    g: *mut heir_gang_t,
+    attr: *const heir_gang_attr_t,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    unsafe { heir_gang_init(g, attr) }
+}
+
+/// Deprecated: [`heir_gang_destroy`].
+///
+/// # Safety
+/// As [`heir_gang_destroy`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_close(g: *mut heir_gang_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { heir_gang_destroy(g) }
+}
+
+/// Deprecated: [`heir_gang_add_member`].
+///
+/// # Safety
+/// As [`heir_gang_add_member`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_insert(
+    g: *mut heir_gang_t,
+    tid: libc::pid_t,
+    cw: *mut u32,
+) -> i32 {
+    // SAFETY: forwarded caller guarantees.
+    unsafe { heir_gang_add_member(g, tid, cw) }
+}
+
+/// Deprecated (no handle): thread `tid` leaves its gang, whichever it is;
+/// `ENOENT` if it is in none. [`heir_gang_remove_member`] takes the gang.
+#[no_mangle]
+pub extern "C" fn heir_gang_remove(tid: libc::pid_t) -> i32 {
+    rc(gang::remove(tid_or_self(tid)).map(|_| ()))
+}
+
+/// Deprecated (no handle): the id of `tid`'s gang into `*id`, `ENOENT` if
+/// it is in none. [`heir_gang_has_member`] takes the gang.
+///
+/// # Safety
+/// `id` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_get(tid: libc::pid_t, id: *mut u32) -> i32 {
+    if id.is_null() {
+        return libc::EINVAL;
+    }
+    match gang::get(tid_or_self(tid)) {
+        // SAFETY: the caller guarantees `id` is null or writable.
+        Some(g) => rc(unsafe { put_req(id, g.0) }),
+        None => libc::ENOENT,
+    }
+}
+
+/// Deprecated (returns the word, not an errno): [`heir_gang_activate`].
+///
+/// # Safety
+/// As [`heir_gang_activate`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_set_active(cw: *mut u32, bits: u32) -> u32 {
+    let mut before = 0;
+    // SAFETY: forwarded caller guarantee; `before` is a local.
+    unsafe { heir_gang_activate(cw, bits, &mut before) };
+    before
+}
+
+/// Deprecated (returns the word, not an errno): [`heir_gang_deactivate`].
+///
+/// # Safety
+/// As [`heir_gang_activate`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_gang_set_passive(cw: *mut u32, bits: u32) -> u32 {
+    let mut before = 0;
+    // SAFETY: forwarded caller guarantee; `before` is a local.
+    unsafe { heir_gang_deactivate(cw, bits, &mut before) };
+    before
+}
+
+/// Deprecated: [`heir_barrier_add_member`] for the caller.
+///
+/// # Safety
+/// As [`heir_barrier_add_member`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_join(b: *mut heir_barrier_t, active: i32) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { heir_barrier_add_member(b, 0, active) }
+}
+
+/// Deprecated: [`heir_barrier_remove_member`] for the caller.
+///
+/// # Safety
+/// As [`heir_barrier_remove_member`].
+#[no_mangle]
+pub unsafe extern "C" fn heir_barrier_leave(b: *mut heir_barrier_t) -> i32 {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { heir_barrier_remove_member(b, 0) }
 }

@@ -122,6 +122,28 @@ impl RawEngineMutex {
         }
     }
 
+    /// Locks if no thread holds it, without blocking: [`Error::Busy`] if
+    /// one does (the caller included); owner death as
+    /// [`RawEngineMutex::lock`]. The test and the lock are one engine
+    /// operation under the engine lock, so no thread takes it in between.
+    pub fn try_lock(&self) -> Result<(), Error> {
+        if self.is_not_recoverable() {
+            return Err(Error::NotRecoverable);
+        }
+        let mut st = rt::state();
+        let me = st.current()?;
+        // With hand-off to the top waiter, a mutex with waiters always has
+        // an owner: no owner means no thread is queued ahead of the caller.
+        if st.engine.owner(self.id)?.is_some() {
+            return Err(Error::Busy);
+        }
+        let o = st.engine.lock(me, self.id)?;
+        st.apply(&o.changes);
+        drop(st);
+        debug_assert_eq!(o.value, LockResult::Acquired);
+        self.acquired()
+    }
+
     /// The caller holds the mutex now: reports its robustness state.
     fn acquired(&self) -> Result<(), Error> {
         match self.robust.load(Ordering::Acquire) {

@@ -51,6 +51,7 @@ pub mod condvar;
 pub mod deadline;
 pub mod donate;
 pub mod gang;
+pub mod lazy;
 pub mod lock;
 pub mod mutex;
 pub mod queue;

@@ -36,7 +36,7 @@ static int other(int nice) {
 
 static void *helper(void *arg) {
     (void)arg;
-    if (other(10) || heir_thread_join())
+    if (other(10) || heir_thread_register())
         return (void *)1;
     pthread_mutex_lock(&lk);
     helper_tid = heir_gettid();
@@ -81,8 +81,8 @@ int main(void) {
     heir_apply_stats_t before, after;
     heir_cond_t c;
     heir_mutex_t m;
-    if (heir_apply_stats(&before) || heir_cond_init(&c) || heir_mutex_init(&m) ||
-        heir_cond_helpers_add(&c, helper_tid) || heir_mutex_lock(&m))
+    if (heir_apply_stats(&before) || heir_cond_init(&c, NULL) || heir_mutex_init(&m, NULL) ||
+        heir_cond_add_helper(&c, helper_tid) || heir_mutex_lock(&m))
         return 1;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

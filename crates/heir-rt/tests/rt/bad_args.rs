@@ -15,29 +15,29 @@ fn unknown_and_foreign_tids_are_refused() {
     let mut c: heir_cond_t = zeroed();
     // SAFETY: `c` is a live handle struct.
     unsafe {
-        assert_eq!(heir_cond_init(&mut c), 0);
+        assert_eq!(heir_cond_init(&mut c, std::ptr::null()), 0);
         assert_eq!(
-            heir_cond_helpers_add(&mut c, 0x3fff_fff0),
+            heir_cond_add_helper(&mut c, 0x3fff_fff0),
             libc::ESRCH,
             "unknown tid"
         );
         assert_eq!(
-            heir_cond_helpers_add(&mut c, 1),
+            heir_cond_add_helper(&mut c, 1),
             libc::ESRCH,
             "init: another process"
         );
         assert_eq!(
-            heir_cond_helpers_add(&mut c, -5),
+            heir_cond_add_helper(&mut c, -5),
             libc::ESRCH,
             "negative tid"
         );
-        assert_eq!(heir_cond_helpers_del(&mut c, 0x3fff_fff0), libc::ESRCH);
+        assert_eq!(heir_cond_remove_helper(&mut c, 0x3fff_fff0), libc::ESRCH);
         let me = heir_gettid();
-        assert_eq!(heir_cond_helpers_add(&mut c, me), 0);
-        assert_eq!(heir_cond_helpers_add(&mut c, me), libc::EEXIST, "twice");
-        assert_eq!(heir_cond_helpers_del(&mut c, me), 0);
+        assert_eq!(heir_cond_add_helper(&mut c, me), 0);
+        assert_eq!(heir_cond_add_helper(&mut c, me), libc::EEXIST, "twice");
+        assert_eq!(heir_cond_remove_helper(&mut c, me), 0);
         assert_eq!(
-            heir_cond_helpers_del(&mut c, me),
+            heir_cond_remove_helper(&mut c, me),
             libc::ENOENT,
             "not a helper"
         );
@@ -55,12 +55,12 @@ fn destroyed_and_uninitialised_objects_are_refused() {
     unsafe {
         assert_eq!(heir_cond_signal(&mut c), libc::EINVAL, "never initialised");
         assert_eq!(heir_mutex_lock(&mut m), libc::EINVAL);
-        assert_eq!(heir_cond_init(&mut c), 0);
-        assert_eq!(heir_mutex_init(&mut m), 0);
+        assert_eq!(heir_cond_init(&mut c, std::ptr::null()), 0);
+        assert_eq!(heir_mutex_init(&mut m, std::ptr::null()), 0);
         assert_eq!(heir_cond_destroy(&mut c), 0);
         assert_eq!(heir_cond_signal(&mut c), libc::EINVAL, "destroyed");
         assert_eq!(heir_cond_broadcast(&mut c), libc::EINVAL);
-        assert_eq!(heir_cond_helpers_add(&mut c, heir_gettid()), libc::EINVAL);
+        assert_eq!(heir_cond_add_helper(&mut c, heir_gettid()), libc::EINVAL);
         assert_eq!(heir_cond_wait(&mut c, &mut m), libc::EINVAL);
         assert_eq!(heir_cond_destroy(&mut c), libc::EINVAL, "double destroy");
         assert_eq!(heir_cond_signal(ptr::null_mut()), libc::EINVAL, "null");
@@ -84,8 +84,8 @@ fn destroyed_and_uninitialised_objects_are_refused() {
         assert_eq!(heir_mutex_destroy(&mut m), 0);
         assert_eq!(heir_mutex_unlock(&mut m), libc::EINVAL, "destroyed");
         // Waiting without holding the mutex; bad timespec.
-        assert_eq!(heir_cond_init(&mut c), 0);
-        assert_eq!(heir_mutex_init(&mut m), 0);
+        assert_eq!(heir_cond_init(&mut c, std::ptr::null()), 0);
+        assert_eq!(heir_mutex_init(&mut m, std::ptr::null()), 0);
         assert_eq!(heir_cond_wait(&mut c, &mut m), libc::EPERM);
         let bad = libc::timespec {
             tv_sec: 0,
@@ -119,14 +119,14 @@ fn waiting_as_your_own_helper_is_a_refused_cycle() {
     let mut m: heir_mutex_t = zeroed();
     // SAFETY: live handle structs.
     unsafe {
-        assert_eq!(heir_cond_init(&mut c), 0);
-        assert_eq!(heir_mutex_init(&mut m), 0);
-        assert_eq!(heir_cond_helpers_add(&mut c, heir_gettid()), 0);
+        assert_eq!(heir_cond_init(&mut c, std::ptr::null()), 0);
+        assert_eq!(heir_mutex_init(&mut m, std::ptr::null()), 0);
+        assert_eq!(heir_cond_add_helper(&mut c, heir_gettid()), 0);
         assert_eq!(heir_mutex_lock(&mut m), 0);
         assert_eq!(heir_cond_wait(&mut c, &mut m), libc::EDEADLK);
         // State unchanged: the mutex is still ours.
         assert_eq!(heir_mutex_unlock(&mut m), 0);
-        assert_eq!(heir_cond_helpers_del(&mut c, heir_gettid()), 0);
+        assert_eq!(heir_cond_remove_helper(&mut c, heir_gettid()), 0);
         assert_eq!(heir_cond_destroy(&mut c), 0);
         assert_eq!(heir_mutex_destroy(&mut m), 0);
     }

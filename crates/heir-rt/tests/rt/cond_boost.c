@@ -1,5 +1,5 @@
 /*
- * heir_cond_init_boost from C (run by tests/rt/capi.rs): how a waiter's
+ * heir_cond_init's `lend` attribute from C (run by tests/rt/capi.rs): how a waiter's
  * priority reaches a condition variable's helper.
  *
  * A waiter (SCHED_FIFO 30) waits on a condition whose helper runs at
@@ -9,10 +9,10 @@
  * with sched_setattr (sched_getparam, which never shows a PI boost). Then it
  * signals, and reads both again.
  *
- *   argv[2] = "kernel": heir_cond_init_boost(HEIR_BOOST_KERNEL) — the
+ *   argv[2] = "kernel": { .lend = HEIR_LEND_KERNEL } — the
  *   waiter sleeps in FUTEX_LOCK_PI on a word naming the helper: the kernel
  *   boosts it (kernel 30, set 10), and its signal ends that boost.
- *   argv[2] = "user": HEIR_BOOST_USER — heir boosts the helper with
+ *   argv[2] = "user": HEIR_LEND_USER — heir boosts the helper with
  *   sched_setattr (kernel 30, set 30).
  *
  * Every wait is bounded (5 s); exit status 0 if the program ran, 1 if a
@@ -147,10 +147,16 @@ int main(int argc, char **argv)
 	limit_ns = now_ns() + 5000000000u;
 
 	heir_cond_t bad;
-	printf("unknown boost %s\n",
-	       heir_cond_init_boost(&bad, 7) == EINVAL ? "EINVAL" : "accepted");
-	if (heir_mutex_init(&m) ||
-	    heir_cond_init_boost(&c, kernel ? HEIR_BOOST_KERNEL : HEIR_BOOST_USER))
+	heir_cond_attr_t attr = { .pshared = HEIR_PROCESS_PRIVATE, .lend = 7 };
+	printf("unknown lend %s\n",
+	       heir_cond_init(&bad, &attr) == EINVAL ? "EINVAL" : "accepted");
+	attr.pshared = HEIR_PROCESS_SHARED;
+	attr.lend = HEIR_LEND_USER;
+	printf("process-shared %s\n",
+	       heir_cond_init(&bad, &attr) == ENOTSUP ? "ENOTSUP" : "accepted");
+	attr.pshared = HEIR_PROCESS_PRIVATE;
+	attr.lend = kernel ? HEIR_LEND_KERNEL : HEIR_LEND_USER;
+	if (heir_mutex_init(&m, NULL) || heir_cond_init(&c, &attr))
 		return 1;
 
 	pthread_t h, w;
@@ -161,7 +167,7 @@ int main(int argc, char **argv)
 		return 1;
 	while (!atomic_load(&helper_tid) && now_ns() < limit_ns)
 		sleep_us(100);
-	if (heir_cond_helpers_add(&c, (pid_t)atomic_load(&helper_tid)))
+	if (heir_cond_add_helper(&c, (pid_t)atomic_load(&helper_tid)))
 		return 1;
 	int result = -1;
 	if (start(&w, cpu, 30, waiter, &result))

@@ -8,6 +8,7 @@ mod common;
 
 mod bad_args;
 mod capi;
+mod capi_calls;
 mod ceiling;
 mod chain;
 mod deadline_lend;

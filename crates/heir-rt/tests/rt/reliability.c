@@ -10,9 +10,10 @@
  *   ceiling  a ceiling mutex's owner exits holding it: the next locker
  *            (blocked or not) gets EOWNERDEAD holding it; unlocked without
  *            heir_ceiling_mutex_consistent it is ENOTRECOVERABLE.
- *   gang     a member inserted by tid (it never calls heir) and a
- *            heir_barrier_join member exit while counted: heir_gang_wait
- *            and heir_barrier_wait return 0, heir_gang_get answers ENOENT.
+ *   gang     a member added by tid (it never calls heir) and a member
+ *            that added itself to a barrier exit while counted:
+ *            heir_gang_wait and heir_barrier_wait return 0,
+ *            heir_gang_has_member says they are members no more.
  *
  * The main thread runs at SCHED_FIFO 1, every other thread above it on the
  * same CPU. Every wait is bounded; each line printed is checked by the
@@ -160,7 +161,7 @@ static volatile int server_ready;
 
 static void *server(void *arg) {
     (void)arg;
-    if (heir_rpc_server_join(&ep, 0))
+    if (heir_rpc_add_server(&ep, 0, 0))
         return (void *)2;
     server_ready = 1;
     for (;;) {
@@ -173,7 +174,7 @@ static void *server(void *arg) {
             served_expired++;
         heir_rpc_reply(&ep, req);
         if (req == STOP)
-            return heir_rpc_server_leave(&ep) ? (void *)3 : NULL;
+            return heir_rpc_remove_server(&ep, 0) ? (void *)3 : NULL;
     }
 }
 
@@ -300,7 +301,7 @@ static void *bystander(void *arg) {
 /* Joins the barrier as an active member, then exits at the gate without
  * reaching a barrier point. */
 static void *barrier_member(void *arg) {
-    *(volatile int *)arg = heir_barrier_join(&bar, 1);
+    *(volatile int *)arg = heir_barrier_add_member(&bar, 0, 1);
     gate_wait();
     return NULL;
 }
@@ -313,16 +314,16 @@ static double secs_since(const struct timespec *t0) {
 
 static int run_gang(void) {
     heir_gang_t g;
-    uint32_t cw_n = 1, cw_m = 0, active = 0, id = 0;
+    uint32_t cw_n = 1, cw_m = 0, active = 0;
     volatile pid_t n_tid = 0, m_tid = 0;
     struct timespec t0, dl;
-    if (heir_gang_create(&g, NULL))
+    if (heir_gang_init(&g, NULL))
         return 1;
     gate(0);
     pthread_t n = start(bystander, (void *)&n_tid, 5);
     pthread_t m = start(bystander, (void *)&m_tid, 5);
-    printf("insert by tid: %s %s\n", err(heir_gang_insert(&g, n_tid, &cw_n)),
-           err(heir_gang_insert(&g, m_tid, &cw_m)));
+    printf("insert by tid: %s %s\n", err(heir_gang_add_member(&g, n_tid, &cw_n)),
+           err(heir_gang_add_member(&g, m_tid, &cw_m)));
     int rr = heir_gang_run(&g, 1, &active);
     printf("run: %s, active %u\n", err(rr), active);
     gate(1);
@@ -333,9 +334,13 @@ static int run_gang(void) {
     int r = heir_gang_wait(&g, &dl);
     printf("gang wait after the counted member exited: %s within 1 s: %d\n", err(r),
            secs_since(&t0) < 1.0);
-    printf("get of the exited counted member: %s\n", err(heir_gang_get(n_tid, &id)));
-    printf("get of the exited passive member: %s\n", err(heir_gang_get(m_tid, &id)));
-    printf("close: %s\n", err(heir_gang_close(&g)));
+    int member = -1;
+    r = heir_gang_has_member(&g, n_tid, &member);
+    printf("has_member of the exited counted member: %s, member %d\n", err(r), member);
+    member = -1;
+    r = heir_gang_has_member(&g, m_tid, &member);
+    printf("has_member of the exited passive member: %s, member %d\n", err(r), member);
+    printf("close: %s\n", err(heir_gang_destroy(&g)));
 
     volatile int joined = -1;
     if (heir_barrier_init(&bar, 1))

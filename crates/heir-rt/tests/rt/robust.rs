@@ -159,7 +159,7 @@ fn c_api_owner_death_then_consistent() {
     unsafe impl Send for Handle {}
     let mut h = Box::new(Handle(zeroed()));
     // SAFETY: live handle struct, not moved after init (boxed).
-    assert_eq!(unsafe { heir_mutex_init(&mut h.0) }, 0);
+    assert_eq!(unsafe { heir_mutex_init(&mut h.0, std::ptr::null()) }, 0);
     let p = &mut h.0 as *mut heir_mutex_t as usize;
     std::thread::spawn(move || {
         // SAFETY: `p` points at the initialised, boxed handle, alive until
@@ -185,7 +185,7 @@ fn c_api_owner_death_then_consistent() {
     // The same, never made consistent: ENOTRECOVERABLE, and destroy works.
     let mut h = Box::new(Handle(zeroed()));
     // SAFETY: as above.
-    assert_eq!(unsafe { heir_mutex_init(&mut h.0) }, 0);
+    assert_eq!(unsafe { heir_mutex_init(&mut h.0, std::ptr::null()) }, 0);
     let p = &mut h.0 as *mut heir_mutex_t as usize;
     std::thread::spawn(move || {
         // SAFETY: as above.
