@@ -108,11 +108,31 @@ def test_a_duration_beyond_the_limit_is_refused():
         s.with_duration(1e12)
 
 
-@pytest.mark.parametrize("bad, words", [("nope=inherit", "nope"), ("all=fast", "expected")])
-def test_bad_protocols_are_refused(bad, words):
+@pytest.mark.parametrize(
+    "args, kwargs, words",
+    [
+        (("inherit",), {"mutex": "nope"}, "no mutex \"nope\""),
+        (("fast",), {}, "expected NAME=P or all=P"),
+        (("ceiling",), {"ceiling": 100}, "ceiling:1 to ceiling:99"),
+    ],
+)
+def test_bad_protocols_are_refused(args, kwargs, words):
     s = heir.Scenario.load(example("ipcp-t0-t1-t2-inherit.json"))
     with pytest.raises(heir.ScenarioError, match=words):
-        s.with_protocol(bad)
+        s.with_protocol(*args, **kwargs)
+
+
+def test_with_protocol_spells_the_cli_overrides():
+    s = heir.Scenario.load(example("ipcp-t0-t1-t2-inherit.json"))
+    m = "R1"
+    assert s.with_protocol("ceiling", ceiling=60).protocols == ["all=ceiling:60"]
+    assert s.with_protocol("bwi").with_protocol("none", mutex=m).protocols == ["all=bwi", f"{m}=none"]
+    with pytest.raises(ValueError, match="needs the protocol"):
+        s.with_protocol("inherit", ceiling=5)
+    # The command line's one-string spelling: deprecated, the same result.
+    with pytest.warns(DeprecationWarning, match="with_protocol"):
+        old = s.with_protocol("all=ceiling")  # type: ignore[arg-type]
+    assert heir.simulate(old).json == heir.simulate(s.with_protocol("ceiling")).json
 
 
 def test_errors_pickle_with_their_attributes():

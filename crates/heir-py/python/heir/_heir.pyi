@@ -4,6 +4,9 @@
 from typing import List, Optional, Tuple
 
 __version__: str
+MUTEX_PROTOCOLS: List[str]
+ANALYSIS_PROTOCOLS: List[str]
+GENERATORS: List[str]
 
 class NativeScenario:
     @staticmethod
@@ -51,7 +54,7 @@ def analyze(
 ) -> str: ...
 def generate(
     n_tasks: int,
-    utilization: float,
+    utilisation: float,
     generator: str,
     seed: int,
     resources: Optional[int] = None,
