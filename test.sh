@@ -11,7 +11,8 @@
 # virtual environment (target/py-venv) with pytest, pandas, matplotlib and
 # Dask (crates/heir-py/requirements-test.txt), then its pytest suite (the
 # API on the examples, the Dask sweep on a 2-worker LocalCluster, the
-# example script).
+# example script, docs/PYTHON.md's code run as scripts, and mypy --strict
+# on the package, its stubs, examples/python and the docs' code).
 #
 # On a fresh machine it first installs what is missing (a C compiler and
 # pkg-config for the C API test; as root, Chromium for the report page's

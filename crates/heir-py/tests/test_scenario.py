@@ -147,3 +147,30 @@ def test_errors_pickle_with_their_attributes():
         ei.value.line,
         str(ei.value),
     )
+
+
+def test_more_threads_than_heir_run_takes_are_read_as_heir_sim_reads_them(tmp_path):
+    # heir run's limit is 1024 real threads; the package, like heir sim and
+    # heir analyze, takes what the machine's memory holds.
+    from conftest import run_heir
+
+    doc = {
+        "global": {"duration": 0.01, "default_policy": "SCHED_FIFO"},
+        "tasks": {"w": {"instance": 1100, "priority": 10, "run": 1, "timer": {"ref": "unique", "period": 5000}}},
+    }
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(doc))
+    s = heir.Scenario.load(path)
+    assert len(heir.Scenario.from_dict(doc).task_names) == 1
+    r = heir.simulate(s)
+    assert len(r.tasks) == 1100
+    assert all((t.jobs, t.deadline_misses) == (2, 0) for t in r.tasks.values())
+    cli = run_heir(["sim", "--json", str(path)])
+    assert cli.returncode == 0, cli.stderr
+    assert r.json == json.loads(cli.stdout)
+    # Beyond any machine's memory: refused with heir sim's message.
+    doc["tasks"]["w"]["instance"] = 4_000_000_000
+    with pytest.raises(heir.ScenarioError) as ei:
+        heir.Scenario.from_dict(doc)
+    assert ei.value.json_path == "tasks.w.instance"
+    assert "over heir sim's limit of" in ei.value.message
