@@ -151,3 +151,17 @@ def test_mypy_strict_passes_on_the_examples_and_the_docs(tmp_path: Path) -> None
     out = mypy(str(ROOT / "examples" / "python"), str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "no issues found in 3 source files" in out.stdout
+
+
+def test_the_stubs_are_the_native_module(tmp_path: Path) -> None:
+    # mypy's stubtest: every name, class and signature of heir/_heir.pyi
+    # against the built extension (PyO3 gives each its text signature).
+    mypy("--version")
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "heir._heir"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
