@@ -67,6 +67,9 @@ def test_results_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
         assert a.tasks["Client1"].wcrt_us == 19_000.0
         assert len(ts.tasks) == 5 and ts.utilisation > 0
     assert r.tasks is r.tasks and a.tasks is a.tasks and ts.tasks is ts.tasks
+    # Short reprs: the names, not every field of every task.
+    assert repr(r) == f"Report({r.title!r}, tasks=['Client1', 'Client2', 'Annoyer', 'Server'])"
+    assert repr(a) == "Analysis('as written (PI-CV on)', schedulable=True, tasks=['Client1', 'Client2', 'Annoyer'])"
 
 
 def test_every_result_is_a_dataclass_by_name() -> None:

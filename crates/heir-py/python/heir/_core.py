@@ -310,10 +310,6 @@ class GangStats:
     waiters: Dict[str, GangWaitStats]
 
 
-def _fmt_ms(v: Optional[float]) -> str:
-    return "—" if v is None else f"{v / 1000:.3f} ms"
-
-
 @dataclass(frozen=True)
 class Report:
     """A simulated run (``heir sim --json``): per thread jobs, deadline
@@ -406,6 +402,9 @@ class Report:
                 self._samples[n] = [ns / 1000.0 for ns in s]
         return self._samples
 
+    def __repr__(self) -> str:
+        return f"Report({self.title!r}, tasks={list(self.tasks)})"
+
     def trace(self, path: PathLike) -> None:
         """Writes the run's Chrome trace-event JSON to ``path`` (open it in
         ui.perfetto.dev), as ``heir sim --trace``."""
@@ -484,6 +483,9 @@ class Analysis:
             skipped={s["name"]: s["why"] for s in d["skipped"]},
             json=d["json"],
         )
+
+    def __repr__(self) -> str:
+        return f"Analysis({self.protocol!r}, schedulable={self.schedulable}, tasks={list(self.tasks)})"
 
     def to_pandas(self) -> pandas.DataFrame:
         """One row per task (index: its name), every field of its bound."""
