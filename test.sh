@@ -11,9 +11,11 @@
 # virtual environment (target/py-venv) with pytest, pandas, matplotlib and
 # Dask (crates/heir-py/requirements-test.txt), then its pytest suite (the
 # API on the examples, the Dask sweep on a 2-worker LocalCluster, the
-# example script); under CI=true the Debian package (scripts/build-deb.sh,
-# then scripts/test-deb.sh: dpkg -i, the demo, a pkg-config build, heir
-# exec, dpkg --purge).
+# example script, docs/PYTHON.md's code run as scripts, and mypy --strict
+# on the package, its stubs, examples/python and the docs' code); under
+# CI=true the Debian package (scripts/build-deb.sh, then
+# scripts/test-deb.sh: dpkg -i, the demo, a pkg-config build, heir exec,
+# dpkg --purge).
 #
 # On a fresh machine it first installs what is missing (a C compiler and
 # pkg-config for the C API test; as root, Chromium for the report page's

@@ -26,9 +26,12 @@ pub struct SweepConfig {
     pub points: Vec<f64>,
     pub params: GenParams,
     pub protocols: Vec<Protocol>,
-    /// Output paths as written (relative to the current directory).
-    pub csv: String,
-    pub svg: String,
+    /// `output.csv` and `output.svg` as written (relative to the current
+    /// directory); `None` when the configuration has no `output` (`heir
+    /// sweep` then needs `--csv` and `--svg`; the Python package returns
+    /// the result in memory).
+    pub csv: Option<String>,
+    pub svg: Option<String>,
 }
 
 /// A configuration that cannot be used: where (line:column for syntax and
@@ -67,7 +70,8 @@ struct RawConfig {
     rpc: Option<RawRpc>,
     #[serde(default = "default_protocols")]
     protocols: Vec<String>,
-    output: RawOutput,
+    #[serde(default)]
+    output: Option<RawOutput>,
 }
 
 fn default_generator() -> UtilGenerator {
@@ -293,9 +297,15 @@ impl SweepConfig {
             ));
         }
         let protocols = protocols(&raw.protocols)?;
-        if raw.output.csv.is_empty() || raw.output.svg.is_empty() {
-            return Err(at("output", "expected non-empty \"csv\" and \"svg\" paths"));
+        if let Some(o) = &raw.output {
+            if o.csv.is_empty() || o.svg.is_empty() {
+                return Err(at("output", "expected non-empty \"csv\" and \"svg\" paths"));
+            }
         }
+        let (csv, svg) = match raw.output {
+            Some(o) => (Some(o.csv), Some(o.svg)),
+            None => (None, None),
+        };
         Ok(SweepConfig {
             seed: raw.seed,
             sets_per_point: raw.sets_per_point,
@@ -321,8 +331,8 @@ impl SweepConfig {
                 call_us,
             },
             protocols,
-            csv: raw.output.csv,
-            svg: raw.output.svg,
+            csv,
+            svg,
         })
     }
 

@@ -114,20 +114,8 @@ impl Face {
             Face::Sim => heir_sim::BYTES_PER_THREAD,
             Face::Analyze => heir_analysis::BYTES_PER_THREAD,
         };
-        ThreadLimit::from_memory(name, per_thread, available_memory())
+        ThreadLimit::from_available_memory(name, per_thread)
     }
-}
-
-/// Linux's `MemAvailable` (bytes): memory that can be allocated without
-/// swapping. Unknown (no `/proc/meminfo`): no memory bound.
-fn available_memory() -> u64 {
-    let kb = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<u64>().ok())
-    });
-    kb.map_or(u64::MAX, |kb| kb.saturating_mul(1024))
 }
 
 /// Reads and checks the scenario file at `path` within `limit` threads and

@@ -108,8 +108,17 @@ pub fn main(args: Args) -> CliResult {
     }
     let (name, text) = read_input(&args.config)?;
     let cfg = SweepConfig::from_json_str(&text).map_err(|e| bad_input_in(&name, e.line > 0, &e))?;
-    let csv_path = args.csv.clone().unwrap_or_else(|| PathBuf::from(&cfg.csv));
-    let svg_path = args.svg.clone().unwrap_or_else(|| PathBuf::from(&cfg.svg));
+    let path = |flag: &Option<PathBuf>, written: &Option<String>, what: &str| {
+        flag.clone()
+            .or_else(|| written.as_ref().map(PathBuf::from))
+            .ok_or_else(|| {
+                CliError::bad_input(anyhow!(
+                    "{name}: at output: the configuration has no output.{what}: expected one, or --{what} PATH"
+                ))
+            })
+    };
+    let csv_path = path(&args.csv, &cfg.csv, "csv")?;
+    let svg_path = path(&args.svg, &cfg.svg, "svg")?;
     if args.threads == Some(0) {
         return Err(CliError::bad_input(anyhow!(
             "--threads: expected at least 1"

@@ -326,3 +326,43 @@ fn sweep_bad_config_exits_2_and_writes_nothing() {
     assert_eq!(files_in(&d), ["s.json"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn sweep_without_output_needs_csv_and_svg_flags() {
+    // `output` is optional in the configuration (the Python package keeps
+    // the result in memory); heir sweep then takes the paths from its flags.
+    let d = temp_dir();
+    let cfg = d.join("s.json");
+    let text = SWEEP.replace(
+        ",\n  \"output\": { \"csv\": \"OUT.csv\", \"svg\": \"OUT.svg\" }",
+        "",
+    );
+    assert!(!text.contains("output"), "{text}");
+    std::fs::write(&cfg, &text).unwrap();
+    let o = heir(&[
+        "sweep",
+        cfg.to_str().unwrap(),
+        "--svg",
+        d.join("a.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        err(&o).contains(
+            "s.json: at output: the configuration has no output.csv: expected one, or --csv PATH"
+        ),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(files_in(&d), ["s.json"]);
+    let o = heir(&[
+        "sweep",
+        cfg.to_str().unwrap(),
+        "--csv",
+        d.join("a.csv").to_str().unwrap(),
+        "--svg",
+        d.join("a.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(files_in(&d), ["a.csv", "a.svg", "s.json"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -19,13 +19,20 @@ use serde_json::{json, Value};
 use crate::errors::{raise, At};
 use crate::scenario::NativeScenario;
 
-/// A protocol family by name (`none`, `inherit`, `ceiling`, `pi-cv`).
+/// The generators' names, as a sweep configuration's `generator` spells
+/// them.
+pub(crate) const GENERATORS: [&str; 2] = ["uunifast", "randfixedsum"];
+
+/// A protocol family by name (`heir analyze --protocol FAMILY`'s parser:
+/// `none`, `inherit`, `ceiling`, `pi-cv`).
 fn family(name: Option<&str>) -> PyResult<Option<Protocol>> {
     match name {
         None => Ok(None),
         Some(n) => Protocol::parse(n).map(Some).ok_or_else(|| {
+            let names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
             PyValueError::new_err(format!(
-                "unknown protocol {n:?}: expected none, inherit, ceiling or pi-cv"
+                "unknown protocol {n:?}: expected one of {}",
+                names.join(", ")
             ))
         }),
     }
@@ -213,13 +220,13 @@ impl NativeTaskSet {
 /// One random task set (heir-analysis's generator, as a sweep draws them):
 /// parameters as the sweep configuration's, each `None` for the default.
 #[pyfunction]
-#[pyo3(signature = (n_tasks, utilization, generator, seed, resources=None, access_probability=None,
+#[pyo3(signature = (n_tasks, utilisation, generator, seed, resources=None, access_probability=None,
                     cs_us=None, nest_probability=None, servers=None, call_probability=None,
                     call_us=None, periods_us=None, period_granularity_us=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn generate(
     n_tasks: usize,
-    utilization: f64,
+    utilisation: f64,
     generator: &str,
     seed: u64,
     resources: Option<usize>,
@@ -238,7 +245,8 @@ pub fn generate(
         "randfixedsum" => UtilGenerator::Randfixedsum,
         g => {
             return Err(bad(format!(
-                "unknown generator {g:?}: expected \"uunifast\" or \"randfixedsum\""
+                "unknown generator {g:?}: expected one of {}",
+                GENERATORS.join(", ")
             )))
         }
     };
@@ -261,9 +269,9 @@ pub fn generate(
     if n_tasks == 0 {
         return Err(bad("n_tasks: expected at least 1 task".into()));
     }
-    if !(utilization > 0.0 && utilization <= n_tasks as f64) {
+    if !(utilisation > 0.0 && utilisation <= n_tasks as f64) {
         return Err(bad(format!(
-            "utilization: expected 0 < u ≤ n_tasks, got {utilization}"
+            "utilisation: expected 0 < u ≤ n_tasks, got {utilisation}"
         )));
     }
     if n_tasks + params.servers > heir_analysis::gen::TOP_PRIORITY as usize {
@@ -305,7 +313,7 @@ pub fn generate(
     }
     let mut rng = Rng::new(seed);
     Ok(NativeTaskSet {
-        set: gen_set(&params, utilization, &mut rng),
+        set: gen_set(&params, utilisation, &mut rng),
         seed,
     })
 }

@@ -76,6 +76,18 @@ pub(crate) fn interruptible<T: Send + 'static>(
 #[pymodule]
 fn _heir(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The vocabularies the Python types (`heir.MutexProtocol`,
+    // `heir.AnalysisProtocol`, `heir.Generator`) are tested against: the
+    // CLI's own lists.
+    m.add("MUTEX_PROTOCOLS", heir_scenario::protocols::NAMES.to_vec())?;
+    m.add(
+        "ANALYSIS_PROTOCOLS",
+        heir_analysis::Protocol::ALL
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>(),
+    )?;
+    m.add("GENERATORS", analysis::GENERATORS.to_vec())?;
     m.add_class::<scenario::NativeScenario>()?;
     m.add_class::<sim::NativeRun>()?;
     m.add_class::<analysis::NativeTaskSet>()?;

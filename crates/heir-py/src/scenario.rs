@@ -5,12 +5,22 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use heir_scenario::limits::{beyond_time_limit_s, duration_us, DurationError};
+use heir_scenario::limits::{beyond_time_limit_s, duration_us, DurationError, ThreadLimit};
 use heir_scenario::protocols::{self, Override};
 use heir_scenario::Scenario;
 use pyo3::prelude::*;
 
 use crate::errors::{raise, scenario_error, At};
+
+/// The threads a scenario read from Python may have: what the machine's
+/// memory holds for a model of each (`heir sim`'s limit, the tighter of the
+/// simulator's and the analysis' bytes per thread, so that every scenario
+/// read can be both simulated and analysed). The package runs no real
+/// threads: `heir run`'s 1024-thread limit does not apply.
+fn thread_limit() -> ThreadLimit {
+    let per_thread = heir_sim::BYTES_PER_THREAD.max(heir_analysis::BYTES_PER_THREAD);
+    ThreadLimit::from_available_memory("heir sim", per_thread)
+}
 
 /// A checked scenario (immutable: every `with_*` returns a new one).
 #[pyclass(module = "heir._heir", name = "NativeScenario", frozen)]
@@ -39,11 +49,13 @@ impl NativeScenario {
 
 #[pymethods]
 impl NativeScenario {
-    /// Reads and checks the scenario file at `path` (`heir sim`'s reader).
+    /// Reads and checks the scenario file at `path` (`heir sim`'s reader and
+    /// thread limit).
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<NativeScenario> {
         let file = path.display().to_string();
-        let scenario = heir_scenario::load(&path).map_err(|e| scenario_error(py, &e))?;
+        let scenario =
+            heir_scenario::load_with(&path, &thread_limit()).map_err(|e| scenario_error(py, &e))?;
         Ok(NativeScenario {
             scenario: Arc::new(scenario),
             file,
@@ -55,7 +67,8 @@ impl NativeScenario {
     /// Reads and checks a scenario from JSON text; `name` names it in errors.
     #[staticmethod]
     fn parse(py: Python<'_>, text: &str, name: &str) -> PyResult<NativeScenario> {
-        let scenario = heir_scenario::parse_str(text, name).map_err(|e| scenario_error(py, &e))?;
+        let scenario = heir_scenario::parse_str_with(text, name, &thread_limit())
+            .map_err(|e| scenario_error(py, &e))?;
         Ok(NativeScenario {
             scenario: Arc::new(scenario),
             file: name.to_string(),

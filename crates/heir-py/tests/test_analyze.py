@@ -83,15 +83,17 @@ def test_generate_is_reproducible_and_as_asked():
     c = heir.generate(10, 0.6, seed=4)
     assert a.tasks == b.tasks and a.tasks != c.tasks
     assert len(a) == 10
-    assert abs(a.utilization - 0.6) < 0.01
+    assert abs(a.utilisation - 0.6) < 0.01
     # Rate-monotonic, distinct priorities.
-    periods = [t["period_us"] for t in a.tasks]
+    periods = [t.period_us for t in a.tasks.values()]
     assert periods == sorted(periods)
-    prios = [t["priority"] for t in a.tasks]
+    prios = [t.priority for t in a.tasks.values()]
     assert prios == sorted(prios, reverse=True) and len(set(prios)) == 10
     r = heir.generate(8, 0.5, generator="randfixedsum", seed=1, resources=2, servers=0)
-    assert len(r.mutexes) == 2 and r.servers == []
-    assert all(t["calls"] == [] for t in r.tasks)
+    assert len(r.mutexes) == 2 and r.servers == {}
+    assert all(t.calls == () for t in r.tasks.values())
+    # Two RPC servers unless told otherwise.
+    assert len(a.servers) == 2
 
 
 def test_a_generated_set_is_analysed_and_simulated():
@@ -99,12 +101,12 @@ def test_a_generated_set_is_analysed_and_simulated():
     a_inherit = heir.analyze(ts, "inherit")
     a_picv = heir.analyze(ts, "pi-cv")
     assert a_picv.protocol == "pi-cv"
-    assert set(a_inherit.tasks) == {t["name"] for t in ts.tasks}
+    assert set(a_inherit.tasks) == set(ts.tasks)
     # The scenario it runs as: the analysis of the scenario is the set's.
     sc = ts.to_scenario(duration_s=2.0)
     assert heir.analyze(sc).tasks.keys() == a_picv.tasks.keys()
     rep = heir.simulate(sc)
-    assert set(t["name"] for t in ts.tasks) <= set(rep.tasks)
+    assert set(ts.tasks) <= set(rep.tasks)
     for name, bound in heir.analyze(sc).tasks.items():
         if bound.wcrt_us is not None and rep.tasks[name].response_us.max is not None:
             assert rep.tasks[name].response_us.max <= bound.wcrt_us
@@ -113,11 +115,11 @@ def test_a_generated_set_is_analysed_and_simulated():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        ({"n_tasks": 0, "utilization": 0.5}, "n_tasks"),
-        ({"n_tasks": 5, "utilization": 0.0}, "utilization"),
-        ({"n_tasks": 5, "utilization": 0.5, "generator": "magic"}, "generator"),
-        ({"n_tasks": 5, "utilization": 0.5, "access_probability": 2.0}, "probability"),
-        ({"n_tasks": 5, "utilization": 0.5, "cs_us": (10, 1)}, "cs_us"),
+        ({"n_tasks": 0, "utilisation": 0.5}, "n_tasks"),
+        ({"n_tasks": 5, "utilisation": 0.0}, "utilisation"),
+        ({"n_tasks": 5, "utilisation": 0.5, "generator": "magic"}, "generator"),
+        ({"n_tasks": 5, "utilisation": 0.5, "access_probability": 2.0}, "probability"),
+        ({"n_tasks": 5, "utilisation": 0.5, "cs_us": (10, 1)}, "cs_us"),
     ],
 )
 def test_generate_refuses_bad_parameters(kwargs, words):
@@ -184,5 +186,5 @@ def test_uunifast_draws_the_total_asked_above_one():
     # UUniFast-Discard: 3.0 requested on 3 tasks is 3.0 drawn (it was 2.19).
     for total in (1.5, 2.5, 3.0):
         ts = heir.generate(3, total, generator="uunifast", seed=4)
-        assert abs(ts.utilization - total) < 0.01
-        assert all(t["utilisation"] <= 1.0 for t in ts.tasks)
+        assert abs(ts.utilisation - total) < 0.01
+        assert all(t.utilisation <= 1.0 for t in ts.tasks.values())

@@ -108,11 +108,31 @@ def test_a_duration_beyond_the_limit_is_refused():
         s.with_duration(1e12)
 
 
-@pytest.mark.parametrize("bad, words", [("nope=inherit", "nope"), ("all=fast", "expected")])
-def test_bad_protocols_are_refused(bad, words):
+@pytest.mark.parametrize(
+    "args, kwargs, words",
+    [
+        (("inherit",), {"mutex": "nope"}, "no mutex \"nope\""),
+        (("fast",), {}, "expected NAME=P or all=P"),
+        (("ceiling",), {"ceiling": 100}, "ceiling:1 to ceiling:99"),
+    ],
+)
+def test_bad_protocols_are_refused(args, kwargs, words):
     s = heir.Scenario.load(example("ipcp-t0-t1-t2-inherit.json"))
     with pytest.raises(heir.ScenarioError, match=words):
-        s.with_protocol(bad)
+        s.with_protocol(*args, **kwargs)
+
+
+def test_with_protocol_spells_the_cli_overrides():
+    s = heir.Scenario.load(example("ipcp-t0-t1-t2-inherit.json"))
+    m = "R1"
+    assert s.with_protocol("ceiling", ceiling=60).protocols == ["all=ceiling:60"]
+    assert s.with_protocol("bwi").with_protocol("none", mutex=m).protocols == ["all=bwi", f"{m}=none"]
+    with pytest.raises(ValueError, match="needs the protocol"):
+        s.with_protocol("inherit", ceiling=5)
+    # The command line's one-string spelling: deprecated, the same result.
+    with pytest.warns(DeprecationWarning, match="with_protocol"):
+        old = s.with_protocol("all=ceiling")  # type: ignore[arg-type]
+    assert heir.simulate(old).json == heir.simulate(s.with_protocol("ceiling")).json
 
 
 def test_errors_pickle_with_their_attributes():
@@ -127,3 +147,30 @@ def test_errors_pickle_with_their_attributes():
         ei.value.line,
         str(ei.value),
     )
+
+
+def test_more_threads_than_heir_run_takes_are_read_as_heir_sim_reads_them(tmp_path):
+    # heir run's limit is 1024 real threads; the package, like heir sim and
+    # heir analyze, takes what the machine's memory holds.
+    from conftest import run_heir
+
+    doc = {
+        "global": {"duration": 0.01, "default_policy": "SCHED_FIFO"},
+        "tasks": {"w": {"instance": 1100, "priority": 10, "run": 1, "timer": {"ref": "unique", "period": 5000}}},
+    }
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(doc))
+    s = heir.Scenario.load(path)
+    assert len(heir.Scenario.from_dict(doc).task_names) == 1
+    r = heir.simulate(s)
+    assert len(r.tasks) == 1100
+    assert all((t.jobs, t.deadline_misses) == (2, 0) for t in r.tasks.values())
+    cli = run_heir(["sim", "--json", str(path)])
+    assert cli.returncode == 0, cli.stderr
+    assert r.json == json.loads(cli.stdout)
+    # Beyond any machine's memory: refused with heir sim's message.
+    doc["tasks"]["w"]["instance"] = 4_000_000_000
+    with pytest.raises(heir.ScenarioError) as ei:
+        heir.Scenario.from_dict(doc)
+    assert ei.value.json_path == "tasks.w.instance"
+    assert "over heir sim's limit of" in ei.value.message

@@ -64,7 +64,7 @@ def test_ipcp_examples(file, expected):
     [
         ("table1-client-server.json", [], lambda s: s),
         ("table1-client-server.json", ["--pi-cv", "off", "--duration", "3"], lambda s: s.with_pi_cv(False).with_duration(3)),
-        ("ipcp-t0-t1-t2-inherit.json", ["--protocol", "all=ceiling"], lambda s: s.with_protocol("all=ceiling")),
+        ("ipcp-t0-t1-t2-inherit.json", ["--protocol", "all=ceiling"], lambda s: s.with_protocol("ceiling")),
         ("fig6-producer-consumer.json", ["--seed", "7"], lambda s: s),
         ("gpm-fig1.json", ["--gpm", "off"], lambda s: s.with_gpm(False)),
         ("mbwi-fig6.json", [], lambda s: s),
@@ -81,6 +81,9 @@ def test_the_report_is_heir_sim_json(file, flags, change):
 def test_deadlock_is_reported_not_raised():
     r = heir.simulate(heir.Scenario.load(example("deadlock-two-locks.json")))
     assert r.deadlock is not None
+    d = r.deadlock
+    assert d.kind == "deadlock" and d.cycle[0] == d.cycle[-1] and len(d.cycle) == 5
+    assert d.at_us == r.json["deadlock"]["at_us"]
     cli = run_heir(["sim", "--json", str(example("deadlock-two-locks.json"))])
     assert cli.returncode == 3
     assert r.json == json.loads(cli.stdout)
@@ -101,11 +104,15 @@ def test_to_pandas_has_a_row_per_thread():
 
 def test_response_times_are_every_job():
     r = heir.simulate(heir.Scenario.load(TABLE1).with_duration(6))
-    c2 = r.response_times("Client2")
+    every = r.response_times()
+    # One type: a dict by thread name, every thread of the report.
+    assert list(every) == list(r.tasks)
+    c2 = every["Client2"]
     assert len(c2) == r.tasks["Client2"].jobs == 120
     assert max(c2) == r.tasks["Client2"].response_us.max == 29_000.0
     assert min(c2) == r.tasks["Client2"].response_us.min
-    assert set(r.response_times()) == set(r.tasks)
+    # Simulated once, then kept.
+    assert r.response_times() is every
 
 
 def test_trace_and_svg_are_the_cli_files(tmp_path):

@@ -169,3 +169,30 @@ def test_cli_scheduler_bad_config_exits_2(tmp_path):
     assert out.returncode == 2
     assert "at tasks: expected at least 1 task" in out.stderr
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_dict_without_output_is_swept_in_memory(tmp_path):
+    # The result is returned: no output paths needed, none written.
+    path, cfg = small_config(tmp_path, sets_per_point=10)
+    del cfg["output"]
+    r = heir.sweep(cfg)
+    assert r.csv == heir.sweep(path).csv
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.json"]
+
+
+def test_dask_sweep_without_output_needs_csv_and_svg(tmp_path):
+    import subprocess
+    import sys
+
+    path, cfg = small_config(tmp_path, sets_per_point=10)
+    del cfg["output"]
+    path.write_text(json.dumps(cfg))
+    out = subprocess.run(
+        [sys.executable, "-m", "heir.dask_sweep", str(path), "--svg", str(tmp_path / "a.svg")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2
+    assert "at output: the configuration has no output.csv: expected one, or --csv PATH" in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.json"]

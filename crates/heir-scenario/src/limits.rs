@@ -93,6 +93,14 @@ impl ThreadLimit {
         }
     }
 
+    /// [`ThreadLimit::from_memory`] with the machine's available memory
+    /// ([`available_memory`]): the limit of a face that models each thread
+    /// in `bytes_per_thread` bytes (`heir sim`, `heir analyze`, the Python
+    /// package).
+    pub fn from_available_memory(face: &str, bytes_per_thread: u64) -> Self {
+        ThreadLimit::from_memory(face, bytes_per_thread, available_memory())
+    }
+
     /// `over heir sim's limit of N threads`, and when the limit comes from
     /// memory what `threads` threads would need (`: 1025 threads would need
     /// about 4.0 GiB (4096 bytes each), this machine has 3.9 GiB available`).
@@ -110,6 +118,19 @@ impl ThreadLimit {
         }
         s
     }
+}
+
+/// Linux's `MemAvailable` (bytes): memory that can be allocated without
+/// swapping. Unknown (no readable `/proc/meminfo`): `u64::MAX`, no memory
+/// bound.
+pub fn available_memory() -> u64 {
+    let kb = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    });
+    kb.map_or(u64::MAX, |kb| kb.saturating_mul(1024))
 }
 
 /// Bytes as `512 B`, `3.5 KiB`, `1.2 GiB`.

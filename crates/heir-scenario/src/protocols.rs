@@ -28,6 +28,11 @@ pub enum Choice {
     Ceiling,
 }
 
+/// The protocol names `P` of `--protocol NAME=P`, in the order heir lists
+/// them; `ceiling:N` (N a real-time priority) is the one other spelling.
+/// The Python package's `MutexProtocol` type is tested against this list.
+pub const NAMES: [&str; 4] = ["none", "inherit", "bwi", "ceiling"];
+
 const EXPECTED: &str = "expected NAME=P or all=P, P one of none, inherit, bwi, ceiling, ceiling:N";
 
 impl Override {
@@ -189,6 +194,19 @@ mod tests {
         match s.resources.iter().find(|r| r.name == name).map(|r| &r.kind) {
             Some(ResourceKind::Mutex { protocol }) => *protocol,
             other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_are_what_parse_accepts_and_shown_spells() {
+        for name in NAMES {
+            let o = Override::parse(&format!("all={name}")).expect("parses");
+            assert_eq!(o.shown(), format!("all={name}"));
+        }
+        // The message lists exactly these names (and ceiling:N).
+        assert!(EXPECTED.ends_with(&format!("P one of {}, ceiling:N", NAMES.join(", "))));
+        for other in ["pi-cv", "inheritance", "ceiling:0", ""] {
+            assert!(Override::parse(&format!("all={other}")).is_err(), "{other}");
         }
     }
 

@@ -29,8 +29,8 @@ fn the_example_config_reads() {
     assert!((cfg.points[19] - 1.0).abs() < 1e-9);
     assert_eq!(cfg.protocols, Protocol::ALL);
     assert_eq!(
-        (cfg.csv.as_str(), cfg.svg.as_str()),
-        ("sweep-small.csv", "sweep-small.svg")
+        (cfg.csv.as_deref(), cfg.svg.as_deref()),
+        (Some("sweep-small.csv"), Some("sweep-small.svg"))
     );
     assert_eq!(cfg.params.cs_us, (5, 1280));
     assert_eq!(cfg.total_sets(), 10_000);
@@ -121,6 +121,28 @@ fn without_resources_every_protocol_agrees() {
     // Rate-monotonic, independent tasks: everything under the Liu & Layland
     // bound for 8 tasks (0.724) passes.
     assert_eq!(r.points[0].schedulable[0], 50);
+}
+
+#[test]
+fn output_is_optional_but_never_empty() {
+    // Without `output` the configuration reads (the Python package returns
+    // the result in memory; `heir sweep` then needs --csv and --svg).
+    let base = std::fs::read_to_string(example("sweeps/small.json")).unwrap();
+    let line = base
+        .lines()
+        .find(|l| l.contains("\"output\""))
+        .unwrap()
+        .to_string();
+    let without = base.replace(&format!(",\n{line}"), "");
+    assert!(!without.contains("output"), "{without}");
+    let cfg = SweepConfig::from_json_str(&without).unwrap();
+    assert_eq!((cfg.csv.as_deref(), cfg.svg.as_deref()), (None, None));
+    assert_eq!(cfg.total_sets(), 10_000);
+    let e = SweepConfig::from_json_str(&base.replace("\"sweep-small.csv\"", "\"\"")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "at output: expected non-empty \"csv\" and \"svg\" paths"
+    );
 }
 
 #[test]

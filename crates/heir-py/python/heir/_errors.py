@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, Tuple
 
 __all__ = ["HeirError", "ScenarioError", "SimulationError", "AnalysisError", "ConfigError"]
 
@@ -41,7 +41,7 @@ class _Located(HeirError, ValueError):
         self.json_path = json_path
         self.message = message if message is not None else text
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
         # Picklable with its attributes (Dask sends errors between processes).
         return (
             type(self),

@@ -1,10 +1,30 @@
 """Type stubs of the native module ``heir._heir`` (Rust, PyO3). Use the
 ``heir`` package's API instead: these functions are its plumbing."""
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, final
+
+__all__ = [
+    "ANALYSIS_PROTOCOLS",
+    "GENERATORS",
+    "MUTEX_PROTOCOLS",
+    "NativeRun",
+    "NativeScenario",
+    "NativeTaskSet",
+    "__version__",
+    "analyze",
+    "generate",
+    "simulate",
+    "sweep_check",
+    "sweep_counts",
+    "sweep_outputs",
+]
 
 __version__: str
+MUTEX_PROTOCOLS: List[str]
+ANALYSIS_PROTOCOLS: List[str]
+GENERATORS: List[str]
 
+@final
 class NativeScenario:
     @staticmethod
     def load(path: str) -> NativeScenario: ...
@@ -31,6 +51,7 @@ class NativeScenario:
     @property
     def warnings(self) -> List[str]: ...
 
+@final
 class NativeRun:
     def trace(self, path: str) -> None: ...
     def svg(self, path: str, from_ms: float, span_ms: float) -> None: ...
@@ -38,6 +59,7 @@ class NativeRun:
     @property
     def title(self) -> str: ...
 
+@final
 class NativeTaskSet:
     def to_json(self) -> str: ...
     def analyze(self, protocol: Optional[str] = None) -> str: ...
@@ -51,7 +73,7 @@ def analyze(
 ) -> str: ...
 def generate(
     n_tasks: int,
-    utilization: float,
+    utilisation: float,
     generator: str,
     seed: int,
     resources: Optional[int] = None,

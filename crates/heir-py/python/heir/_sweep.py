@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union, cast
 
 from . import _heir
+from ._core import _pandas
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -65,9 +66,8 @@ class SweepResult:
 
     def to_pandas(self) -> "pandas.DataFrame":
         """The table as a DataFrame (index: utilisation)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.rows()).set_index("utilisation")
+        pd = _pandas()
+        return cast("pandas.DataFrame", pd.DataFrame(self.rows()).set_index("utilisation"))
 
     def write(self, csv: Optional[PathLike] = None, svg: Optional[PathLike] = None) -> None:
         """Writes the CSV and/or the SVG (each under a temporary name first,
@@ -114,7 +114,9 @@ def sweep(
 ) -> SweepResult:
     """Runs the sweep of ``config`` (a ``heir sweep`` configuration: path or
     dict, docs/ANALYSIS.md) — the same computation as ``heir sweep``,
-    deterministic from its seed.
+    deterministic from its seed. The result is returned, not written: the
+    configuration's ``output`` is optional here and not used
+    (:meth:`SweepResult.write` writes the files).
 
     Without ``client`` it runs here, on every core, in chunks of
     ``chunk_sets`` task sets (default 50000; Ctrl-C stops it within about
@@ -170,8 +172,9 @@ def sweep(
     )
 
 
-def config_outputs(config: Union[PathLike, Mapping[str, Any]]) -> Tuple[str, str]:
-    """The configuration's ``output.csv`` and ``output.svg`` paths."""
+def config_outputs(config: Union[PathLike, Mapping[str, Any]]) -> Tuple[Optional[str], Optional[str]]:
+    """The configuration's ``output.csv`` and ``output.svg`` paths (None
+    when it has no ``output``)."""
     name, text = _config_text(config)
     info = json.loads(_heir.sweep_check(text, name))
     return info["csv"], info["svg"]

@@ -18,15 +18,18 @@ import argparse
 import os
 import sys
 import time
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from ._errors import ConfigError
 from ._sweep import DEFAULT_CHUNK_SETS, config_outputs, sweep
 
+if TYPE_CHECKING:  # pragma: no cover
+    from distributed import Client
+
 __all__ = ["main", "connect"]
 
 
-def connect(scheduler: str, workers: int, threads_per_worker: Optional[int] = None):  # type: ignore[no-untyped-def]
+def connect(scheduler: str, workers: int, threads_per_worker: Optional[int] = None) -> Client:
     """A ``dask.distributed.Client``: to ``scheduler``'s address, or, for
     ``"local"``, to a new ``LocalCluster`` of ``workers`` processes (each
     runs heir's Rust code on its own threads)."""
@@ -76,9 +79,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("heir: --workers and --chunk-sets: expected at least 1", file=sys.stderr)
         return 2
     try:
-        csv_path, svg_path = config_outputs(a.config)
-        csv_path = a.csv or csv_path
-        svg_path = a.svg or svg_path
+        csv_written, svg_written = config_outputs(a.config)
+        csv_path = a.csv or csv_written
+        svg_path = a.svg or svg_written
+        for what, path in (("csv", csv_path), ("svg", svg_path)):
+            if path is None:
+                print(
+                    f"heir: {a.config}: at output: the configuration has no output.{what}: expected one, or --{what} PATH",
+                    file=sys.stderr,
+                )
+                return 2
+        assert csv_path is not None and svg_path is not None
         _check_writable(csv_path)
         _check_writable(svg_path)
     except ConfigError as e:
