@@ -290,6 +290,25 @@ impl Instance {
         Ok(())
     }
 
+    /// Records the events of `pid` and of every thread and process it
+    /// creates from now on (`options/event-fork`: the kernel adds each
+    /// child to `set_event_pid`), with `sched_process_fork` to tell them
+    /// apart: what `heir exec --trace` records of a program it starts.
+    ///
+    /// # Errors
+    /// As [`Instance::start`].
+    pub fn start_following(&mut self, pid: i32) -> Result<(), TraceError> {
+        write_file(
+            &self
+                .dir
+                .join("events/sched/sched_process_fork")
+                .join("enable"),
+            "1",
+        )?;
+        write_file(&self.dir.join("options/event-fork"), "1")?;
+        self.start(&[pid])
+    }
+
     /// Stops recording (heir's markers first).
     pub fn stop(&mut self) {
         if self.marker.is_some() {
@@ -459,6 +478,32 @@ fn disarm_cleanup(slot: Option<usize>) {
         // was swapped out, so nothing else frees it.
         drop(unsafe { CString::from_raw(dir) });
     }
+}
+
+/// Writes heir's markers ([`mark`]) into the `trace_marker` file at
+/// `path` from now on, for the rest of the process: what a program run by
+/// `heir exec --trace` does, the instance being its parent's (the file
+/// is kept open; nothing else of the instance is touched). Nothing
+/// changes when the process already marks somewhere.
+///
+/// # Errors
+/// The file cannot be opened for writing.
+pub fn mark_into(path: &Path) -> Result<(), TraceError> {
+    let f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io(path))?;
+    let fd = std::os::fd::IntoRawFd::into_raw_fd(f);
+    if MARKER_FD
+        .compare_exchange(-1, fd, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // Already marking (a traced run of this process, or an earlier
+        // call): that one stays.
+        // SAFETY: `fd` was opened just above and shared with no one.
+        unsafe { libc::close(fd) };
+    }
+    Ok(())
 }
 
 /// True while a traced run records heir's events.
