@@ -574,3 +574,64 @@ fn exec_scenario_of_the_plain_producer_consumer_reproduces_its_latencies_in_the_
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("self-suspension"), "{}", stderr(&o));
 }
+
+/// The priorities a plain example printed (`item N producer_priority P`,
+/// `call N server_priority P`), in order.
+fn printed_priorities(o: &Output, what: &str) -> Vec<i64> {
+    stdout(o)
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [_, _, key, p] if *key == what => p.parse().ok(),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The plain-pthreads versions of examples/c/producer_consumer.c (a
+/// queue) and examples/c/rpc_donation.c (calls) under `heir exec`: the
+/// thread the high-priority one waits for runs at its priority, 30, as in
+/// the heir versions (whose tests, heir-rt's `capi`, see 30 from the first
+/// item: the helper is declared there), from the second item or call on
+/// (learned at the first signal); at its own 10 with `--cond off`, as on
+/// glibc. The barrier and Fig. 6 versions have their own tests above.
+#[test]
+fn plain_queue_and_rpc_examples_lend_under_heir_exec_as_their_heir_versions() {
+    let Some(_rt) = rt_or_skip("plain_queue_and_rpc") else {
+        return;
+    };
+    let claim = claim_cpu();
+    let dir = TempDir::new("exec-plain-examples");
+    let cpu = claim.cpu().to_string();
+    for (src, what) in [
+        ("c/plain/queue.c", "producer_priority"),
+        ("c/plain/rpc.c", "server_priority"),
+    ] {
+        let prog = dir.join(src.trim_start_matches("c/plain/").trim_end_matches(".c"));
+        cc(&example(src), &prog);
+        let run = |cond: &str| {
+            let o = heir_exec(&[
+                "--cond",
+                cond,
+                "--",
+                prog.to_str().expect("utf-8"),
+                &cpu,
+                "5",
+            ]);
+            assert_eq!(
+                code(&o),
+                0,
+                "{src} --cond {cond}: {}\n{}",
+                stdout(&o),
+                stderr(&o)
+            );
+            printed_priorities(&o, what)
+        };
+        let (learn, off) = (run("learn"), run("off"));
+        eprintln!("{src}: {what} learn {learn:?}, off {off:?}");
+        assert_eq!(learn, vec![10, 30, 30, 30, 30], "{src} --cond learn");
+        assert_eq!(off, vec![10; 5], "{src} --cond off");
+    }
+}
