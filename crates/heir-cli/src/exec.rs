@@ -114,7 +114,7 @@ fn find_preload(flag: Option<&Path>) -> Result<PathBuf, CliError> {
 }
 
 /// The counters of the summary lines, added up.
-const COUNTS: [(&str, &str); 16] = [
+const COUNTS: [(&str, &str); 17] = [
     ("mutexes", "mutexes on heir's PI mutexes"),
     ("mutexes_glibc", "mutexes left to glibc"),
     ("conds", "condition variables on heir's"),
@@ -132,6 +132,7 @@ const COUNTS: [(&str, &str); 16] = [
         "barrier_cycles",
         "barrier waits that could not lend (a cycle)",
     ),
+    ("unlock_not_owner", "unlocks refused: not the owner (EPERM)"),
     (
         "setattr_calls",
         "sched_setattr calls (boosts and their ends)",
@@ -249,6 +250,18 @@ pub fn main(a: Args) -> CliResult {
         .collect();
     let t = total(&lines);
     eprintln!("{}", text_summary(&lines, &t, code));
+    if let Some(n) = t
+        .get("unlock_not_owner")
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 0)
+    {
+        eprintln!(
+            "heir exec: warning: {n} unlocks by a thread that did not hold the mutex were refused (EPERM): \
+             the program uses a mutex as a semaphore (locked by one thread, unlocked by another), which POSIX \
+             leaves undefined and no priority-inheritance mutex allows (glibc's refuse it too); \
+             run it with --mutex keep"
+        );
+    }
     let mut extra = Map::new();
     if let Some(tr) = tracing {
         let trace = tr

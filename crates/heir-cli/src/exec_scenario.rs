@@ -405,7 +405,12 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
                 _ => None,
             };
             if run > 0 {
-                ev.push(("run", json!(run)));
+                // Operations that model nothing (an unlock by a non-owner,
+                // a recursive relock) leave runs side by side: one run.
+                match ev.last_mut() {
+                    Some(("run", v)) => *v = json!(v.as_u64().unwrap_or(0) + run),
+                    _ => ev.push(("run", json!(run))),
+                }
             }
             if let Some(e) = e {
                 ev.push(e);

@@ -875,7 +875,7 @@ pub unsafe extern "C" fn sem_post(s: *mut libc::sem_t) -> c_int {
     let b = record::begin();
     // SAFETY: the caller's semaphore.
     let r = unsafe { real::sem_post(s) };
-    record::end(b, Kind::SemPost, s as u64, 0);
+    keep_errno(|| record::end(b, Kind::SemPost, s as u64, 0));
     r
 }
 
@@ -890,9 +890,18 @@ pub unsafe extern "C" fn sem_wait(s: *mut libc::sem_t) -> c_int {
     // SAFETY: the caller's semaphore.
     let r = unsafe { real::sem_wait(s) };
     if r == 0 {
-        record::end(b, Kind::SemWait, s as u64, 0);
+        keep_errno(|| record::end(b, Kind::SemWait, s as u64, 0));
     }
     r
+}
+
+/// Runs `f` (recording), leaving `errno` as the forwarded call set it.
+fn keep_errno(f: impl FnOnce()) {
+    // SAFETY: __errno_location returns the calling thread's errno.
+    let e = unsafe { *libc::__errno_location() };
+    f();
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = e };
 }
 
 /// A `timespec` in ns (0 for NULL).
@@ -920,7 +929,8 @@ pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> 
     // SAFETY: the caller's arguments.
     let r = unsafe { real::nanosleep(req, rem) };
     // SAFETY: as above.
-    record::end(b, Kind::Sleep, unsafe { ts_ns(req) }, 0);
+    let asked = unsafe { ts_ns(req) };
+    keep_errno(|| record::end(b, Kind::Sleep, asked, 0));
     r
 }
 
@@ -941,6 +951,7 @@ pub unsafe extern "C" fn clock_nanosleep(
     let r = unsafe { real::clock_nanosleep(clock, flags, req, rem) };
     let abs = u64::from(flags & libc::TIMER_ABSTIME != 0);
     // SAFETY: as above.
-    record::end(b, Kind::Sleep, unsafe { ts_ns(req) }, abs);
+    let asked = unsafe { ts_ns(req) };
+    keep_errno(|| record::end(b, Kind::Sleep, asked, abs));
     r
 }

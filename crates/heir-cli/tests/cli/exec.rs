@@ -635,3 +635,57 @@ fn plain_queue_and_rpc_examples_lend_under_heir_exec_as_their_heir_versions() {
         assert_eq!(off, vec![10; 5], "{src} --cond off");
     }
 }
+
+/// rt-tests' `ptsematest` uses a mutex as a semaphore (one thread locks
+/// it, another unlocks it): every such unlock is refused under heir's PI
+/// mutexes, and `heir exec` counts them and says what to do.
+#[test]
+fn ptsematest_unlocks_by_a_non_owner_are_counted_and_explained() {
+    let Some(_rt) = rt_or_skip("ptsematest") else {
+        return;
+    };
+    let Some(pt) = ["/usr/bin/ptsematest", "/usr/local/bin/ptsematest"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+    else {
+        eprintln!("SKIP ptsematest: not installed (Debian package rt-tests)");
+        return;
+    };
+    let claim = claim_cpu();
+    let cpu = format!("-a{}", claim.cpu());
+    let o = heir_exec(&[
+        "--json",
+        "--",
+        pt.to_str().expect("utf-8"),
+        &cpu,
+        "-t1",
+        "-p1",
+        "-i1000",
+        "-l3",
+        "-q",
+    ]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let v = summary(&o);
+    assert!(v["total"]["unlock_not_owner"].as_u64() >= Some(1), "{v}");
+    assert!(
+        stderr(&o).contains("uses a mutex as a semaphore") && stderr(&o).contains("--mutex keep"),
+        "{}",
+        stderr(&o)
+    );
+    let o = heir_exec(&[
+        "--json",
+        "--mutex",
+        "keep",
+        "--",
+        pt.to_str().expect("utf-8"),
+        &cpu,
+        "-t1",
+        "-p1",
+        "-i1000",
+        "-l3",
+        "-q",
+    ]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    assert_eq!(summary(&o)["total"]["unlock_not_owner"], 0);
+}
