@@ -233,6 +233,11 @@ pub fn main(a: Args) -> CliResult {
     let t_end = heir::sys::now_ns();
     let text = std::fs::read_to_string(&summary).unwrap_or_default();
     let _ = std::fs::remove_file(&summary);
+    if status.is_err() {
+        if let Some(d) = &record_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
     let status = status
         .with_context(|| format!("cannot run {}", Path::new(prog).display()))
         .map_err(CliError::bad_input)?;

@@ -306,6 +306,8 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
         bail!("--scenario: no synchronisation operation was recorded (a statically linked program, or one that never used pthread objects, semaphores or sleeps)");
     }
     threads.sort_by_key(|t| (t.ops[0].mono_in.saturating_sub(t.ops[0].cpu_in), t.tid));
+    // Object names carry the pid when several processes made operations.
+    pids.retain(|p| threads.iter().any(|t| t.pid == *p));
     let several = pids.len() > 1;
     let task_name = |t: &Thread| {
         format!(

@@ -87,6 +87,9 @@ thread_local! {
 /// constructor, and the child after `fork`).
 pub fn open() {
     MAP.store(std::ptr::null_mut(), Ordering::Release);
+    // A fork child's thread starts its own file: its scheduling and name
+    // come first there too.
+    sched_changed();
     let Some(dir) = crate::config::get().record.as_deref() else {
         return;
     };

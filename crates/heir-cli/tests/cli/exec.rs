@@ -689,3 +689,52 @@ fn ptsematest_unlocks_by_a_non_owner_are_counted_and_explained() {
     assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
     assert_eq!(summary(&o)["total"]["unlock_not_owner"], 0);
 }
+
+/// `--trace` and `--scenario` follow the program across `fork` and `exec`:
+/// `sh -c` runs producer_consumer as its child; the trace has the
+/// child's threads with their waits and signals, the scenario its three
+/// threads (sh made no operation, so object names carry no pid).
+#[test]
+fn exec_trace_and_scenario_follow_the_program_across_fork_and_exec() {
+    let Some(_rt) = rt_or_skip("exec_trace_fork") else {
+        return;
+    };
+    let claim = claim_cpu();
+    let dir = TempDir::new("exec-trace-fork");
+    let prog = dir.join("producer_consumer");
+    cc(&example("c/plain/producer_consumer.c"), &prog);
+    let (trace, scenario) = (dir.join("t.json"), dir.join("s.json"));
+    let script = format!("{} {} 2 20 100; true", prog.display(), claim.cpu());
+    let o = heir_exec(&[
+        "--trace",
+        trace.to_str().expect("utf-8"),
+        "--scenario",
+        scenario.to_str().expect("utf-8"),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    assert_eq!(latencies_ms(&o).len(), 2, "{}", stdout(&o));
+    let ev = trace_events(&trace);
+    let count = |n: &str| {
+        ev.iter()
+            .filter(|e| e.0 == n && e.1.starts_with("producer_consu"))
+            .count()
+    };
+    assert!(count("wait") >= 3 && count("signal") >= 3, "{ev:?}");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&scenario).expect("scenario")).expect("JSON");
+    let tasks = v["tasks"].as_object().expect("tasks");
+    assert_eq!(tasks.len(), 3, "{v}");
+    assert!(tasks.keys().all(|k| k.starts_with("producer_consu")), "{v}");
+    assert!(
+        v["resources"]
+            .as_object()
+            .expect("resources")
+            .keys()
+            .all(|k| k.contains("@0x")),
+        "{v}"
+    );
+}
