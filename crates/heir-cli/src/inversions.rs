@@ -298,10 +298,12 @@ impl Trace {
     /// When thread `t` had work pending, sorted and disjoint: from each
     /// job's `release` to its `complete` (or `deadline miss`; all the time
     /// when the trace has no release of it), minus its own condition
-    /// variable waits (`wait` to the first `signal` or `broadcast` of that
-    /// condition variable after it, or to `woken` if that comes first: a
-    /// real thread marks `woken` only when it runs again, and between the
-    /// two it has work pending) and suspensions (`suspend` to `resume`).
+    /// variable waits (`wait` to the signal or broadcast that woke it —
+    /// the last one of that condition variable before its `woken`, as for
+    /// what it waited for — or to `woken` when there is none: a real thread
+    /// marks `woken` only when it runs again, and between the two it has
+    /// work pending; the simulator marks both at once) and suspensions
+    /// (`suspend` to `resume`).
     /// Its mutex waits stay in: what it waits for then is the next link of
     /// the chain.
     fn pending(&self, t: u64) -> Vec<(u64, u64)> {
@@ -339,7 +341,7 @@ impl Trace {
                                     && s.at <= ev.at
                             })
                             .map(|s| s.at)
-                            .min();
+                            .max();
                         idle.push((a, signalled.unwrap_or(ev.at)));
                     }
                 }
