@@ -221,11 +221,13 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
 /// glibc's contract for `pthread_mutex_lock`.
 unsafe fn recorded_lock(m: *mut pthread_mutex_t) -> c_int {
     let b = record::begin();
+    let mut blocked = false;
     // SAFETY: the caller's mutex.
     let r = unsafe {
         if m_glibc(m) {
             match real::mutex_trylock(m) {
                 libc::EBUSY => {
+                    blocked = true;
                     record::mark("blocked", m as usize);
                     real::mutex_lock(m)
                 }
@@ -238,6 +240,7 @@ unsafe fn recorded_lock(m: *mut pthread_mutex_t) -> c_int {
             } else {
                 match s.trylock() {
                     libc::EBUSY => {
+                        blocked = true;
                         record::mark("blocked", m as usize);
                         s.lock(None)
                     }
@@ -246,7 +249,15 @@ unsafe fn recorded_lock(m: *mut pthread_mutex_t) -> c_int {
             }
         }
     };
-    locked(b, m, r)
+    if blocked {
+        locked(b, m, r)
+    } else {
+        if r == 0 || r == libc::EOWNERDEAD {
+            record::mark("lock", m as usize);
+            record::end_at_begin(b, Kind::Lock, m as u64, 0);
+        }
+        r
+    }
 }
 
 /// Marks and records a lock of `m` that returned `r` (when it got it).
@@ -272,11 +283,11 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
             mstate(m).trylock()
         }
     };
-    if record::active() {
-        locked(b, m, r)
-    } else {
-        r
+    if record::active() && (r == 0 || r == libc::EOWNERDEAD) {
+        record::mark("lock", m as usize);
+        record::end_at_begin(b, Kind::Lock, m as u64, 0);
     }
+    r
 }
 
 /// # Safety
@@ -348,9 +359,8 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
     if record::active() {
-        let b = record::begin();
         record::mark("unlock", m as usize);
-        record::end(b, Kind::Unlock, m as u64, 0);
+        record::instant(Kind::Unlock, m as u64, 0);
     }
     // SAFETY: the caller's mutex.
     unsafe {
@@ -635,9 +645,8 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
     if record::active() {
-        let b = record::begin();
         record::mark("signal", c as usize);
-        record::end(b, Kind::Signal, c as u64, 0);
+        record::instant(Kind::Signal, c as u64, 0);
     }
     // SAFETY: the caller's object.
     unsafe {
@@ -654,9 +663,8 @@ pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
     if record::active() {
-        let b = record::begin();
         record::mark("broadcast", c as usize);
-        record::end(b, Kind::Broadcast, c as u64, 0);
+        record::instant(Kind::Broadcast, c as u64, 0);
     }
     // SAFETY: the caller's object.
     unsafe {
@@ -872,10 +880,9 @@ pub unsafe extern "C" fn pthread_setschedprio(t: libc::pthread_t, prio: c_int) -
 /// glibc's contract for `sem_post`.
 #[no_mangle]
 pub unsafe extern "C" fn sem_post(s: *mut libc::sem_t) -> c_int {
-    let b = record::begin();
     // SAFETY: the caller's semaphore.
     let r = unsafe { real::sem_post(s) };
-    keep_errno(|| record::end(b, Kind::SemPost, s as u64, 0));
+    keep_errno(|| record::instant(Kind::SemPost, s as u64, 0));
     r
 }
 

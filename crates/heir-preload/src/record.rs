@@ -202,6 +202,31 @@ pub fn end(b: Begin, kind: Kind, obj: u64, obj2: u64) {
         return;
     }
     let (mono, cpu) = (heir::sys::now_ns(), cpu_ns());
+    put(base, b, (mono, cpu), kind, obj, obj2);
+}
+
+/// Records an operation that does not block (an unlock, a signal, a
+/// post): one reading of the clocks for its beginning and its end (the
+/// thread's CPU clock is a system call).
+pub fn instant(kind: Kind, obj: u64, obj2: u64) {
+    let base = MAP.load(Ordering::Acquire);
+    if base.is_null() {
+        return;
+    }
+    let b = begin();
+    put(base, b, (b.mono, b.cpu), kind, obj, obj2);
+}
+
+/// Records an operation that began at `b` and did not block (a lock
+/// that got the mutex at once): `b` is its end too.
+pub fn end_at_begin(b: Begin, kind: Kind, obj: u64, obj2: u64) {
+    let base = MAP.load(Ordering::Acquire);
+    if !base.is_null() {
+        put(base, b, (b.mono, b.cpu), kind, obj, obj2);
+    }
+}
+
+fn put(base: *mut u8, b: Begin, (mono, cpu): (u64, u64), kind: Kind, obj: u64, obj2: u64) {
     let tid = heir::rt::tid();
     if !SEEN.try_with(|s| s.replace(true)).unwrap_or(true) {
         let (policy, prio, mask) = sched_of(tid);
