@@ -63,6 +63,24 @@ pub struct Args {
     /// own output (the text summary still goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Record the kernel's trace of the program's threads (and of their
+    /// children) with heir's events, as `heir run --trace` does, and write
+    /// it as a Chrome trace (docs/EXEC.md, "Trace"). Needs root (tracefs).
+    #[arg(long, value_name = "OUT.json")]
+    pub trace: Option<PathBuf>,
+    /// Write an SVG Gantt chart of the same trace.
+    #[arg(long, value_name = "OUT.svg")]
+    pub svg: Option<PathBuf>,
+    /// The ftrace instance's buffer per CPU, in KiB.
+    #[arg(long, default_value_t = crate::exec_trace::DEFAULT_BUFFER_KB)]
+    pub trace_buffer_kb: u32,
+    /// Write the program as observed as a heir scenario (rt-app JSON):
+    /// its threads, the CPU time between their synchronisation
+    /// operations, its mutexes, condition variables (with the helpers
+    /// seen signalling), barriers, semaphores and periods (docs/EXEC.md,
+    /// "Scenario").
+    #[arg(long, value_name = "OUT.json")]
+    pub scenario: Option<PathBuf>,
     /// The interposition library (default: HEIR_PRELOAD, else
     /// libheir_preload.so beside the heir binary).
     #[arg(long)]
@@ -105,7 +123,7 @@ fn find_preload(flag: Option<&Path>) -> Result<PathBuf, CliError> {
 }
 
 /// The counters of the summary lines, added up.
-const COUNTS: [(&str, &str); 16] = [
+const COUNTS: [(&str, &str); 17] = [
     ("mutexes", "mutexes on heir's PI mutexes"),
     ("mutexes_glibc", "mutexes left to glibc"),
     ("conds", "condition variables on heir's"),
@@ -123,6 +141,7 @@ const COUNTS: [(&str, &str); 16] = [
         "barrier_cycles",
         "barrier waits that could not lend (a cycle)",
     ),
+    ("unlock_not_owner", "unlocks refused: not the owner (EPERM)"),
     (
         "setattr_calls",
         "sched_setattr calls (boosts and their ends)",
@@ -160,6 +179,27 @@ pub fn main(a: Args) -> CliResult {
         preload.push(":");
         preload.push(old);
     }
+    // Output paths are checked before the program runs.
+    for p in [&a.trace, &a.svg, &a.scenario].into_iter().flatten() {
+        drop(crate::output::PendingFile::create(p).map_err(CliError::bad_input)?);
+    }
+    let record_dir = match &a.scenario {
+        Some(_) => {
+            let d =
+                std::env::temp_dir().join(format!("heir-exec-rec-{}-{stamp}", std::process::id()));
+            std::fs::create_dir(&d).with_context(|| format!("create {}", d.display()))?;
+            Some(d)
+        }
+        None => None,
+    };
+    let tracing = if a.trace.is_some() || a.svg.is_some() {
+        Some(
+            crate::exec_trace::Tracing::start(a.trace_buffer_kb)
+                .map_err(|e| CliError::failure(anyhow!("--trace: {e}")))?,
+        )
+    } else {
+        None
+    };
     let mut cmd = Command::new(prog);
     cmd.args(args)
         .env("LD_PRELOAD", &preload)
@@ -185,9 +225,28 @@ pub fn main(a: Args) -> CliResult {
         .env("HEIR_EXEC_COND_TTL_MS", a.helper_ttl_ms.to_string())
         .env("HEIR_EXEC_GPM_GRACE_US", a.gpm_grace_us.to_string())
         .env("HEIR_EXEC_SUMMARY", &summary);
-    let status = cmd.status();
+    if let Some(t) = &tracing {
+        cmd.env("HEIR_EXEC_TRACE_MARKER", t.marker());
+    }
+    if let Some(d) = &record_dir {
+        cmd.env("HEIR_EXEC_RECORD", d);
+    }
+    let t0 = heir::sys::now_ns();
+    let (status, root) = match cmd.spawn() {
+        Ok(mut child) => {
+            let pid = child.id() as i32;
+            (child.wait(), pid)
+        }
+        Err(e) => (Err(e), 0),
+    };
+    let t_end = heir::sys::now_ns();
     let text = std::fs::read_to_string(&summary).unwrap_or_default();
     let _ = std::fs::remove_file(&summary);
+    if status.is_err() {
+        if let Some(d) = &record_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
     let status = status
         .with_context(|| format!("cannot run {}", Path::new(prog).display()))
         .map_err(CliError::bad_input)?;
@@ -205,6 +264,59 @@ pub fn main(a: Args) -> CliResult {
         .collect();
     let t = total(&lines);
     eprintln!("{}", text_summary(&lines, &t, code));
+    if let Some(n) = t
+        .get("unlock_not_owner")
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 0)
+    {
+        eprintln!(
+            "heir exec: warning: {n} unlocks by a thread that did not hold the mutex were refused (EPERM): \
+             the program uses a mutex as a semaphore (locked by one thread, unlocked by another), which POSIX \
+             leaves undefined and no priority-inheritance mutex allows (glibc's refuse it too); \
+             run it with --mutex keep"
+        );
+    }
+    let mut extra = Map::new();
+    if let Some(tr) = tracing {
+        let trace = tr
+            .finish(root)
+            .map_err(|e| CliError::failure(anyhow!("--trace: {e}")))?;
+        let title = format!(
+            "heir exec {}: kernel trace, --cond {}",
+            Path::new(prog).display(),
+            match a.cond {
+                CondMode::Learn => "learn",
+                CondMode::Off => "off",
+            }
+        );
+        let mut outputs = crate::output::RunOutputs::with_svg_window(
+            a.trace.as_deref(),
+            a.svg.as_deref(),
+            &title,
+            Some((0, trace.end_ns.max(1))),
+        )?;
+        outputs.trace_metadata("trace", crate::run::trace_metadata(&trace));
+        trace.replay(&mut outputs.observer());
+        let written = outputs.commit().map_err(CliError::failure)?;
+        eprintln!("{}", crate::run::trace_line(&trace));
+        if let Some(w) = crate::run::dropped_warning(&trace) {
+            eprintln!("heir: warning: {w}");
+        }
+        for p in &written {
+            eprintln!("wrote {}", p.display());
+        }
+        let mut v: Value = serde_json::from_str(&crate::run::trace_metadata(&trace))
+            .map_err(|e| CliError::failure(anyhow!(e)))?;
+        v["files"] = written.iter().map(|p| p.display().to_string()).collect();
+        extra.insert("trace".into(), v);
+    }
+    if let (Some(dir), Some(out)) = (&record_dir, &a.scenario) {
+        let r = crate::exec_scenario::write(dir, out, t0, t_end);
+        let _ = std::fs::remove_dir_all(dir);
+        let s = r.map_err(CliError::failure)?;
+        eprintln!("{}", s.line());
+        extra.insert("scenario".into(), s.json());
+    }
     if a.json {
         let v = serde_json::json!({
             "program": prog.to_string_lossy(),
@@ -213,6 +325,10 @@ pub fn main(a: Args) -> CliResult {
             "processes": lines,
             "total": t,
         });
+        let mut v = v;
+        if let Value::Object(o) = &mut v {
+            o.extend(extra);
+        }
         println!("{v}");
     }
     if code == 0 {

@@ -298,14 +298,20 @@ impl Trace {
     /// When thread `t` had work pending, sorted and disjoint: from each
     /// job's `release` to its `complete` (or `deadline miss`; all the time
     /// when the trace has no release of it), minus its own condition
-    /// variable waits (`wait` to `woken`) and suspensions (`suspend` to
-    /// `resume`). Its mutex waits stay in: what it waits for then is the
-    /// next link of the chain.
+    /// variable waits (`wait` to the signal or broadcast that woke it —
+    /// the last one of that condition variable before its `woken`, as for
+    /// what it waited for — or to `woken` when there is none: a real thread
+    /// marks `woken` only when it runs again, and between the two it has
+    /// work pending; the simulator marks both at once) and suspensions
+    /// (`suspend` to `resume`).
+    /// Its mutex waits stay in: what it waits for then is the next link of
+    /// the chain.
     fn pending(&self, t: u64) -> Vec<(u64, u64)> {
         let mut jobs = Vec::new();
         let mut idle = Vec::new();
         let mut job: Option<u64> = None;
         let mut off: Option<u64> = None;
+        let mut off_res = "";
         let mut released = false;
         for ev in self.marks.iter().filter(|e| e.tid == t) {
             match ev.name.as_str() {
@@ -318,12 +324,25 @@ impl Trace {
                         jobs.push((a, ev.at));
                     }
                 }
-                "wait" | "suspend" => {
-                    off.get_or_insert(ev.at);
+                "wait" | "suspend" if off.is_none() => {
+                    off = Some(ev.at);
+                    off_res = ev.resource.as_str();
                 }
                 "woken" | "resume" => {
                     if let Some(a) = off.take() {
-                        idle.push((a, ev.at));
+                        let signalled = self
+                            .instants
+                            .iter()
+                            .filter(|s| {
+                                !off_res.is_empty()
+                                    && s.resource == off_res
+                                    && matches!(s.name.as_str(), "signal" | "broadcast")
+                                    && s.at >= a
+                                    && s.at <= ev.at
+                            })
+                            .map(|s| s.at)
+                            .max();
+                        idle.push((a, signalled.unwrap_or(ev.at)));
                     }
                 }
                 _ => {}

@@ -5,6 +5,8 @@ mod analyze;
 mod demo;
 mod disturb;
 mod exec;
+mod exec_scenario;
+mod exec_trace;
 mod exit;
 mod generate;
 mod inversions;

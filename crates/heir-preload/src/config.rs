@@ -9,6 +9,8 @@
 //! | `HEIR_EXEC_COND_TTL_MS` | a helper is dropped this long after its last signal | 1000 |
 //! | `HEIR_EXEC_GPM_GRACE_US` | a barrier's waiters lend to the threads not yet arrived after waiting this long (0: at once) | 10000 |
 //! | `HEIR_EXEC_SUMMARY` | where each process appends its summary line: a file path, or `fd:N` | none |
+//! | `HEIR_EXEC_TRACE_MARKER` | the `trace_marker` of `heir exec --trace`'s ftrace instance: heir's markers go there ([`crate::record`]) | none |
+//! | `HEIR_EXEC_RECORD` | a directory: each process records its synchronisation operations in `PID.rec` there (`heir exec --scenario`, [`crate::record`]) | none |
 
 use std::sync::OnceLock;
 
@@ -30,6 +32,10 @@ pub struct Config {
     pub gpm_grace_ns: u64,
     /// The summary's destination.
     pub summary: Option<String>,
+    /// The ftrace instance's `trace_marker` to mark into.
+    pub trace_marker: Option<String>,
+    /// The directory of the operation records.
+    pub record: Option<String>,
 }
 
 impl Config {
@@ -55,6 +61,8 @@ impl Config {
             ttl_ns: num("HEIR_EXEC_COND_TTL_MS", 1000).saturating_mul(1_000_000),
             gpm_grace_ns: num("HEIR_EXEC_GPM_GRACE_US", 10_000).saturating_mul(1_000),
             summary: get("HEIR_EXEC_SUMMARY").filter(|s| !s.is_empty()),
+            trace_marker: get("HEIR_EXEC_TRACE_MARKER").filter(|s| !s.is_empty()),
+            record: get("HEIR_EXEC_RECORD").filter(|s| !s.is_empty()),
         }
     }
 

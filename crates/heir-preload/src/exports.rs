@@ -17,6 +17,7 @@ use crate::objects::{
     bury_barrier, bury_cond, bury_mutex, BarrierSlot, BarrierState, CondSlot, CondState, MutexSlot,
     MutexState, BARRIER_TAG, KIND_GLIBC, KIND_ROBUST,
 };
+use crate::record::{self, Kind};
 use crate::{config, real, summary};
 
 // ---------------------------------------------------------------- start-up
@@ -26,8 +27,14 @@ use crate::{config, real, summary};
 static INIT: extern "C" fn() = init;
 
 extern "C" fn init() {
-    let _ = config::get();
+    let cfg = config::get();
     real::resolve_all();
+    if let Some(p) = &cfg.trace_marker {
+        // Without the marker the program runs untraced (heir exec says
+        // the trace has no heir events).
+        let _ = heir::trace::sink_into(std::path::Path::new(p));
+    }
+    record::open();
     // SAFETY: registering plain `extern "C" fn()` handlers.
     unsafe {
         libc::atexit(at_exit);
@@ -43,6 +50,7 @@ extern "C" fn in_child() {
     // The child's one thread has a new tid: heir's cached one is stale.
     heir::thread::after_fork_in_child();
     summary::reset_in_child();
+    record::open();
 }
 
 // ----------------------------------------------------------------- helpers
@@ -185,6 +193,9 @@ pub unsafe extern "C" fn pthread_mutex_init(
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's mutex.
     unsafe {
+        if record::active() {
+            return recorded_lock(m);
+        }
         if m_glibc(m) {
             return real::mutex_lock(m);
         }
@@ -192,18 +203,81 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     }
 }
 
+/// `pthread_mutex_lock` traced or recorded ([`record`]): a lock that
+/// finds the mutex held is marked `blocked` first.
+///
+/// # Safety
+///
+/// glibc's contract for `pthread_mutex_lock`.
+unsafe fn recorded_lock(m: *mut pthread_mutex_t) -> c_int {
+    let b = record::begin();
+    let mut blocked = false;
+    // SAFETY: the caller's mutex.
+    let r = unsafe {
+        if m_glibc(m) {
+            match real::mutex_trylock(m) {
+                libc::EBUSY => {
+                    blocked = true;
+                    record::mark("blocked", m as usize);
+                    real::mutex_lock(m)
+                }
+                r => r,
+            }
+        } else {
+            let s = mstate(m);
+            if s.raw.is_owned_by_current() {
+                s.lock(None)
+            } else {
+                match s.trylock() {
+                    libc::EBUSY => {
+                        blocked = true;
+                        record::mark("blocked", m as usize);
+                        s.lock(None)
+                    }
+                    r => r,
+                }
+            }
+        }
+    };
+    if blocked {
+        locked(b, m, r)
+    } else {
+        if r == 0 || r == libc::EOWNERDEAD {
+            record::mark("lock", m as usize);
+            record::end_at_begin(b, Kind::Lock, m as u64, 0);
+        }
+        r
+    }
+}
+
+/// Marks and records a lock of `m` that returned `r` (when it got it).
+fn locked(b: record::Begin, m: *mut pthread_mutex_t, r: c_int) -> c_int {
+    if r == 0 || r == libc::EOWNERDEAD {
+        record::mark("lock", m as usize);
+        record::end(b, Kind::Lock, m as u64, 0);
+    }
+    r
+}
+
 /// # Safety
 ///
 /// glibc's contract for `pthread_mutex_trylock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    let b = record::begin();
     // SAFETY: the caller's mutex.
-    unsafe {
+    let r = unsafe {
         if m_glibc(m) {
-            return real::mutex_trylock(m);
+            real::mutex_trylock(m)
+        } else {
+            mstate(m).trylock()
         }
-        mstate(m).trylock()
+    };
+    if record::active() && (r == 0 || r == libc::EOWNERDEAD) {
+        record::mark("lock", m as usize);
+        record::end_at_begin(b, Kind::Lock, m as u64, 0);
     }
+    r
 }
 
 /// # Safety
@@ -215,6 +289,22 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
     clock: clockid_t,
     abs: *const timespec,
 ) -> c_int {
+    let b = record::begin();
+    // SAFETY: the caller's mutex and time.
+    let r = unsafe { clocklock(m, clock, abs) };
+    if record::active() {
+        locked(b, m, r)
+    } else {
+        r
+    }
+}
+
+/// `pthread_mutex_clocklock`, unrecorded.
+///
+/// # Safety
+///
+/// glibc's contract for `pthread_mutex_clocklock`.
+unsafe fn clocklock(m: *mut pthread_mutex_t, clock: clockid_t, abs: *const timespec) -> c_int {
     // SAFETY: the caller's mutex and time.
     unsafe {
         if m_glibc(m) {
@@ -258,6 +348,10 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 /// glibc's contract for `pthread_mutex_unlock`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    if record::active() {
+        record::mark("unlock", m as usize);
+        record::instant(Kind::Unlock, m as u64, 0);
+    }
     // SAFETY: the caller's mutex.
     unsafe {
         if m_glibc(m) {
@@ -455,13 +549,34 @@ pub unsafe extern "C" fn pthread_cond_wait(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
 ) -> c_int {
+    let b = waiting(c);
     // SAFETY: the caller's objects.
-    unsafe {
+    let r = unsafe {
         if c_glibc(c) {
-            return real::cond_wait(c, m);
+            real::cond_wait(c, m)
+        } else {
+            cond_wait_on(c, m, None)
         }
-        cond_wait_on(c, m, None)
+    };
+    woken(b, c, m, r)
+}
+
+/// Before a wait on `c`: its mark, and the clocks if recording.
+fn waiting(c: *mut pthread_cond_t) -> record::Begin {
+    if !record::active() {
+        return record::Begin::default();
     }
+    record::mark("wait", c as usize);
+    record::begin()
+}
+
+/// After a wait on `c` with `m` that returned `r`.
+fn woken(b: record::Begin, c: *mut pthread_cond_t, m: *mut pthread_mutex_t, r: c_int) -> c_int {
+    if record::active() {
+        record::mark("woken", c as usize);
+        record::end(b, Kind::Wait, c as u64, m as u64);
+    }
+    r
 }
 
 /// # Safety
@@ -474,16 +589,19 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     m: *mut pthread_mutex_t,
     abs: *const timespec,
 ) -> c_int {
+    let b = waiting(c);
     // SAFETY: the caller's objects.
-    unsafe {
+    let r = unsafe {
         if c_glibc(c) {
-            return real::cond_timedwait(c, m, abs);
+            real::cond_timedwait(c, m, abs)
+        } else {
+            match deadline(cstate(c).clock, abs) {
+                Ok(d) => cond_wait_on(c, m, Some(d)),
+                Err(e) => e,
+            }
         }
-        match deadline(cstate(c).clock, abs) {
-            Ok(d) => cond_wait_on(c, m, Some(d)),
-            Err(e) => e,
-        }
-    }
+    };
+    woken(b, c, m, r)
 }
 
 /// # Safety
@@ -496,16 +614,19 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     clock: clockid_t,
     abs: *const timespec,
 ) -> c_int {
+    let b = waiting(c);
     // SAFETY: the caller's objects.
-    unsafe {
+    let r = unsafe {
         if c_glibc(c) {
-            return real::cond_clockwait(c, m, clock, abs);
+            real::cond_clockwait(c, m, clock, abs)
+        } else {
+            match deadline(clock, abs) {
+                Ok(d) => cond_wait_on(c, m, Some(d)),
+                Err(e) => e,
+            }
         }
-        match deadline(clock, abs) {
-            Ok(d) => cond_wait_on(c, m, Some(d)),
-            Err(e) => e,
-        }
-    }
+    };
+    woken(b, c, m, r)
 }
 
 /// # Safety
@@ -513,6 +634,10 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
 /// glibc's contract for `pthread_cond_signal`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
+    if record::active() {
+        record::mark("signal", c as usize);
+        record::instant(Kind::Signal, c as u64, 0);
+    }
     // SAFETY: the caller's object.
     unsafe {
         if c_glibc(c) {
@@ -527,6 +652,10 @@ pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
 /// glibc's contract for `pthread_cond_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
+    if record::active() {
+        record::mark("broadcast", c as usize);
+        record::instant(Kind::Broadcast, c as u64, 0);
+    }
     // SAFETY: the caller's object.
     unsafe {
         if c_glibc(c) {
@@ -621,6 +750,24 @@ pub unsafe extern "C" fn pthread_barrier_init(
 /// glibc's contract for `pthread_barrier_wait`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int {
+    if !record::active() {
+        // SAFETY: the caller's barrier.
+        return unsafe { barrier_wait(b) };
+    }
+    record::mark("barrier", b as usize);
+    let t = record::begin();
+    // SAFETY: the caller's barrier.
+    let r = unsafe { barrier_wait(b) };
+    record::end(t, Kind::Barrier, b as u64, 0);
+    r
+}
+
+/// `pthread_barrier_wait`, unrecorded.
+///
+/// # Safety
+///
+/// glibc's contract for `pthread_barrier_wait`.
+unsafe fn barrier_wait(b: *mut pthread_barrier_t) -> c_int {
     // SAFETY: the caller's barrier.
     unsafe {
         if b_glibc(b) {
@@ -666,6 +813,7 @@ pub unsafe extern "C" fn pthread_barrier_destroy(b: *mut pthread_barrier_t) -> c
 /// After the calling thread changed its own scheduling attributes: heir's
 /// saved base follows, if heir has it registered (else nothing to do).
 fn own_sched_changed() {
+    record::sched_changed();
     let me = heir::rt::tid();
     if heir::thread::info(me).is_none() {
         return;
@@ -710,5 +858,97 @@ pub unsafe extern "C" fn pthread_setschedprio(t: libc::pthread_t, prio: c_int) -
     if r == 0 && t == unsafe { libc::pthread_self() } {
         own_sched_changed();
     }
+    r
+}
+
+// ------------------------------------------- recorded, otherwise glibc's
+
+/// glibc's `sem_post`, recorded (`heir exec --scenario`).
+///
+/// # Safety
+///
+/// glibc's contract for `sem_post`.
+#[no_mangle]
+pub unsafe extern "C" fn sem_post(s: *mut libc::sem_t) -> c_int {
+    // SAFETY: the caller's semaphore.
+    let r = unsafe { real::sem_post(s) };
+    keep_errno(|| record::instant(Kind::SemPost, s as u64, 0));
+    r
+}
+
+/// glibc's `sem_wait`, recorded (`heir exec --scenario`).
+///
+/// # Safety
+///
+/// glibc's contract for `sem_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn sem_wait(s: *mut libc::sem_t) -> c_int {
+    let b = record::begin();
+    // SAFETY: the caller's semaphore.
+    let r = unsafe { real::sem_wait(s) };
+    if r == 0 {
+        keep_errno(|| record::end(b, Kind::SemWait, s as u64, 0));
+    }
+    r
+}
+
+/// Runs `f` (recording), leaving `errno` as the forwarded call set it.
+fn keep_errno(f: impl FnOnce()) {
+    // SAFETY: __errno_location returns the calling thread's errno.
+    let e = unsafe { *libc::__errno_location() };
+    f();
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// A `timespec` in ns (0 for NULL).
+///
+/// # Safety
+///
+/// `t` is NULL or points to a `timespec`.
+unsafe fn ts_ns(t: *const timespec) -> u64 {
+    if t.is_null() {
+        return 0;
+    }
+    // SAFETY: non-null, the caller's.
+    let t = unsafe { ptr::read(t) };
+    (t.tv_sec.max(0) as u64).saturating_mul(1_000_000_000) + t.tv_nsec.max(0) as u64
+}
+
+/// glibc's `nanosleep`, recorded (`heir exec --scenario`).
+///
+/// # Safety
+///
+/// glibc's contract for `nanosleep`.
+#[no_mangle]
+pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
+    let b = record::begin();
+    // SAFETY: the caller's arguments.
+    let r = unsafe { real::nanosleep(req, rem) };
+    // SAFETY: as above.
+    let asked = unsafe { ts_ns(req) };
+    keep_errno(|| record::end(b, Kind::Sleep, asked, 0));
+    r
+}
+
+/// glibc's `clock_nanosleep`, recorded (`heir exec --scenario`).
+///
+/// # Safety
+///
+/// glibc's contract for `clock_nanosleep`.
+#[no_mangle]
+pub unsafe extern "C" fn clock_nanosleep(
+    clock: clockid_t,
+    flags: c_int,
+    req: *const timespec,
+    rem: *mut timespec,
+) -> c_int {
+    let b = record::begin();
+    // SAFETY: the caller's arguments.
+    let r = unsafe { real::clock_nanosleep(clock, flags, req, rem) };
+    let abs = u64::from(flags & libc::TIMER_ABSTIME != 0);
+    // SAFETY: as above.
+    let asked = unsafe { ts_ns(req) };
+    keep_errno(|| record::end(b, Kind::Sleep, asked, abs));
     r
 }

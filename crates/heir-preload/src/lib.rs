@@ -31,6 +31,7 @@
 
 pub mod config;
 pub mod learn;
+pub mod record;
 pub mod summary;
 
 #[cfg(not(test))]

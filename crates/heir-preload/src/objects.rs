@@ -110,6 +110,7 @@ impl MutexState {
 
     pub fn unlock(&self) -> c_int {
         if !self.raw.is_owned_by_current() {
+            summary::UNLOCK_NOT_OWNER.inc();
             return libc::EPERM;
         }
         let c = self.count.load(Ordering::Relaxed);

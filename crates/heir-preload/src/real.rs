@@ -47,7 +47,7 @@ macro_rules! reals {
     };
 }
 
-const COUNT: usize = 20;
+const COUNT: usize = 24;
 
 reals! {
     0 mutex_init = c"pthread_mutex_init": fn(m: *mut pthread_mutex_t, a: *const pthread_mutexattr_t);
@@ -70,6 +70,10 @@ reals! {
     17 barrier_destroy = c"pthread_barrier_destroy": fn(b: *mut pthread_barrier_t);
     18 setschedparam = c"pthread_setschedparam": fn(t: libc::pthread_t, p: c_int, s: *const libc::sched_param);
     19 setschedprio = c"pthread_setschedprio": fn(t: libc::pthread_t, p: c_int);
+    20 nanosleep = c"nanosleep": fn(req: *const timespec, rem: *mut timespec);
+    21 clock_nanosleep = c"clock_nanosleep": fn(c: clockid_t, f: c_int, req: *const timespec, rem: *mut timespec);
+    22 sem_wait = c"sem_wait": fn(s: *mut libc::sem_t);
+    23 sem_post = c"sem_post": fn(s: *mut libc::sem_t);
 }
 
 fn addr(i: usize) -> Option<usize> {

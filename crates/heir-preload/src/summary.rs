@@ -58,9 +58,14 @@ pub static COND_CYCLES: Counter = Counter::new();
 pub static BARRIER_CYCLES: Counter = Counter::new();
 /// Condition-variable waits.
 pub static COND_WAITS: Counter = Counter::new();
+/// Unlocks refused because the caller did not hold the mutex (`EPERM`):
+/// a mutex used as a semaphore, locked by one thread and unlocked by
+/// another (undefined in POSIX; glibc's normal mutexes allow it, no PI
+/// mutex does).
+pub static UNLOCK_NOT_OWNER: Counter = Counter::new();
 
 /// Every counter, for [`reset_in_child`].
-static ALL: [&Counter; 14] = [
+static ALL: [&Counter; 15] = [
     &MUTEXES,
     &MUTEXES_GLIBC,
     &CONDS,
@@ -75,6 +80,7 @@ static ALL: [&Counter; 14] = [
     &COND_WAITS,
     &COND_CYCLES,
     &BARRIER_CYCLES,
+    &UNLOCK_NOT_OWNER,
 ];
 
 static APPLY_AT_FORK: std::sync::Mutex<Option<heir::thread::ApplyStats>> =
@@ -110,7 +116,7 @@ pub fn line() -> String {
             "\"gpm\":\"{}\",\"gpm_grace_us\":{},\"helpers\":{},\"ttl_ms\":{}}},",
             "\"mutexes\":{},\"mutexes_glibc\":{},\"conds\":{},\"conds_glibc\":{},",
             "\"cond_waits\":{},\"cond_fallback_waits\":{},\"barriers\":{},\"barriers_glibc\":{},",
-            "\"helpers_learned\":{},\"helpers_dropped\":{},\"cond_cycles\":{},\"barrier_slow_waits\":{},\"barrier_boosts\":{},\"barrier_cycles\":{},",
+            "\"helpers_learned\":{},\"helpers_dropped\":{},\"cond_cycles\":{},\"barrier_slow_waits\":{},\"barrier_boosts\":{},\"barrier_cycles\":{},\"unlock_not_owner\":{},",
             "\"setattr_calls\":{},\"setattr_errors\":{},\"vanished\":{},\"engine_errors\":{}}}\n"
         ),
         std::process::id(),
@@ -139,6 +145,7 @@ pub fn line() -> String {
         BARRIER_SLOW.get(),
         BARRIER_BOOSTS.get(),
         BARRIER_CYCLES.get(),
+        UNLOCK_NOT_OWNER.get(),
         a.setattr_calls,
         a.setattr_errors,
         a.vanished,

@@ -45,6 +45,30 @@ pub fn take_sink() -> RawFd {
     SINK_FD.swap(-1, Ordering::AcqRel)
 }
 
+/// Writes heir-rt's events into the file at `path` (an ftrace instance's
+/// `trace_marker`: what a program run by `heir exec --trace` does, the
+/// instance being its parent's) from now on, for the rest of the process;
+/// the file is kept open. Nothing changes when a sink is set already: that
+/// one stays.
+///
+/// # Errors
+/// The file cannot be opened for writing.
+pub fn sink_into(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::fd::IntoRawFd;
+    let fd = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .into_raw_fd();
+    if SINK_FD
+        .compare_exchange(-1, fd, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // SAFETY: `fd` was opened just above and is shared with no one.
+        unsafe { libc::close(fd) };
+    }
+    Ok(())
+}
+
 /// True while a sink is set.
 #[inline]
 pub fn tracing() -> bool {

@@ -79,7 +79,7 @@ mod donation;
 mod gang;
 mod trace;
 
-pub use trace::{RealTrace, TraceStats};
+pub use trace::{convert as convert_trace, RealTrace, RunFacts, TraceStats};
 
 pub use donation::TIMEOUT_YIELD_NS;
 use donation::{DonEndpoint, Donation};

@@ -292,6 +292,25 @@ impl Instance {
         Ok(())
     }
 
+    /// Records the events of `pid` and of every thread and process it
+    /// creates from now on (`options/event-fork`: the kernel adds each
+    /// child to `set_event_pid`), with `sched_process_fork` to tell them
+    /// apart: what `heir exec --trace` records of a program it starts.
+    ///
+    /// # Errors
+    /// As [`Instance::start`].
+    pub fn start_following(&mut self, pid: i32) -> Result<(), TraceError> {
+        write_file(
+            &self
+                .dir
+                .join("events/sched/sched_process_fork")
+                .join("enable"),
+            "1",
+        )?;
+        write_file(&self.dir.join("options/event-fork"), "1")?;
+        self.start(&[pid])
+    }
+
     /// Stops recording (heir's markers first).
     pub fn stop(&mut self) {
         if self.marker.is_some() {

@@ -108,8 +108,9 @@ impl RealTrace {
     }
 }
 
-/// What the conversion needs to know of the run.
-pub(crate) struct RunFacts<'a> {
+/// What the conversion needs to know of the run (`heir run`'s, or what
+/// `heir exec --trace` learned of the program's threads).
+pub struct RunFacts<'a> {
     /// Thread names and tids, in start order.
     pub tids: &'a [(String, i32)],
     /// Their base urgencies (the simulator's).
@@ -375,8 +376,10 @@ fn instant_kind(name: &str) -> Option<InstantKind> {
 }
 
 /// Converts what the instance recorded into the trace stream (see the
-/// module docs).
-pub(crate) fn convert(
+/// module docs). Markers name resources by index into
+/// [`RunFacts::resources`] and condition variables by the engine ids of
+/// [`RunFacts::conds`] (others get `cond#ID`).
+pub fn convert(
     parsed: &Parsed,
     dropped: Vec<(u32, u64)>,
     instance: String,
