@@ -16,7 +16,24 @@
 //! 3. running consumes the runtime of the server the thread runs on;
 //! 4. at zero the server is throttled until its replenishment instant
 //!    (deadline − D + P), then deadline += P and runtime += Q (repeated
-//!    while the runtime is not positive).
+//!    while the runtime is not positive);
+//! 5. simultaneous events: the end of a thread's CPU work fires before
+//!    every other event of the same instant, and the thread goes on through
+//!    its zero-time steps (unlock, timer, the job's completion) before
+//!    anything else is acted on. So a job whose work ends exactly when its
+//!    budget does completes, and its server is throttled as it leaves the
+//!    CPU (runtime 0, replenished at its next period), whatever else
+//!    happens at that instant — a replenishment or a release that would
+//!    preempt it included. This is Linux's order once the job's last
+//!    instruction has run: the task goes to sleep in a system call, whose
+//!    dequeue charges the runtime (`dequeue_task_dl` → `update_curr_dl`),
+//!    and a runtime at zero (`dl_runtime_exceeded` is `runtime <= 0`)
+//!    throttles the entity that has just finished its job, with the
+//!    replenishment timer at its next period. The kernel cannot observe an
+//!    exact tie (the job overruns by the cost of its last instructions, or
+//!    the tick and the exhaustion timer fire a little late); a simulator
+//!    must pick an order, and picks the one where the work that fits the
+//!    budget completes.
 //!
 //! # Inheritance
 //!
@@ -581,6 +598,20 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 kind: InstantKind::Throttle,
                 resource: None,
             });
+        }
+    }
+
+    /// Schedules the end of `t`'s CPU work at `at` (a `RunDone` event of
+    /// run generation `gen`). With deadline threads it fires before every
+    /// other event of that instant (rule 5 of the module docs): a job whose
+    /// work ends when its budget does, or when another server is
+    /// replenished or released, completes its work and its zero-time steps
+    /// first.
+    pub(super) fn push_run_done(&mut self, at: u64, t: u32, gen: u32) {
+        if self.has_dl {
+            self.evq.push_first(at, EvKind::RunDone, t, gen);
+        } else {
+            self.evq.push(at, EvKind::RunDone, t, gen);
         }
     }
 

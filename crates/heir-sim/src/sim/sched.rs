@@ -329,8 +329,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 th.run_start = now;
                 th.run_gen = th.run_gen.wrapping_add(1);
                 let gen = th.run_gen;
-                self.evq
-                    .push(now.saturating_add(left), EvKind::RunDone, t, gen);
+                self.push_run_done(now.saturating_add(left), t, gen);
                 Ok(())
             }
             Act::Runtime { end } if end > now => Ok(()),

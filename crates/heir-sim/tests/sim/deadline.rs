@@ -829,3 +829,31 @@ fn without_affinity_inheritance_the_lender_misses_while_its_cpu_idles() {
         ])
     );
 }
+
+#[test]
+fn a_job_whose_work_ends_with_its_budget_completes_before_a_simultaneous_preemption() {
+    // A: Q = 2 ms, D = P = 10 ms, one job of exactly 2 ms. B: Q = 1 ms,
+    // D = P = 3 ms, released at 2 ms (deadline 5 ms, earlier than A's).
+    // At 2 ms A's work ends, its budget reaches 0 and B is released: A's
+    // work completes first (rule 5 of `sim::dl`), its server is throttled
+    // as it leaves the CPU (runtime 0, replenished at 10 ms), then B runs
+    // 2–3 ms. Processing B's release first would preempt A with its budget
+    // at 0: throttled with its work done but its job not ended, A would
+    // complete only after the replenishment, at 10 ms.
+    let sc = parse(
+        r#"{ "global": { "duration": 0.02, "default_policy": "SCHED_DEADLINE" },
+            "tasks": {
+              "A": { "dl-runtime": 2000, "dl-period": 10000, "loop": 1, "run": 2000 },
+              "B": { "dl-runtime": 1000, "dl-period": 3000, "delay": 2000, "loop": 1, "run": 1000 }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        timeline(&rec, 20.0),
+        rows(&[("A", 0.0, 2.0), ("B", 2.0, 3.0)])
+    );
+    assert_eq!(rec.completions("A"), vec![(2.0, 2.0, false)]);
+    assert_eq!(rec.completions("B"), vec![(3.0, 1.0, false)]);
+    // Exited: the replenishment finds no thread to run.
+    assert_eq!(server(&r, "A"), (1, 0));
+}
