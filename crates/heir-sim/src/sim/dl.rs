@@ -12,7 +12,9 @@
 //! 2. wake-up: if the deadline has passed, or runtime / (deadline − now)
 //!    exceeds Q / D, a new period starts (deadline = now + D, runtime = Q);
 //!    otherwise both are kept — for a constrained deadline (D < P) the
-//!    runtime is then cut to Q / D × (deadline − now) (revised CBS);
+//!    runtime is then cut to Q / D × (deadline − now) (revised CBS). A
+//!    deadline waiter handed a `bwi` mutex does not go through this rule:
+//!    under M-BWI it never left its server ([`Simulator::wake_handed`]);
 //! 3. running consumes the runtime of the server the thread runs on;
 //! 4. at zero the server is throttled until its replenishment instant
 //!    (deadline − D + P), then deadline += P and runtime += Q (repeated

@@ -90,7 +90,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         if let Some(w) = self.thread_of(w) {
             self.instant(w, InstantKind::Lock, m.res);
-            self.wake(w)?;
+            self.wake_handed(w)?;
         }
         Ok(())
     }

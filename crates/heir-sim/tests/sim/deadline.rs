@@ -857,3 +857,42 @@ fn a_job_whose_work_ends_with_its_budget_completes_before_a_simultaneous_preempt
     // Exited: the replenishment finds no thread to run.
     assert_eq!(server(&r, "A"), (1, 0));
 }
+
+#[test]
+fn a_bwi_waiter_handed_the_mutex_keeps_its_budget() {
+    // One CPU. O (Q 1, D = P 20 ms) locks M at 0 for 0.5 ms of work; X
+    // (2/2.9/10) is released at 0.1 ms (deadline 3.0) and runs 2 ms; W
+    // (2/4/10, released at 0.2, deadline 4.2) runs when X is done, at
+    // 2.1 ms, and blocks on M: its server runs O, 2.1–2.5 (W's runtime
+    // 2 − 0.4 = 1.6 ms). At 2.5 O hands M over. W never left its server
+    // (M-BWI): it goes on with 1.6 ms and its deadline 4.2, runs its
+    // 1.5 ms, 2.5–4.0, and completes 3.8 ms after its release. Through the
+    // CBS wake-up rule it would have been cut to Q/D·(4.2 − 2.5) = 0.85 ms
+    // (1.6 > 0.85: the revised rule for D < P), throttled at 3.35 until
+    // 10.2 and completed at 10.85.
+    let sc = parse(
+        r#"{ "global": { "duration": 0.02, "default_policy": "SCHED_DEADLINE" },
+            "resources": { "M": { "type": "mutex", "protocol": "bwi" } },
+            "tasks": {
+              "O": { "dl-runtime": 1000, "dl-period": 20000, "loop": 1,
+                     "lock": "M", "run": 500, "unlock": "M" },
+              "X": { "dl-runtime": 2000, "dl-deadline": 2900, "dl-period": 10000, "delay": 100,
+                     "loop": 1, "run": 2000 },
+              "W": { "dl-runtime": 2000, "dl-deadline": 4000, "dl-period": 10000, "delay": 200,
+                     "loop": 1, "lock": "M", "run": 1500, "unlock": "M" }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        timeline(&rec, 20.0),
+        rows(&[
+            ("O", 0.0, 0.1),
+            ("X", 0.1, 2.1),
+            ("O", 2.1, 2.5),
+            ("W", 2.5, 4.0)
+        ])
+    );
+    assert_eq!(rec.completions("O"), vec![(2.5, 2.5, false)]);
+    assert_eq!(rec.completions("W"), vec![(4.0, 3.8, false)]);
+    assert_eq!(server(&r, "W"), (0, 0));
+}
