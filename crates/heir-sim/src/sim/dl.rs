@@ -13,6 +13,13 @@
 //!    exceeds Q / D, a new period starts (deadline = now + D, runtime = Q);
 //!    otherwise both are kept — for a constrained deadline (D < P) the
 //!    runtime is then cut to Q / D × (deadline − now) (revised CBS). A
+//!    constrained server (D < P) woken after its deadline and before its
+//!    next period (deadline − D + P) is instead throttled until that period
+//!    (its runtime set to at most 0; rule 4 replenishes it), as Linux's
+//!    `dl_check_constrained_dl` does for an entity that is neither
+//!    throttled nor boosted when it is enqueued (`deadline < now <
+//!    next period`; at `deadline = now` the kernel's revised wake-up gives
+//!    a runtime of 0, which throttles it the same way, and so does heir). A
 //!    deadline waiter handed a `bwi` mutex does not go through this rule:
 //!    under M-BWI it never left its server ([`Simulator::wake_handed`]);
 //! 3. running consumes the runtime of the server the thread runs on;
@@ -203,6 +210,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
         };
         if d.throttled || d.pi.is_some() {
             return Ok(());
+        }
+        let next_period = d.deadline.saturating_sub(r.d).saturating_add(r.p);
+        if r.d < r.p && d.deadline <= now && now < next_period {
+            // Linux's dl_check_constrained_dl: a constrained server woken
+            // after its deadline and before its next period is throttled
+            // until that period (runtime at most 0), then replenished
+            // (deadline + P, runtime + Q).
+            d.runtime = d.runtime.min(0);
+            self.throttle(t);
+            return self.dl_base(t);
         }
         let passed = d.deadline <= now;
         // runtime / (deadline − now) > Q / D  ⇔  runtime·D > (deadline − now)·Q

@@ -896,3 +896,35 @@ fn a_bwi_waiter_handed_the_mutex_keeps_its_budget() {
     assert_eq!(rec.completions("W"), vec![(4.0, 3.8, false)]);
     assert_eq!(server(&r, "W"), (0, 0));
 }
+
+#[test]
+fn a_constrained_server_woken_after_its_deadline_waits_for_its_next_period() {
+    // One CPU, M without inheritance. O (Q 30, D = P 100 ms) locks M at 0
+    // for 10 ms of work. W (Q 2, D 5, P 20 ms; released at 1 ms, deadline
+    // 6) preempts O at 1 ms and blocks on M; O goes on and hands M over at
+    // 10 ms. W wakes at 10 ms, after its deadline (6) and before its next
+    // period (1 + 20 = 21): Linux's dl_check_constrained_dl throttles it
+    // until 21 ms, where it is replenished (deadline 26, 2 ms) and runs its
+    // 1 ms in M: done at 22 ms, 21 ms after its release (no timer: no job
+    // deadline to miss). Through
+    // the wake-up rule alone (a fresh period at 10 ms, deadline 15) it
+    // would run 10–11.
+    let sc = parse(
+        r#"{ "global": { "duration": 0.05, "default_policy": "SCHED_DEADLINE" },
+            "resources": { "M": { "type": "mutex", "protocol": "none" } },
+            "tasks": {
+              "O": { "dl-runtime": 30000, "dl-period": 100000, "loop": 1,
+                     "lock": "M", "run": 10000, "unlock": "M" },
+              "W": { "dl-runtime": 2000, "dl-deadline": 5000, "dl-period": 20000, "delay": 1000,
+                     "loop": 1, "lock": "M", "run": 1000, "unlock": "M" }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        timeline(&rec, 50.0),
+        rows(&[("O", 0.0, 10.0), ("W", 21.0, 22.0)])
+    );
+    assert_eq!(rec.completions("O"), vec![(10.0, 10.0, false)]);
+    assert_eq!(rec.completions("W"), vec![(22.0, 21.0, false)]);
+    assert_eq!(server(&r, "W"), (1, 1));
+}
