@@ -500,12 +500,15 @@ fn analyze_pinned(
     // The servers' chunks: P apart for a guaranteed job that fits its
     // budget and never waits without bandwidth inheritance; otherwise its
     // deadline can be renewed (D = P) or chunks come D apart (D < P).
+    let clean: Vec<bool> = (0..members.len())
+        .map(|k| ok[k] && inter[k].not_bwi.is_none())
+        .collect();
     let demands: Vec<Demand> = members
         .iter()
         .enumerate()
         .map(|(k, &i)| {
             let (q, d, p) = params(&set.tasks[i]);
-            if ok[k] && inter[k].not_bwi.is_none() {
+            if clean[k] {
                 Demand::Sporadic { q, d, s: p }
             } else if d >= p {
                 Demand::Fluid { q, p }
@@ -566,7 +569,15 @@ fn analyze_pinned(
             (None, _, Some(other)) => {
                 TaskResult::unbounded(Unbounded::Interferer { other }, Some(f.b))
             }
-            (None, PinnedPre::Fits, None) => TaskResult::bounded(params(t).1, f.b, t.deadline),
+            (None, PinnedPre::Fits, None) => {
+                let (_, d, p) = params(t);
+                let r = if clean.iter().all(|&c| c) {
+                    fits_bound(&demands, k, t, f.b, d, p)
+                } else {
+                    d
+                };
+                TaskResult::bounded(r, f.b, t.deadline)
+            }
             (None, PinnedPre::Spans(r), None) => TaskResult::bounded(*r, f.b, t.deadline),
         });
     }
@@ -579,6 +590,30 @@ fn analyze_pinned(
         needed_load,
         admitted: group_out.is_none(),
     }
+}
+
+/// The bound of a guaranteed member `k` of an admitted CPU whose job fits
+/// its budget (`C + B ≤ Q`): its server deadline `D`, or Spuri's EDF
+/// response-time bound over the servers' chunks when that is smaller
+/// ([`crate::pdc::response_bound`]): the job runs on one fresh chunk per
+/// release (jobs at least `T ≥ P` apart) and needs `C + B` of it; every
+/// other server is charged its whole budget per chunk, as in the admission.
+fn fits_bound(
+    demands: &[crate::pdc::Demand],
+    k: usize,
+    t: &Task,
+    b: Nanos,
+    d: Nanos,
+    p: Nanos,
+) -> Nanos {
+    let others: Vec<crate::pdc::Demand> = demands
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j != k)
+        .map(|(_, x)| *x)
+        .collect();
+    let e = t.demand.saturating_add(b);
+    crate::pdc::response_bound(&others, e, d, t.period.max(p)).map_or(d, |r| r.min(d))
 }
 
 /// The verdict of a member of a pinned group from its own numbers.

@@ -164,7 +164,12 @@ fn constrained_deadlines_the_density_test_refused_are_admitted_exactly() {
     // examples/edf-constrained.json (issue 27): Σ Q/D = 0.3 + 0.7 + 0.5 =
     // 1.5, Σ Q/P = 0.59. h(20) = 14, h(30) = 29, h(100) = 59 (ms): the
     // processor-demand criterion admits it. Under bwi τ1 can lose τ3's
-    // 10 ms section from its budget: 4 + 10 ≤ 14, bound D = 20 ms.
+    // 10 ms section from its budget: 4 + 10 ≤ 14, within D = 20 ms; every
+    // server is clean, so Spuri's response-time bound applies (each other
+    // server charged its whole Q per chunk; busy period 14 + 15 + 30 = 59):
+    // τ1 released at a = 10 after τ2 (due at 30 as τ1, the tie counted
+    // against τ1): 14 + 15 = 29, R = 29 − 10 = 19 ms; τ2 after τ1's chunk:
+    // 15 + 14 = 29 ms; τ3 (22 ms of work) after both: 22 + 14 + 15 = 51 ms.
     let sc = heir_scenario::load(&crate::example("edf-constrained.json")).unwrap();
     let r = heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()).unwrap();
     let got: Vec<(&str, Option<f64>, Option<f64>)> = r
@@ -175,9 +180,9 @@ fn constrained_deadlines_the_density_test_refused_are_admitted_exactly() {
     assert_eq!(
         got,
         [
-            ("tau3", Some(0.0), Some(100_000.0)),
-            ("tau1", Some(10_000.0), Some(20_000.0)),
-            ("tau2", Some(0.0), Some(30_000.0)),
+            ("tau3", Some(0.0), Some(51_000.0)),
+            ("tau1", Some(10_000.0), Some(19_000.0)),
+            ("tau2", Some(0.0), Some(29_000.0)),
         ]
     );
     assert!(r.admissions[0].admitted && r.schedulable);
