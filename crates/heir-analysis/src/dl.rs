@@ -513,7 +513,7 @@ fn analyze_pinned(
             } else if d >= p {
                 Demand::Fluid { q, p }
             } else {
-                Demand::Sporadic { q, d, s: d }
+                Demand::Ramp { q, d, p }
             }
         })
         .collect();
@@ -530,7 +530,7 @@ fn analyze_pinned(
         .iter()
         .map(|d| match *d {
             Demand::Sporadic { q, s, .. } => q as f64 / s as f64,
-            Demand::Fluid { q, p } => q as f64 / p as f64,
+            Demand::Fluid { q, p } | Demand::Ramp { q, p, .. } => q as f64 / p as f64,
         })
         .sum();
     let group_out: Option<Unbounded> = match (window, risk) {
@@ -571,11 +571,7 @@ fn analyze_pinned(
             }
             (None, PinnedPre::Fits, None) => {
                 let (_, d, p) = params(t);
-                let r = if clean.iter().all(|&c| c) {
-                    fits_bound(&demands, k, t, f.b, d, p)
-                } else {
-                    d
-                };
+                let r = fits_bound(&demands, k, t, f.b, d, p);
                 TaskResult::bounded(r, f.b, t.deadline)
             }
             (None, PinnedPre::Spans(r), None) => TaskResult::bounded(*r, f.b, t.deadline),

@@ -34,6 +34,13 @@ pub enum Demand {
     /// An implicit-deadline CBS server `(q, p)` whose deadline can be
     /// renewed at a wake-up.
     Fluid { q: Nanos, p: Nanos },
+    /// A constrained-deadline server `(q, d, p)`, `d < p`, that suspends
+    /// inside a job or spills into postponed chunks: chunks start at least
+    /// `p` apart (a wake-up after the deadline and before the next period
+    /// waits for that period, Linux's `dl_check_constrained_dl`), and one
+    /// taken up again at a wake-up `w` has at most `q·(deadline − w)/d`
+    /// left (the revised wake-up rule, or the rule's test passing).
+    Ramp { q: Nanos, d: Nanos, p: Nanos },
 }
 
 impl Demand {
@@ -50,11 +57,11 @@ impl Demand {
             }
             Demand::Fluid { q, p } => {
                 let (q, p) = (q as u128, p.max(1) as u128);
-                if l < p {
-                    0
-                } else {
-                    q * l / p
-                }
+                q * l / p
+            }
+            Demand::Ramp { q, d, p } => {
+                let (q, d, p) = (q as u128, d.max(1) as u128, p.max(1) as u128);
+                (l / p) * q + q.min(q * (l % p) / d)
             }
         }
     }
@@ -63,16 +70,21 @@ impl Demand {
     fn rate(&self) -> (Nanos, Nanos) {
         match *self {
             Demand::Sporadic { q, s, .. } => (q, s),
-            Demand::Fluid { q, p } => (q, p),
+            Demand::Fluid { q, p } | Demand::Ramp { q, p, .. } => (q, p),
         }
     }
 
-    /// The first window length with a positive `dbf`.
+    /// The first window length with a positive `dbf` (a lower bound).
     fn first(&self) -> Nanos {
         match *self {
             Demand::Sporadic { d, .. } => d,
-            Demand::Fluid { p, .. } => p,
+            Demand::Fluid { .. } | Demand::Ramp { .. } => 1,
         }
+    }
+
+    /// Whether `dbf` grows between step points (no exact step search).
+    fn continuous(&self) -> bool {
+        !matches!(self, Demand::Sporadic { .. })
     }
 }
 
@@ -174,7 +186,7 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
     let Some(d_min) = servers.iter().map(Demand::first).min() else {
         return Ok(());
     };
-    let fluid = servers.iter().any(|s| matches!(s, Demand::Fluid { .. }));
+    let fluid = servers.iter().any(Demand::continuous);
     // h(L) ≤ U·L + Σ_sporadic Q·(S − D)/S.
     let constant: f64 = servers
         .iter()
@@ -182,18 +194,22 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
             Demand::Sporadic { q, d, s } => {
                 q as f64 * (s.saturating_sub(d)) as f64 / s.max(1) as f64
             }
-            Demand::Fluid { q, .. } => q as f64,
+            Demand::Fluid { .. } => 0.0,
+            // ramp(L) ≤ Q·L/P + Q·(P − D)/P.
+            Demand::Ramp { q, d, p } => q as f64 * (p.saturating_sub(d)) as f64 / p.max(1) as f64,
         })
         .sum();
     let d_max = servers.iter().map(Demand::first).max().unwrap_or(0);
     let horizon = linear_horizon(servers, constant).map(|x| x.max(d_max));
     let busy = if fluid {
         // Σ Q/S = 1 with renewable servers: h(L) ≤ U·L = L when every
-        // sporadic server has D = S; otherwise not decided here.
+        // other server is sporadic with D = S; otherwise not decided here.
         if horizon.is_none()
-            && servers
-                .iter()
-                .all(|s| !matches!(s, Demand::Sporadic { d, s, .. } if d < s))
+            && servers.iter().all(|s| match *s {
+                Demand::Sporadic { d, s, .. } => d >= s,
+                Demand::Fluid { .. } => true,
+                Demand::Ramp { .. } => false,
+            })
         {
             return Ok(());
         }
@@ -238,30 +254,27 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
 }
 
 impl Demand {
-    /// An upper bound on the budget its chunks released in a window of
-    /// length `t` (from the start of a busy period) can hold: `⌈t/S⌉·Q`;
-    /// for a renewable server the chunks released in it are due by
-    /// `t + P`, so `⌊Q·(t + P)/P⌋ ≤ (⌈t/P⌉ + 1)·Q`.
+    /// An upper bound on the budget its chunks released (or taken up again
+    /// at a wake-up) in a window of length `t` from the start of a busy
+    /// period can hold: `⌈t/S⌉·Q`; for a renewable or ramp server those
+    /// chunks are due by `t + D`, so `dbf(t + D) ≤ (⌈t/P⌉ + 1)·Q`.
     fn released(&self, t: u128) -> u128 {
         match *self {
             Demand::Sporadic { q, s, .. } => t.div_ceil(s.max(1) as u128) * q as u128,
-            Demand::Fluid { q, p } => (t.div_ceil(p.max(1) as u128) + 1) * q as u128,
+            Demand::Fluid { q, p } | Demand::Ramp { q, p, .. } => {
+                (t.div_ceil(p.max(1) as u128) + 1) * q as u128
+            }
         }
     }
 
     /// A step-function upper bound on [`Demand::dbf`]: exact for sporadic
-    /// servers; for a renewable one `(⌊L/P⌋ + 1)·Q` from `L = P` (the
-    /// least staircase with steps at multiples of `P` above `Q·L/P`).
+    /// servers; for renewable and ramp ones `(⌊L/P⌋ + 1)·Q` (a staircase
+    /// with steps at multiples of `P` above `Q·L/P` and the ramp).
     fn due(&self, l: u128) -> u128 {
         match *self {
             Demand::Sporadic { .. } => self.dbf(l),
-            Demand::Fluid { q, p } => {
-                let p = p.max(1) as u128;
-                if l < p {
-                    0
-                } else {
-                    (l / p + 1) * q as u128
-                }
+            Demand::Fluid { q, p } | Demand::Ramp { q, p, .. } => {
+                (l / p.max(1) as u128 + 1) * q as u128
             }
         }
     }
@@ -270,7 +283,7 @@ impl Demand {
     fn steps(&self, end: u128, out: &mut Vec<u128>) -> bool {
         let (first, every) = match *self {
             Demand::Sporadic { d, s, .. } => (d as u128, s.max(1) as u128),
-            Demand::Fluid { p, .. } => (p.max(1) as u128, p.max(1) as u128),
+            Demand::Fluid { p, .. } | Demand::Ramp { p, .. } => (0, p.max(1) as u128),
         };
         let mut x = first;
         while x < end {
@@ -473,15 +486,31 @@ mod tests {
     }
 
     #[test]
-    fn fluid_servers_demand_nothing_before_their_period() {
+    fn renewable_and_ramp_servers_demand_from_the_first_instant() {
+        // A chunk taken up again at a wake-up keeps at most its share of
+        // the time to its deadline: Q·L/P for a renewable server in any
+        // window, the ramp ⌊L/P⌋·Q + min(Q, Q·(L mod P)/D) for a
+        // constrained one.
         let f = Demand::Fluid {
             q: 30 * MS,
             p: 100 * MS,
         };
-        assert_eq!(f.dbf(99 * MS as u128), 0);
-        assert_eq!(f.dbf(100 * MS as u128), 30 * MS as u128);
+        assert_eq!(f.dbf(10 * MS as u128), 3 * MS as u128);
+        assert_eq!(f.dbf(99 * MS as u128), 29_700_000);
         assert_eq!(f.dbf(150 * MS as u128), 45 * MS as u128);
-        assert_eq!(qpa(&[sp(14, 20, 100), sp(15, 30, 100), f]), Ok(()));
+        let r = Demand::Ramp {
+            q: 10 * MS,
+            d: 20 * MS,
+            p: 100 * MS,
+        };
+        assert_eq!(r.dbf(10 * MS as u128), 5 * MS as u128);
+        assert_eq!(r.dbf(20 * MS as u128), 10 * MS as u128);
+        assert_eq!(r.dbf(99 * MS as u128), 10 * MS as u128);
+        assert_eq!(r.dbf(110 * MS as u128), 15 * MS as u128);
+        // τ1 14/20 with a renewable 30/100 beside it: h(20) = 14 + 6 = 20
+        // fits; with τ2 15/30 too, h(30) = 14 + 15 + 9 = 38 > 30.
+        assert_eq!(qpa(&[sp(14, 20, 100), f]), Ok(()));
+        assert!(qpa(&[sp(14, 20, 100), sp(15, 30, 100), f]).is_err());
     }
 
     /// QPA decides exactly as checking `h(t) ≤ t` at every integer `t` up
@@ -500,6 +529,8 @@ mod tests {
                     let q = rng.range_u64(1, d);
                     if d == p && rng.chance(0.2) {
                         Demand::Fluid { q, p }
+                    } else if d < p && rng.chance(0.2) {
+                        Demand::Ramp { q, d, p }
                     } else {
                         Demand::Sporadic { q, d, s: p }
                     }
@@ -510,15 +541,16 @@ mod tests {
             let brute = (1..=20_000u64).all(|t| demand(&servers, t) <= t as u128)
                 && crate::edf::sum_le_one(&servers.iter().map(Demand::rate).collect::<Vec<_>>());
             let fast = qpa(&servers);
-            // `Limit` only where U = 1 with renewable servers and D < S.
+            // `Limit` only where U = 1 with renewable or ramp servers.
             if fast == Err(Failure::Limit) {
                 continue;
             }
             assert_eq!(fast.is_ok(), brute, "{servers:?}: {fast:?}");
             decided[usize::from(brute)] += 1;
         }
-        // Both verdicts, about as often, and none left undecided
-        // (deterministic: heir's seeded generator).
-        assert_eq!(decided, [1512, 1488]);
+        // Both verdicts, about as often; 3 sets left undecided (`Limit`:
+        // load exactly 1 with ramp servers). Deterministic: heir's seeded
+        // generator.
+        assert_eq!(decided, [1572, 1425]);
     }
 }

@@ -96,9 +96,11 @@ fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
     assert!(!r.admissions[0].admitted);
     // Jobs every two server periods: every job starts on a fresh budget.
     // The servers: a and b are fluid (a renewable D = P server demands at
-    // most ⌊Q·L/P⌋ in a window of L ≥ P), c sporadic: h(15) = 3 + 1.5 (a)
-    // = 4.5 ≤ 15, … admitted. c never waits: bound D = 15 ms; a and b wait
-    // on m: no bound.
+    // most ⌊Q·L/P⌋ in any window of L), c sporadic: h(15) = 3 + 3 (a) +
+    // 1.875 (b) ≤ 15, … admitted. c never waits: Spuri's bound charges a
+    // and b the staircases above their Q·L/P, (⌊15/10⌋ + 1)·2 = 4 and
+    // (⌊15/40⌋ + 1)·5 = 5 ms due by c's deadline: 3 + 4 + 5 = 12 ms (D =
+    // 15 before); a and b wait on m: no bound.
     let set = trio(
         Task {
             period: 20 * MS,
@@ -114,7 +116,7 @@ fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
     );
     let r = analyze_set(&set).unwrap();
     assert!(r.admissions[0].admitted);
-    assert_eq!(r.task("c").unwrap().wcrt_us, Some(15_000.0));
+    assert_eq!(r.task("c").unwrap().wcrt_us, Some(12_000.0));
     assert_eq!(r.task("a").unwrap().wcrt_us, None);
     assert_eq!(
         r.task("a").unwrap().reason.as_deref(),
