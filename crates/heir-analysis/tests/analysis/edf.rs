@@ -209,3 +209,37 @@ fn constrained_deadlines_the_density_test_refused_are_admitted_exactly() {
         (Some(41_000.0), Some(12_000.0), Some(25_000.0))
     );
 }
+
+#[test]
+fn a_chunk_cut_at_a_wake_up_counts_in_windows_shorter_than_its_deadline() {
+    // One CPU, M without inheritance. O (20/100/100) holds M from 0 for
+    // 8 ms; W (10/20/100, released at 1 ms, deadline 21) blocks on it and
+    // wakes at 8 ms with 10 ms of budget and 13 ms to its deadline: the
+    // revised rule cuts it to 10·13/20 = 6.5 ms, still due at 21. C
+    // (9/11/100, clean) is released at 10 ms, also due at 21: W's chunk
+    // (its deadline first in the queue) ends at 14.5, C at 23.5, 13.5 ms
+    // after its release (simulated below) — beyond its D = 11. The window
+    // [10, 21] holds C's 9 ms and 4.5 ms of W's cut chunk: W's demand in
+    // a window of 11 ms is up to Q·11/D = 5.5 ms (a ramp), not the 0 of a
+    // sporadic staircase (first chunk due D = 20 after its release).
+    // h(11) ≥ 9 + 5.5 > 11: not admitted, no bound.
+    let text = r#"{"global": {"duration": 0.3, "default_policy": "SCHED_DEADLINE"},
+     "resources": {"M": {"type": "mutex", "protocol": "none"}},
+     "tasks": {
+      "O": {"dl-runtime": 20000, "dl-period": 100000, "cpus": [0], "lock": "M", "run": 8000, "unlock": "M", "timer": {"ref": "to", "period": 100000}},
+      "W": {"dl-runtime": 10000, "dl-deadline": 20000, "dl-period": 100000, "cpus": [0], "delay": 1000, "lock": "M", "run": 10000, "unlock": "M", "timer": {"ref": "tw", "period": 100000}},
+      "C": {"dl-runtime": 9000, "dl-deadline": 11000, "dl-period": 100000, "cpus": [0], "delay": 10000, "run": 9000, "timer": {"ref": "tc", "period": 100000}}
+     }}"#;
+    let sc = heir_scenario::parse_str(text, "cut.json").unwrap();
+    let r = heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()).unwrap();
+    assert!(!r.admissions[0].admitted);
+    assert_eq!(r.task("C").unwrap().wcrt_us, None);
+    let sim = heir_sim::simulate(
+        &sc,
+        &heir_sim::SimConfig::default(),
+        &mut heir_sim::NullObserver,
+    )
+    .unwrap();
+    let c = sim.tasks.iter().find(|t| t.name == "C").unwrap();
+    assert_eq!(c.response_us.max, Some(13_500.0));
+}
