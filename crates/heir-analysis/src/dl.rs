@@ -15,8 +15,8 @@
 //!    processor-demand criterion `∀t: h(t) ≤ t` over the servers' chunks,
 //!    by QPA ([`crate::pdc`]; Zhang and Burns 2009): `(Q, D, P)` sporadic
 //!    for a server whose jobs fit one budget and never wait without
-//!    bandwidth inheritance, `D` apart (`D < P`) or renewable (`D = P`)
-//!    otherwise. Waiting never enters it (CBS isolation; under M-BWI the
+//!    bandwidth inheritance, a ramp (`D < P`: chunks `P` apart, one cut
+//!    at a wake-up) or renewable (`D = P`) otherwise. Waiting never enters it (CBS isolation; under M-BWI the
 //!    waiter's server stays ready and pays), except for Linux's deadline
 //!    inheritance, whose boosted owner is refilled from nobody's budget
 //!    when its own runs out (`throttle_risk`). Globally the density form
@@ -37,7 +37,9 @@
 //! 3. **Guarantee**: a task whose job fits its budget, `C_i + B_i ≤ Q_i`,
 //!    and whose interferers `Γ_i` are guaranteed the same way (their own
 //!    budgets never run out inside a section), finishes each job by its
-//!    server deadline: bound `D_i`. On one CPU a job that does not fit
+//!    server deadline: bound `D_i`, or on one CPU Spuri's EDF response
+//!    time over the servers' chunks when smaller
+//!    ([`crate::pdc::response_bound`]). On one CPU a job that does not fit
 //!    takes `k` server periods, `k` the least with
 //!    `k·Q_i ≥ C_i + B_i + (k−1)·Σ_{x ∈ Γ_i} L_x` (after each replenishment
 //!    every interferer may again be inside one section): bound
@@ -499,7 +501,8 @@ fn analyze_pinned(
     }
     // The servers' chunks: P apart for a guaranteed job that fits its
     // budget and never waits without bandwidth inheritance; otherwise its
-    // deadline can be renewed (D = P) or chunks come D apart (D < P).
+    // deadline can be renewed (D = P), or (D < P) its chunks come P apart
+    // and one taken up at a wake-up is cut to its share (a ramp).
     let clean: Vec<bool> = (0..members.len())
         .map(|k| ok[k] && inter[k].not_bwi.is_none())
         .collect();

@@ -7,18 +7,24 @@
 //! server are released depends on what the server does ([`Demand`]):
 //!
 //! - [`Demand::Sporadic`]: at least `S` apart (`S = P` for a server whose
-//!   jobs fit their budget and never make it renew its deadline; `S = D`
-//!   otherwise: a postponed chunk is `P` after the previous one, a chunk
-//!   started at a wake-up after the deadline has passed is at least `D`
-//!   after it, and a budget cut by the revised wake-up rule keeps its
-//!   chunk). Demand bound `dbf(L) = (⌊(L − D)/S⌋ + 1)·Q` for `L ≥ D`.
+//!   jobs fit their budget and never make it suspend or renew its
+//!   deadline). Demand bound `dbf(L) = (⌊(L − D)/S⌋ + 1)·Q` for `L ≥ D`.
+//! - [`Demand::Ramp`]: a constrained server (`D < P`) that suspends inside
+//!   a job or spills into postponed chunks. Its chunks start at least `P`
+//!   apart (a postponed chunk `P` after the previous one; a wake-up after
+//!   the deadline and before the next period waits for that period, as
+//!   Linux's `dl_check_constrained_dl` and heir's simulator do), and a
+//!   chunk taken up again at a wake-up `w` holds at most `Q·(d − w)/D` (the
+//!   revised wake-up rule cuts it so; a chunk kept because the rule's test
+//!   passed has no more). So `dbf(L) = ⌊L/P⌋·Q + min(Q, ⌊Q·(L mod P)/D⌋)`
+//!   from the first instant: a server that wakes with a chunk due soon
+//!   demands part of its budget in a window shorter than `D`.
 //! - [`Demand::Fluid`]: an implicit-deadline server (`D = P`) whose deadline
 //!   the CBS wake-up rule can renew (`now + P`, full budget) while a job is
-//!   pending. The CBS bandwidth property (Abeni and Buttazzo, "Integrating
-//!   multimedia applications in hard real-time systems", RTSS 1998) bounds
-//!   what it demands in any window of `L ≥ P` by `Q·L/P` — in whole
-//!   nanoseconds `⌊Q·L/P⌋` (nothing in a shorter one: every chunk is due
-//!   `P` after its release).
+//!   pending, or keep with at most `Q·(d − w)/P`. The CBS bandwidth
+//!   property (Abeni and Buttazzo, "Integrating multimedia applications in
+//!   hard real-time systems", RTSS 1998) bounds what it demands in any
+//!   window of `L` by `Q·L/P` — in whole nanoseconds `⌊Q·L/P⌋`.
 //!
 //! All arithmetic is on integer nanoseconds in 128 bits.
 
