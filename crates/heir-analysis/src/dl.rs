@@ -385,7 +385,7 @@ fn pre_verdict(t: &Task, f: &Interf, adm: &GroupAdmission, global: bool) -> Pre 
         return Pre::Out(Unbounded::ReservationPeriod, Some(f.b));
     }
     let needed = t.demand.saturating_add(f.b);
-    if needed <= q {
+    if needed <= q && !exact_budget_hazard(t, needed) {
         return Pre::Fits;
     }
     // Several server periods: on one CPU, or globally without interferers.
@@ -410,8 +410,9 @@ fn pre_verdict(t: &Task, f: &Interf, adm: &GroupAdmission, global: bool) -> Pre 
             Some(f.b),
         );
     }
-    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉.
-    let k = 1 + (needed - q).div_ceil(q - per_later);
+    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉ (k = 2 for a job of exactly Q
+    // that cannot count on a fresh chunk, `exact_budget_hazard`).
+    let k = 1 + (needed.max(q + 1) - q).div_ceil(q - per_later);
     let r = (k - 1).saturating_mul(p).saturating_add(d);
     if r > t.period {
         return Pre::Out(Unbounded::JobsOverlap { bound: r }, Some(f.b));
@@ -615,6 +616,21 @@ fn fits_bound(
     crate::pdc::response_bound(&others, e, d, t.period.max(p)).map_or(d, |r| r.min(d))
 }
 
+/// A job that can need exactly its budget (`C + B = Q`) leaves its server
+/// at runtime 0, throttled and replenished at its next period (`P` after
+/// the chunk's start) with a deadline `D` later. With `D < P` the next job
+/// then starts on that chunk rather than a fresh one when it is released
+/// after the replenishment and before the period after it (`P < T < 2P`):
+/// inside the chunk its budget is cut by the revised wake-up rule; after
+/// the chunk's deadline it is throttled until that next period. (Released
+/// at the replenishment, `T = P`, the chunk is the fresh one; at `2P` or
+/// later it is past.) Such a task is analysed as a job spanning two
+/// chunks.
+fn exact_budget_hazard(t: &Task, needed: Nanos) -> bool {
+    let (q, d, p) = params(t);
+    needed == q && d < p && t.period > p && t.period < p.saturating_mul(2)
+}
+
 /// The verdict of a member of a pinned group from its own numbers.
 fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
     let (q, d, p) = params(t);
@@ -625,7 +641,7 @@ fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
         return PinnedPre::Out(Unbounded::NotBwi { mutex }, None);
     }
     let needed = t.demand.saturating_add(f.b);
-    if needed <= q {
+    if needed <= q && !exact_budget_hazard(t, needed) {
         return PinnedPre::Fits;
     }
     if q <= f.b_all {
@@ -638,8 +654,9 @@ fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
             Some(f.b),
         );
     }
-    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉.
-    let k = 1 + (needed - q).div_ceil(q - f.b_all);
+    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉ (k = 2 for a job of exactly Q
+    // that cannot count on a fresh chunk, `exact_budget_hazard`).
+    let k = 1 + (needed.max(q + 1) - q).div_ceil(q - f.b_all);
     let r = (k - 1).saturating_mul(p).saturating_add(d);
     if r > t.period {
         return PinnedPre::Out(Unbounded::JobsOverlap { bound: r }, Some(f.b));

@@ -243,3 +243,39 @@ fn a_chunk_cut_at_a_wake_up_counts_in_windows_shorter_than_its_deadline() {
     let c = sim.tasks.iter().find(|t| t.name == "C").unwrap();
     assert_eq!(c.response_us.max, Some(13_500.0));
 }
+
+#[test]
+fn a_constrained_job_of_exactly_its_budget_cannot_count_on_a_fresh_chunk() {
+    // A: Q 2, D 5, P 10 ms, 2 ms of work every 12 ms, alone. Its first
+    // job leaves the server at runtime 0: throttled, replenished at 10 ms
+    // (deadline 15, 2 ms). The job released at 12 finds that chunk: the
+    // revised rule cuts it to 2·(15 − 12)/5 = 1.2 ms; throttled at 13.2
+    // until 20 (deadline 25), it completes at 20.8 — 8.8 ms after its
+    // release (simulated). Analysed as a job spanning two chunks: bound
+    // (2 − 1)·10 + 5 = 15 ms > T = 12: jobs can queue up, no bound.
+    let text = r#"{"global": {"duration": 0.1, "default_policy": "SCHED_DEADLINE"},
+     "tasks": {"A": {"dl-runtime": 2000, "dl-deadline": 5000, "dl-period": 10000,
+                     "run": 2000, "timer": {"ref": "t", "period": 12000}}}}"#;
+    let sc = heir_scenario::parse_str(text, "a.json").unwrap();
+    let r = heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()).unwrap();
+    assert_eq!(r.task("A").unwrap().wcrt_us, None);
+    assert!(r
+        .task("A")
+        .unwrap()
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("15000"));
+    let sim = heir_sim::simulate(
+        &sc,
+        &heir_sim::SimConfig::default(),
+        &mut heir_sim::NullObserver,
+    )
+    .unwrap();
+    assert_eq!(sim.tasks[0].response_us.max, Some(8_800.0));
+    // Every 20 ms (T = 2P) the replenished chunk is past at each release:
+    // a fresh chunk, alone on the CPU: 2 ms.
+    let sc = heir_scenario::parse_str(&text.replace("12000", "20000"), "a.json").unwrap();
+    let r = heir_analysis::analyze_scenario(&sc, &heir_analysis::Options::default()).unwrap();
+    assert_eq!(r.task("A").unwrap().wcrt_us, Some(2_000.0));
+}
