@@ -15,8 +15,8 @@
 //!    processor-demand criterion `∀t: h(t) ≤ t` over the servers' chunks,
 //!    by QPA ([`crate::pdc`]; Zhang and Burns 2009): `(Q, D, P)` sporadic
 //!    for a server whose jobs fit one budget and never wait without
-//!    bandwidth inheritance, `D` apart (`D < P`) or renewable (`D = P`)
-//!    otherwise. Waiting never enters it (CBS isolation; under M-BWI the
+//!    bandwidth inheritance, a ramp (`D < P`: chunks `P` apart, one cut
+//!    at a wake-up) or renewable (`D = P`) otherwise. Waiting never enters it (CBS isolation; under M-BWI the
 //!    waiter's server stays ready and pays), except for Linux's deadline
 //!    inheritance, whose boosted owner is refilled from nobody's budget
 //!    when its own runs out (`throttle_risk`). Globally the density form
@@ -37,7 +37,9 @@
 //! 3. **Guarantee**: a task whose job fits its budget, `C_i + B_i ≤ Q_i`,
 //!    and whose interferers `Γ_i` are guaranteed the same way (their own
 //!    budgets never run out inside a section), finishes each job by its
-//!    server deadline: bound `D_i`. On one CPU a job that does not fit
+//!    server deadline: bound `D_i`, or on one CPU Spuri's EDF response
+//!    time over the servers' chunks when smaller
+//!    ([`crate::pdc::response_bound`]). On one CPU a job that does not fit
 //!    takes `k` server periods, `k` the least with
 //!    `k·Q_i ≥ C_i + B_i + (k−1)·Σ_{x ∈ Γ_i} L_x` (after each replenishment
 //!    every interferer may again be inside one section): bound
@@ -383,7 +385,7 @@ fn pre_verdict(t: &Task, f: &Interf, adm: &GroupAdmission, global: bool) -> Pre 
         return Pre::Out(Unbounded::ReservationPeriod, Some(f.b));
     }
     let needed = t.demand.saturating_add(f.b);
-    if needed <= q {
+    if needed <= q && !exact_budget_hazard(t, needed) {
         return Pre::Fits;
     }
     // Several server periods: on one CPU, or globally without interferers.
@@ -408,8 +410,9 @@ fn pre_verdict(t: &Task, f: &Interf, adm: &GroupAdmission, global: bool) -> Pre 
             Some(f.b),
         );
     }
-    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉.
-    let k = 1 + (needed - q).div_ceil(q - per_later);
+    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉ (k = 2 for a job of exactly Q
+    // that cannot count on a fresh chunk, `exact_budget_hazard`).
+    let k = 1 + (needed.max(q + 1) - q).div_ceil(q - per_later);
     let r = (k - 1).saturating_mul(p).saturating_add(d);
     if r > t.period {
         return Pre::Out(Unbounded::JobsOverlap { bound: r }, Some(f.b));
@@ -499,18 +502,22 @@ fn analyze_pinned(
     }
     // The servers' chunks: P apart for a guaranteed job that fits its
     // budget and never waits without bandwidth inheritance; otherwise its
-    // deadline can be renewed (D = P) or chunks come D apart (D < P).
+    // deadline can be renewed (D = P), or (D < P) its chunks come P apart
+    // and one taken up at a wake-up is cut to its share (a ramp).
+    let clean: Vec<bool> = (0..members.len())
+        .map(|k| ok[k] && inter[k].not_bwi.is_none())
+        .collect();
     let demands: Vec<Demand> = members
         .iter()
         .enumerate()
         .map(|(k, &i)| {
             let (q, d, p) = params(&set.tasks[i]);
-            if ok[k] && inter[k].not_bwi.is_none() {
+            if clean[k] {
                 Demand::Sporadic { q, d, s: p }
             } else if d >= p {
                 Demand::Fluid { q, p }
             } else {
-                Demand::Sporadic { q, d, s: d }
+                Demand::Ramp { q, d, p }
             }
         })
         .collect();
@@ -527,7 +534,7 @@ fn analyze_pinned(
         .iter()
         .map(|d| match *d {
             Demand::Sporadic { q, s, .. } => q as f64 / s as f64,
-            Demand::Fluid { q, p } => q as f64 / p as f64,
+            Demand::Fluid { q, p } | Demand::Ramp { q, p, .. } => q as f64 / p as f64,
         })
         .sum();
     let group_out: Option<Unbounded> = match (window, risk) {
@@ -566,7 +573,11 @@ fn analyze_pinned(
             (None, _, Some(other)) => {
                 TaskResult::unbounded(Unbounded::Interferer { other }, Some(f.b))
             }
-            (None, PinnedPre::Fits, None) => TaskResult::bounded(params(t).1, f.b, t.deadline),
+            (None, PinnedPre::Fits, None) => {
+                let (_, d, p) = params(t);
+                let r = fits_bound(&demands, k, t, f.b, d, p);
+                TaskResult::bounded(r, f.b, t.deadline)
+            }
             (None, PinnedPre::Spans(r), None) => TaskResult::bounded(*r, f.b, t.deadline),
         });
     }
@@ -581,6 +592,45 @@ fn analyze_pinned(
     }
 }
 
+/// The bound of a guaranteed member `k` of an admitted CPU whose job fits
+/// its budget (`C + B ≤ Q`): its server deadline `D`, or Spuri's EDF
+/// response-time bound over the servers' chunks when that is smaller
+/// ([`crate::pdc::response_bound`]): the job runs on one fresh chunk per
+/// release (jobs at least `T ≥ P` apart) and needs `C + B` of it; every
+/// other server is charged its whole budget per chunk, as in the admission.
+fn fits_bound(
+    demands: &[crate::pdc::Demand],
+    k: usize,
+    t: &Task,
+    b: Nanos,
+    d: Nanos,
+    p: Nanos,
+) -> Nanos {
+    let others: Vec<crate::pdc::Demand> = demands
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j != k)
+        .map(|(_, x)| *x)
+        .collect();
+    let e = t.demand.saturating_add(b);
+    crate::pdc::response_bound(&others, e, d, t.period.max(p)).map_or(d, |r| r.min(d))
+}
+
+/// A job that can need exactly its budget (`C + B = Q`) leaves its server
+/// at runtime 0, throttled and replenished at its next period (`P` after
+/// the chunk's start) with a deadline `D` later. With `D < P` the next job
+/// then starts on that chunk rather than a fresh one when it is released
+/// after the replenishment and before the period after it (`P < T < 2P`):
+/// inside the chunk its budget is cut by the revised wake-up rule; after
+/// the chunk's deadline it is throttled until that next period. (Released
+/// at the replenishment, `T = P`, the chunk is the fresh one; at `2P` or
+/// later it is past.) Such a task is analysed as a job spanning two
+/// chunks.
+fn exact_budget_hazard(t: &Task, needed: Nanos) -> bool {
+    let (q, d, p) = params(t);
+    needed == q && d < p && t.period > p && t.period < p.saturating_mul(2)
+}
+
 /// The verdict of a member of a pinned group from its own numbers.
 fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
     let (q, d, p) = params(t);
@@ -591,7 +641,7 @@ fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
         return PinnedPre::Out(Unbounded::NotBwi { mutex }, None);
     }
     let needed = t.demand.saturating_add(f.b);
-    if needed <= q {
+    if needed <= q && !exact_budget_hazard(t, needed) {
         return PinnedPre::Fits;
     }
     if q <= f.b_all {
@@ -604,8 +654,9 @@ fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
             Some(f.b),
         );
     }
-    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉.
-    let k = 1 + (needed - q).div_ceil(q - f.b_all);
+    // k = 1 + ⌈(needed − Q) / (Q − Σ L_x)⌉ (k = 2 for a job of exactly Q
+    // that cannot count on a fresh chunk, `exact_budget_hazard`).
+    let k = 1 + (needed.max(q + 1) - q).div_ceil(q - f.b_all);
     let r = (k - 1).saturating_mul(p).saturating_add(d);
     if r > t.period {
         return PinnedPre::Out(Unbounded::JobsOverlap { bound: r }, Some(f.b));

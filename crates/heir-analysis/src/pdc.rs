@@ -7,18 +7,24 @@
 //! server are released depends on what the server does ([`Demand`]):
 //!
 //! - [`Demand::Sporadic`]: at least `S` apart (`S = P` for a server whose
-//!   jobs fit their budget and never make it renew its deadline; `S = D`
-//!   otherwise: a postponed chunk is `P` after the previous one, a chunk
-//!   started at a wake-up after the deadline has passed is at least `D`
-//!   after it, and a budget cut by the revised wake-up rule keeps its
-//!   chunk). Demand bound `dbf(L) = (⌊(L − D)/S⌋ + 1)·Q` for `L ≥ D`.
+//!   jobs fit their budget and never make it suspend or renew its
+//!   deadline). Demand bound `dbf(L) = (⌊(L − D)/S⌋ + 1)·Q` for `L ≥ D`.
+//! - [`Demand::Ramp`]: a constrained server (`D < P`) that suspends inside
+//!   a job or spills into postponed chunks. Its chunks start at least `P`
+//!   apart (a postponed chunk `P` after the previous one; a wake-up after
+//!   the deadline and before the next period waits for that period, as
+//!   Linux's `dl_check_constrained_dl` and heir's simulator do), and a
+//!   chunk taken up again at a wake-up `w` holds at most `Q·(d − w)/D` (the
+//!   revised wake-up rule cuts it so; a chunk kept because the rule's test
+//!   passed has no more). So `dbf(L) = ⌊L/P⌋·Q + min(Q, ⌊Q·(L mod P)/D⌋)`
+//!   from the first instant: a server that wakes with a chunk due soon
+//!   demands part of its budget in a window shorter than `D`.
 //! - [`Demand::Fluid`]: an implicit-deadline server (`D = P`) whose deadline
 //!   the CBS wake-up rule can renew (`now + P`, full budget) while a job is
-//!   pending. The CBS bandwidth property (Abeni and Buttazzo, "Integrating
-//!   multimedia applications in hard real-time systems", RTSS 1998) bounds
-//!   what it demands in any window of `L ≥ P` by `Q·L/P` — in whole
-//!   nanoseconds `⌊Q·L/P⌋` (nothing in a shorter one: every chunk is due
-//!   `P` after its release).
+//!   pending, or keep with at most `Q·(d − w)/P`. The CBS bandwidth
+//!   property (Abeni and Buttazzo, "Integrating multimedia applications in
+//!   hard real-time systems", RTSS 1998) bounds what it demands in any
+//!   window of `L` by `Q·L/P` — in whole nanoseconds `⌊Q·L/P⌋`.
 //!
 //! All arithmetic is on integer nanoseconds in 128 bits.
 
@@ -34,6 +40,13 @@ pub enum Demand {
     /// An implicit-deadline CBS server `(q, p)` whose deadline can be
     /// renewed at a wake-up.
     Fluid { q: Nanos, p: Nanos },
+    /// A constrained-deadline server `(q, d, p)`, `d < p`, that suspends
+    /// inside a job or spills into postponed chunks: chunks start at least
+    /// `p` apart (a wake-up after the deadline and before the next period
+    /// waits for that period, Linux's `dl_check_constrained_dl`), and one
+    /// taken up again at a wake-up `w` has at most `q·(deadline − w)/d`
+    /// left (the revised wake-up rule, or the rule's test passing).
+    Ramp { q: Nanos, d: Nanos, p: Nanos },
 }
 
 impl Demand {
@@ -50,11 +63,11 @@ impl Demand {
             }
             Demand::Fluid { q, p } => {
                 let (q, p) = (q as u128, p.max(1) as u128);
-                if l < p {
-                    0
-                } else {
-                    q * l / p
-                }
+                q * l / p
+            }
+            Demand::Ramp { q, d, p } => {
+                let (q, d, p) = (q as u128, d.max(1) as u128, p.max(1) as u128);
+                (l / p) * q + q.min(q * (l % p) / d)
             }
         }
     }
@@ -63,16 +76,21 @@ impl Demand {
     fn rate(&self) -> (Nanos, Nanos) {
         match *self {
             Demand::Sporadic { q, s, .. } => (q, s),
-            Demand::Fluid { q, p } => (q, p),
+            Demand::Fluid { q, p } | Demand::Ramp { q, p, .. } => (q, p),
         }
     }
 
-    /// The first window length with a positive `dbf`.
+    /// The first window length with a positive `dbf` (a lower bound).
     fn first(&self) -> Nanos {
         match *self {
             Demand::Sporadic { d, .. } => d,
-            Demand::Fluid { p, .. } => p,
+            Demand::Fluid { .. } | Demand::Ramp { .. } => 1,
         }
+    }
+
+    /// Whether `dbf` grows between step points (no exact step search).
+    fn continuous(&self) -> bool {
+        !matches!(self, Demand::Sporadic { .. })
     }
 }
 
@@ -174,7 +192,7 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
     let Some(d_min) = servers.iter().map(Demand::first).min() else {
         return Ok(());
     };
-    let fluid = servers.iter().any(|s| matches!(s, Demand::Fluid { .. }));
+    let fluid = servers.iter().any(Demand::continuous);
     // h(L) ≤ U·L + Σ_sporadic Q·(S − D)/S.
     let constant: f64 = servers
         .iter()
@@ -182,18 +200,22 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
             Demand::Sporadic { q, d, s } => {
                 q as f64 * (s.saturating_sub(d)) as f64 / s.max(1) as f64
             }
-            Demand::Fluid { q, .. } => q as f64,
+            Demand::Fluid { .. } => 0.0,
+            // ramp(L) ≤ Q·L/P + Q·(P − D)/P.
+            Demand::Ramp { q, d, p } => q as f64 * (p.saturating_sub(d)) as f64 / p.max(1) as f64,
         })
         .sum();
     let d_max = servers.iter().map(Demand::first).max().unwrap_or(0);
     let horizon = linear_horizon(servers, constant).map(|x| x.max(d_max));
     let busy = if fluid {
         // Σ Q/S = 1 with renewable servers: h(L) ≤ U·L = L when every
-        // sporadic server has D = S; otherwise not decided here.
+        // other server is sporadic with D = S; otherwise not decided here.
         if horizon.is_none()
-            && servers
-                .iter()
-                .all(|s| !matches!(s, Demand::Sporadic { d, s, .. } if d < s))
+            && servers.iter().all(|s| match *s {
+                Demand::Sporadic { d, s, .. } => d >= s,
+                Demand::Fluid { .. } => true,
+                Demand::Ramp { .. } => false,
+            })
         {
             return Ok(());
         }
@@ -235,6 +257,140 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
         };
     }
     Err(Failure::Limit)
+}
+
+impl Demand {
+    /// An upper bound on the budget its chunks released (or taken up again
+    /// at a wake-up) in a window of length `t` from the start of a busy
+    /// period can hold: `⌈t/S⌉·Q`; for a renewable or ramp server those
+    /// chunks are due by `t + D`, so `dbf(t + D) ≤ (⌈t/P⌉ + 1)·Q`.
+    fn released(&self, t: u128) -> u128 {
+        match *self {
+            Demand::Sporadic { q, s, .. } => t.div_ceil(s.max(1) as u128) * q as u128,
+            Demand::Fluid { q, p } | Demand::Ramp { q, p, .. } => {
+                (t.div_ceil(p.max(1) as u128) + 1) * q as u128
+            }
+        }
+    }
+
+    /// A step-function upper bound on [`Demand::dbf`]: exact for sporadic
+    /// servers; for renewable and ramp ones `(⌊L/P⌋ + 1)·Q` (a staircase
+    /// with steps at multiples of `P` above `Q·L/P` and the ramp).
+    fn due(&self, l: u128) -> u128 {
+        match *self {
+            Demand::Sporadic { .. } => self.dbf(l),
+            Demand::Fluid { q, p } | Demand::Ramp { q, p, .. } => {
+                (l / p.max(1) as u128 + 1) * q as u128
+            }
+        }
+    }
+
+    /// The window lengths `L < end` where [`Demand::due`] steps up.
+    fn steps(&self, end: u128, out: &mut Vec<u128>) -> bool {
+        let (first, every) = match *self {
+            Demand::Sporadic { d, s, .. } => (d as u128, s.max(1) as u128),
+            Demand::Fluid { p, .. } | Demand::Ramp { p, .. } => (0, p.max(1) as u128),
+        };
+        let mut x = first;
+        while x < end {
+            if out.len() >= MAX_POINTS {
+                return false;
+            }
+            out.push(x);
+            x += every;
+        }
+        true
+    }
+}
+
+/// Release instants examined by one response-time bound, at most.
+pub const MAX_POINTS: usize = 200_000;
+
+/// A bound on the response time of the jobs of one server among
+/// `others`, on one CPU under EDF: Spuri's analysis ("Analysis of deadline
+/// scheduled real-time systems", INRIA RR-2772, 1996) over the servers'
+/// chunks. The server's jobs are released at least `s` apart, each on one
+/// fresh chunk due `d` after its release, and each needs `e` of that
+/// chunk's budget (its own work and what others run on it). In a busy
+/// period starting at 0 (the processor idle, or no work due by the job's
+/// deadline pending, just before), a job released at `a` and due at
+/// `a + d` completes by the least `t` with
+///
+/// ```text
+/// t = (1 + ⌊a/s⌋)·e + Σ_j min(released_j(t), due_j(a + d))
+/// ```
+///
+/// (EDF runs only work due by `a + d` from 0 until the job completes; ties
+/// count against the job). Its response is at most `max(e, t − a)`; the
+/// bound is the largest over the `a` below the synchronous busy period
+/// where a term steps (`due_j` steps at `D_j + k·S_j − d`, the job's own
+/// releases at `k·s`): between two such points `t` is constant and
+/// `t − a` falls. `None` when the busy period does not end (long-run load
+/// 1 or more) or the examination would be too long ([`MAX_POINTS`]).
+pub fn response_bound(others: &[Demand], e: Nanos, d: Nanos, s: Nanos) -> Option<Nanos> {
+    let (e, d, s) = (e as u128, d as u128, s.max(1) as u128);
+    let limit: u128 = 1 << 62;
+    // The synchronous busy period.
+    let mut busy: u128 = e + others.iter().map(|j| j.released(1)).sum::<u128>();
+    let mut steps = 0;
+    loop {
+        let next = busy.div_ceil(s) * e + others.iter().map(|j| j.released(busy)).sum::<u128>();
+        if next == busy {
+            break;
+        }
+        steps += 1;
+        if next > limit || steps > MAX_STEPS {
+            return None;
+        }
+        busy = next;
+    }
+    // The release offsets `a` in [0, busy) where a term steps.
+    let mut points: Vec<u128> = vec![0];
+    let mut x = s;
+    while x < busy {
+        if points.len() >= MAX_POINTS {
+            return None;
+        }
+        points.push(x);
+        x += s;
+    }
+    let mut lens = Vec::new();
+    for j in others {
+        if !j.steps(busy + d, &mut lens) {
+            return None;
+        }
+    }
+    points.extend(lens.into_iter().filter(|&l| l >= d).map(|l| l - d));
+    if points.len() > MAX_POINTS {
+        return None;
+    }
+    points.sort_unstable();
+    points.dedup();
+    let mut worst = e;
+    for a in points {
+        let own = (1 + a / s) * e;
+        let dues: Vec<u128> = others.iter().map(|j| j.due(a + d)).collect();
+        let mut t = own;
+        let mut steps = 0;
+        loop {
+            let next = own
+                + others
+                    .iter()
+                    .zip(&dues)
+                    .map(|(j, &du)| j.released(t).min(du))
+                    .sum::<u128>();
+            if next == t {
+                break;
+            }
+            steps += 1;
+            if steps > MAX_STEPS {
+                return None;
+            }
+            t = next;
+        }
+        worst = worst.max(t.saturating_sub(a));
+    }
+    Nanos::try_from(worst).ok()
 }
 
 #[cfg(test)]
@@ -298,15 +454,69 @@ mod tests {
     }
 
     #[test]
-    fn fluid_servers_demand_nothing_before_their_period() {
+    fn spuri_response_bounds_by_hand() {
+        // The issue's set, each job needing 14, 15 and 22 ms of its chunk:
+        // busy period 14 + 15 + 30 = 59 ms. τ1 (due 20 after release): at
+        // a = 0 alone, 14; at a = 10 its deadline (30) ties τ2's, whose
+        // 15 ms count: 14 + 15 − 10 = 19. τ2: τ1's chunk (due at 20) first,
+        // 15 + 14 = 29. τ3: both, 22 + 14 + 15 = 51.
+        let t1 = sp(14, 20, 100);
+        let t2 = sp(15, 30, 100);
+        let t3 = sp(30, 100, 100);
+        let r = |others: &[Demand], e: Nanos, d: Nanos| {
+            response_bound(others, e * MS, d * MS, 100 * MS).map(|x| x as f64 / MS as f64)
+        };
+        assert_eq!(r(&[t2, t3], 14, 20), Some(19.0));
+        assert_eq!(r(&[t1, t3], 15, 30), Some(29.0));
+        assert_eq!(r(&[t1, t2], 22, 100), Some(51.0));
+        // Two servers, (2/3/4) and (3/5/10): the second's job at 0 waits
+        // for the first's chunk (due at 3), runs 2–5: 5; released at a = 2
+        // (due 7) it meets the chunks due at 3 and 7: 2 + 2 + 3 − 2 = 5
+        // too. A renewable server of load 1 leaves no busy period's end.
+        assert_eq!(
+            response_bound(&[sp(2, 3, 4)], 3 * MS, 5 * MS, 10 * MS),
+            Some(5 * MS)
+        );
+        assert_eq!(
+            response_bound(
+                &[Demand::Fluid {
+                    q: 10 * MS,
+                    p: 10 * MS
+                }],
+                MS,
+                5 * MS,
+                10 * MS
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn renewable_and_ramp_servers_demand_from_the_first_instant() {
+        // A chunk taken up again at a wake-up keeps at most its share of
+        // the time to its deadline: Q·L/P for a renewable server in any
+        // window, the ramp ⌊L/P⌋·Q + min(Q, Q·(L mod P)/D) for a
+        // constrained one.
         let f = Demand::Fluid {
             q: 30 * MS,
             p: 100 * MS,
         };
-        assert_eq!(f.dbf(99 * MS as u128), 0);
-        assert_eq!(f.dbf(100 * MS as u128), 30 * MS as u128);
+        assert_eq!(f.dbf(10 * MS as u128), 3 * MS as u128);
+        assert_eq!(f.dbf(99 * MS as u128), 29_700_000);
         assert_eq!(f.dbf(150 * MS as u128), 45 * MS as u128);
-        assert_eq!(qpa(&[sp(14, 20, 100), sp(15, 30, 100), f]), Ok(()));
+        let r = Demand::Ramp {
+            q: 10 * MS,
+            d: 20 * MS,
+            p: 100 * MS,
+        };
+        assert_eq!(r.dbf(10 * MS as u128), 5 * MS as u128);
+        assert_eq!(r.dbf(20 * MS as u128), 10 * MS as u128);
+        assert_eq!(r.dbf(99 * MS as u128), 10 * MS as u128);
+        assert_eq!(r.dbf(110 * MS as u128), 15 * MS as u128);
+        // τ1 14/20 with a renewable 30/100 beside it: h(20) = 14 + 6 = 20
+        // fits; with τ2 15/30 too, h(30) = 14 + 15 + 9 = 38 > 30.
+        assert_eq!(qpa(&[sp(14, 20, 100), f]), Ok(()));
+        assert!(qpa(&[sp(14, 20, 100), sp(15, 30, 100), f]).is_err());
     }
 
     /// QPA decides exactly as checking `h(t) ≤ t` at every integer `t` up
@@ -325,6 +535,8 @@ mod tests {
                     let q = rng.range_u64(1, d);
                     if d == p && rng.chance(0.2) {
                         Demand::Fluid { q, p }
+                    } else if d < p && rng.chance(0.2) {
+                        Demand::Ramp { q, d, p }
                     } else {
                         Demand::Sporadic { q, d, s: p }
                     }
@@ -335,15 +547,16 @@ mod tests {
             let brute = (1..=20_000u64).all(|t| demand(&servers, t) <= t as u128)
                 && crate::edf::sum_le_one(&servers.iter().map(Demand::rate).collect::<Vec<_>>());
             let fast = qpa(&servers);
-            // `Limit` only where U = 1 with renewable servers and D < S.
+            // `Limit` only where U = 1 with renewable or ramp servers.
             if fast == Err(Failure::Limit) {
                 continue;
             }
             assert_eq!(fast.is_ok(), brute, "{servers:?}: {fast:?}");
             decided[usize::from(brute)] += 1;
         }
-        // Both verdicts, about as often, and none left undecided
-        // (deterministic: heir's seeded generator).
-        assert_eq!(decided, [1512, 1488]);
+        // Both verdicts, about as often; 3 sets left undecided (`Limit`:
+        // load exactly 1 with ramp servers). Deterministic: heir's seeded
+        // generator.
+        assert_eq!(decided, [1572, 1425]);
     }
 }

@@ -33,9 +33,12 @@ pub(crate) enum EvKind {
     GangTimeout,
 }
 
-/// A future event. Ordered by `(time, seq)`: `seq` is the insertion counter,
-/// so events at the same instant fire in insertion order. Both are packed in
-/// one `u128` key (time in the high half) so that sorting compares once.
+/// A future event. Ordered by `(time, class, seq)`: `seq` is the insertion
+/// counter, so events of one class at the same instant fire in insertion
+/// order; [`EventQueue::push_first`]'s class fires before
+/// [`EventQueue::push`]'s. All are packed in one `u128` key (time in the
+/// high half, the class in bit 63 of the low half) so that sorting compares
+/// once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ev {
     key: u128,
@@ -79,6 +82,10 @@ pub(crate) struct EventQueue {
     seq: u64,
 }
 
+/// The class bit of events [`EventQueue::push`]ed (those of
+/// [`EventQueue::push_first`] have it clear).
+const LATER: u64 = 1 << 63;
+
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
@@ -95,10 +102,24 @@ impl Default for EventQueue {
 impl EventQueue {
     /// Schedules an event; same-time events keep insertion order.
     pub fn push(&mut self, time: u64, kind: EvKind, thread: u32, gen: u32) {
+        self.push_keyed(time, LATER, kind, thread, gen);
+    }
+
+    /// Schedules an event that fires before every event [`push`]ed for the
+    /// same instant (in insertion order among such events): the end of a
+    /// deadline thread's work, which completes before anything else
+    /// scheduled for that instant is acted on (`sim::dl`).
+    ///
+    /// [`push`]: EventQueue::push
+    pub fn push_first(&mut self, time: u64, kind: EvKind, thread: u32, gen: u32) {
+        self.push_keyed(time, 0, kind, thread, gen);
+    }
+
+    fn push_keyed(&mut self, time: u64, class: u64, kind: EvKind, thread: u32, gen: u32) {
         let seq = self.seq;
         self.seq += 1;
         let ev = Ev {
-            key: (u128::from(time) << 64) | u128::from(seq),
+            key: (u128::from(time) << 64) | u128::from(seq | class),
             kind,
             thread,
             gen,
@@ -108,11 +129,12 @@ impl EventQueue {
             let b = 63 - (time ^ self.last).leading_zeros();
             self.buckets[b as usize].push(ev);
             self.nonempty |= 1 << b;
-        } else if time == self.last {
-            // The largest sequence so far: last among equal keys.
+        } else if time == self.last && self.front.back().is_none_or(|e| e.key < ev.key) {
+            // The largest key so far: last among equal times.
             self.front.push_back(ev);
         } else {
-            // In the past (not done by the simulator, kept exact anyway).
+            // Ahead of events at the same instant (`push_first`), or in
+            // the past (not done by the simulator, kept exact anyway).
             let at = self.front.partition_point(|e| e.key < ev.key);
             self.front.insert(at, ev);
         }

@@ -170,6 +170,10 @@ fn mbwi_figure_5_from_the_example_file() {
 fn figure_5_with_shorter_sections_is_guaranteed() {
     // τ1 (Q 8, D=P 24) 2 ms in A; τ3 (Q 24, D=P 72) 20 ms, 6 in A; τ2 as
     // before. B_1 = 6: 2 + 6 = 8 ≤ 8; B_3 = 0; every task within D.
+    // Spuri's bound (Σ Q/P = 1): τ1 and τ2 stay at D = 24 (τ1's job
+    // released at a = 48 in the busy period of 68 ms: 3·8 of its own and
+    // 24 + 24 of τ2 and τ3 due by 72 → 72 − 48 = 24); τ3: 20 + τ1's and
+    // τ2's 3 chunks each due by 72 ms = 68 ms.
     let s = set(
         vec![
             res(
@@ -201,7 +205,7 @@ fn figure_5_with_shorter_sections_is_guaranteed() {
         [
             (Some(6_000.0), Some(24_000.0), true),
             (Some(0.0), Some(24_000.0), true),
-            (Some(0.0), Some(72_000.0), true)
+            (Some(0.0), Some(68_000.0), true)
         ]
     );
     assert!(r.schedulable);
@@ -214,6 +218,11 @@ fn chains_through_nested_sections_and_isolation() {
     // + 3 (τ3's R2) = 7; closure(τ2) = {R1, R2}: B_2 = τ3's 3 (τ1's
     // deadline is shorter); closure(τ3) = {R2}: τ2's section is shorter-
     // deadline, B_3 = 0; τ4: 0. Σ Q/D = 8/20 + 7/40 + 3/80 + 1/10.
+    // Spuri's bounds (jobs needing C + B = 8, 7, 3, 1 ms): τ1 with τ4's
+    // first chunk, 8 + 1 = 9 ms; τ2 after τ1's and τ4's, 7 + 8 + 1 + 1
+    // (τ4's second, released at 10 and due at 20 ≤ 40) = 17 ms; τ3 after
+    // τ1 (8), τ2 (7) and τ4 (2 chunks by 20) = 3 + 8 + 7 + 2 = 20 ms; τ4
+    // alone at its deadline: 1 ms.
     let s = set(
         vec![
             res(
@@ -253,10 +262,10 @@ fn chains_through_nested_sections_and_isolation() {
     assert_eq!(
         got,
         [
-            (Some(7_000.0), Some(20_000.0)),
-            (Some(3_000.0), Some(40_000.0)),
-            (Some(0.0), Some(80_000.0)),
-            (Some(0.0), Some(10_000.0))
+            (Some(7_000.0), Some(9_000.0)),
+            (Some(3_000.0), Some(17_000.0)),
+            (Some(0.0), Some(20_000.0)),
+            (Some(0.0), Some(1_000.0))
         ]
     );
     assert!((r.admissions[0].load - (0.4 + 0.175 + 0.0375 + 0.1)).abs() < 1e-12);
@@ -293,12 +302,15 @@ fn a_job_over_its_budget_takes_several_server_periods() {
     assert_eq!(r[0].unbounded, Some(Unbounded::Interferer { other: 1 }));
     assert_eq!(r[1].unbounded, Some(Unbounded::Interferer { other: 0 }));
     // Without the mutex, a alone: k = ⌈6/4⌉ = 2 → 10 + 10 = 20 ms ≤ 40;
-    // with jobs every 15 ms the 20 ms bound would let jobs queue up.
+    // with jobs every 15 ms the 20 ms bound would let jobs queue up. b
+    // (2 ms, due 20 ms after its release) beside a's renewable server
+    // (at most (⌊20/10⌋ + 1)·4 = 12 ms due by then, but only
+    // (⌈t/10⌉ + 1)·4 = 8 ms taken up by t = 10): 2 + 8 = 10 ms (Spuri).
     let mut s2 = s.clone();
     s2.tasks[0].sections.clear();
     let r = heir_analysis::Analyzer::new().analyze(&s2);
     assert_eq!((r[0].blocking, r[0].wcrt), (Some(0), Some(20 * MS)));
-    assert_eq!((r[1].blocking, r[1].wcrt), (Some(0), Some(20 * MS)));
+    assert_eq!((r[1].blocking, r[1].wcrt), (Some(0), Some(10 * MS)));
     s2.tasks[0].period = 15 * MS;
     s2.tasks[0].deadline = 15 * MS;
     let r = heir_analysis::Analyzer::new().analyze(&s2);

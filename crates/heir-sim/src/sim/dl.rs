@@ -12,11 +12,37 @@
 //! 2. wake-up: if the deadline has passed, or runtime / (deadline − now)
 //!    exceeds Q / D, a new period starts (deadline = now + D, runtime = Q);
 //!    otherwise both are kept — for a constrained deadline (D < P) the
-//!    runtime is then cut to Q / D × (deadline − now) (revised CBS);
+//!    runtime is then cut to Q / D × (deadline − now) (revised CBS). A
+//!    constrained server (D < P) woken after its deadline and before its
+//!    next period (deadline − D + P) is instead throttled until that period
+//!    (its runtime set to at most 0; rule 4 replenishes it), as Linux's
+//!    `dl_check_constrained_dl` does for an entity that is neither
+//!    throttled nor boosted when it is enqueued (`deadline < now <
+//!    next period`; at `deadline = now` the kernel's revised wake-up gives
+//!    a runtime of 0, which throttles it the same way, and so does heir). A
+//!    deadline waiter handed a `bwi` mutex does not go through this rule:
+//!    under M-BWI it never left its server ([`Simulator::wake_handed`]);
 //! 3. running consumes the runtime of the server the thread runs on;
 //! 4. at zero the server is throttled until its replenishment instant
 //!    (deadline − D + P), then deadline += P and runtime += Q (repeated
-//!    while the runtime is not positive).
+//!    while the runtime is not positive);
+//! 5. simultaneous events: the end of a thread's CPU work fires before
+//!    every other event of the same instant, and the thread goes on through
+//!    its zero-time steps (unlock, timer, the job's completion) before
+//!    anything else is acted on. So a job whose work ends exactly when its
+//!    budget does completes, and its server is throttled as it leaves the
+//!    CPU (runtime 0, replenished at its next period), whatever else
+//!    happens at that instant — a replenishment or a release that would
+//!    preempt it included. This is Linux's order once the job's last
+//!    instruction has run: the task goes to sleep in a system call, whose
+//!    dequeue charges the runtime (`dequeue_task_dl` → `update_curr_dl`),
+//!    and a runtime at zero (`dl_runtime_exceeded` is `runtime <= 0`)
+//!    throttles the entity that has just finished its job, with the
+//!    replenishment timer at its next period. The kernel cannot observe an
+//!    exact tie (the job overruns by the cost of its last instructions, or
+//!    the tick and the exhaustion timer fire a little late); a simulator
+//!    must pick an order, and picks the one where the work that fits the
+//!    budget completes.
 //!
 //! # Inheritance
 //!
@@ -184,6 +210,16 @@ impl<'s, 'o> Simulator<'s, 'o> {
         };
         if d.throttled || d.pi.is_some() {
             return Ok(());
+        }
+        let next_period = d.deadline.saturating_sub(r.d).saturating_add(r.p);
+        if r.d < r.p && d.deadline <= now && now < next_period {
+            // Linux's dl_check_constrained_dl: a constrained server woken
+            // after its deadline and before its next period is throttled
+            // until that period (runtime at most 0), then replenished
+            // (deadline + P, runtime + Q).
+            d.runtime = d.runtime.min(0);
+            self.throttle(t);
+            return self.dl_base(t);
         }
         let passed = d.deadline <= now;
         // runtime / (deadline − now) > Q / D  ⇔  runtime·D > (deadline − now)·Q
@@ -581,6 +617,20 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 kind: InstantKind::Throttle,
                 resource: None,
             });
+        }
+    }
+
+    /// Schedules the end of `t`'s CPU work at `at` (a `RunDone` event of
+    /// run generation `gen`). With deadline threads it fires before every
+    /// other event of that instant (rule 5 of the module docs): a job whose
+    /// work ends when its budget does, or when another server is
+    /// replenished or released, completes its work and its zero-time steps
+    /// first.
+    pub(super) fn push_run_done(&mut self, at: u64, t: u32, gen: u32) {
+        if self.has_dl {
+            self.evq.push_first(at, EvKind::RunDone, t, gen);
+        } else {
+            self.evq.push(at, EvKind::RunDone, t, gen);
         }
     }
 

@@ -90,7 +90,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
         if let Some(w) = self.thread_of(w) {
             self.instant(w, InstantKind::Lock, m.res);
-            self.wake(w)?;
+            self.wake_handed(w)?;
         }
         Ok(())
     }
@@ -241,8 +241,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         th.run_start = now;
         th.run_gen = th.run_gen.wrapping_add(1);
         let gen = th.run_gen;
-        self.evq
-            .push(now.saturating_add(ns), EvKind::RunDone, t, gen);
+        self.push_run_done(now.saturating_add(ns), t, gen);
         Flow::Leave
     }
 }

@@ -92,13 +92,35 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// deadline thread's server through the CBS wake-up rule); its caller
     /// queues or parks it.
     pub(super) fn make_ready(&mut self, t: u32) -> R<()> {
+        self.make_ready_as(t, true)
+    }
+
+    /// [`Simulator::make_ready`], through the CBS wake-up rule only when
+    /// `cbs` (M-BWI's waiters never suspend: `Simulator::wake_handed`).
+    fn make_ready_as(&mut self, t: u32, cbs: bool) -> R<()> {
         let th = &mut self.threads[t as usize];
         th.status = Status::Ready;
         th.act = Act::Step;
         self.maybe_close_pass(t);
-        if self.has_dl {
+        if self.has_dl && cbs {
             self.dl_wakeup(t)?;
         }
+        Ok(())
+    }
+
+    /// A waiter handed a `bwi` mutex goes on, as [`Simulator::wake`] but
+    /// without the CBS wake-up rule: under M-BWI a deadline waiter never
+    /// leaves its server — the server stays in the EDF competition at its
+    /// own deadline and runs the owner or spins (Parri, Lelli, Marinoni,
+    /// Lipari; `sim::dl`) — so there is no wake-up whose rule could renew
+    /// its deadline or cut its budget (`D < P`): it goes on with the budget
+    /// and deadline it has.
+    pub(super) fn wake_handed(&mut self, t: u32) -> R<()> {
+        if self.stop_spin_acquired(t) {
+            return Ok(());
+        }
+        self.make_ready_as(t, false)?;
+        self.queue_or_park(t, false);
         Ok(())
     }
 
@@ -329,8 +351,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 th.run_start = now;
                 th.run_gen = th.run_gen.wrapping_add(1);
                 let gen = th.run_gen;
-                self.evq
-                    .push(now.saturating_add(left), EvKind::RunDone, t, gen);
+                self.push_run_done(now.saturating_add(left), t, gen);
                 Ok(())
             }
             Act::Runtime { end } if end > now => Ok(()),

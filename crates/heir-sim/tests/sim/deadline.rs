@@ -825,3 +825,102 @@ fn without_affinity_inheritance_the_lender_misses_while_its_cpu_idles() {
         ])
     );
 }
+
+#[test]
+fn a_job_whose_work_ends_with_its_budget_completes_before_a_simultaneous_preemption() {
+    // A: Q = 2 ms, D = P = 10 ms, one job of exactly 2 ms. B: Q = 1 ms,
+    // D = P = 3 ms, released at 2 ms (deadline 5 ms, earlier than A's).
+    // At 2 ms A's work ends, its budget reaches 0 and B is released: A's
+    // work completes first (rule 5 of `sim::dl`), its server is throttled
+    // as it leaves the CPU (runtime 0, replenished at 10 ms), then B runs
+    // 2–3 ms. Processing B's release first would preempt A with its budget
+    // at 0: throttled with its work done but its job not ended, A would
+    // complete only after the replenishment, at 10 ms.
+    let sc = parse(
+        r#"{ "global": { "duration": 0.02, "default_policy": "SCHED_DEADLINE" },
+            "tasks": {
+              "A": { "dl-runtime": 2000, "dl-period": 10000, "loop": 1, "run": 2000 },
+              "B": { "dl-runtime": 1000, "dl-period": 3000, "delay": 2000, "loop": 1, "run": 1000 }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        timeline(&rec, 20.0),
+        rows(&[("A", 0.0, 2.0), ("B", 2.0, 3.0)])
+    );
+    assert_eq!(rec.completions("A"), vec![(2.0, 2.0, false)]);
+    assert_eq!(rec.completions("B"), vec![(3.0, 1.0, false)]);
+    // Exited: the replenishment finds no thread to run.
+    assert_eq!(server(&r, "A"), (1, 0));
+}
+
+#[test]
+fn a_bwi_waiter_handed_the_mutex_keeps_its_budget() {
+    // One CPU. O (Q 1, D = P 20 ms) locks M at 0 for 0.5 ms of work; X
+    // (2/2.9/10) is released at 0.1 ms (deadline 3.0) and runs 2 ms; W
+    // (2/4/10, released at 0.2, deadline 4.2) runs when X is done, at
+    // 2.1 ms, and blocks on M: its server runs O, 2.1–2.5 (W's runtime
+    // 2 − 0.4 = 1.6 ms). At 2.5 O hands M over. W never left its server
+    // (M-BWI): it goes on with 1.6 ms and its deadline 4.2, runs its
+    // 1.5 ms, 2.5–4.0, and completes 3.8 ms after its release. Through the
+    // CBS wake-up rule it would have been cut to Q/D·(4.2 − 2.5) = 0.85 ms
+    // (1.6 > 0.85: the revised rule for D < P), throttled at 3.35 until
+    // 10.2 and completed at 10.85.
+    let sc = parse(
+        r#"{ "global": { "duration": 0.02, "default_policy": "SCHED_DEADLINE" },
+            "resources": { "M": { "type": "mutex", "protocol": "bwi" } },
+            "tasks": {
+              "O": { "dl-runtime": 1000, "dl-period": 20000, "loop": 1,
+                     "lock": "M", "run": 500, "unlock": "M" },
+              "X": { "dl-runtime": 2000, "dl-deadline": 2900, "dl-period": 10000, "delay": 100,
+                     "loop": 1, "run": 2000 },
+              "W": { "dl-runtime": 2000, "dl-deadline": 4000, "dl-period": 10000, "delay": 200,
+                     "loop": 1, "lock": "M", "run": 1500, "unlock": "M" }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        timeline(&rec, 20.0),
+        rows(&[
+            ("O", 0.0, 0.1),
+            ("X", 0.1, 2.1),
+            ("O", 2.1, 2.5),
+            ("W", 2.5, 4.0)
+        ])
+    );
+    assert_eq!(rec.completions("O"), vec![(2.5, 2.5, false)]);
+    assert_eq!(rec.completions("W"), vec![(4.0, 3.8, false)]);
+    assert_eq!(server(&r, "W"), (0, 0));
+}
+
+#[test]
+fn a_constrained_server_woken_after_its_deadline_waits_for_its_next_period() {
+    // One CPU, M without inheritance. O (Q 30, D = P 100 ms) locks M at 0
+    // for 10 ms of work. W (Q 2, D 5, P 20 ms; released at 1 ms, deadline
+    // 6) preempts O at 1 ms and blocks on M; O goes on and hands M over at
+    // 10 ms. W wakes at 10 ms, after its deadline (6) and before its next
+    // period (1 + 20 = 21): Linux's dl_check_constrained_dl throttles it
+    // until 21 ms, where it is replenished (deadline 26, 2 ms) and runs its
+    // 1 ms in M: done at 22 ms, 21 ms after its release (no timer: no job
+    // deadline to miss). Through
+    // the wake-up rule alone (a fresh period at 10 ms, deadline 15) it
+    // would run 10–11.
+    let sc = parse(
+        r#"{ "global": { "duration": 0.05, "default_policy": "SCHED_DEADLINE" },
+            "resources": { "M": { "type": "mutex", "protocol": "none" } },
+            "tasks": {
+              "O": { "dl-runtime": 30000, "dl-period": 100000, "loop": 1,
+                     "lock": "M", "run": 10000, "unlock": "M" },
+              "W": { "dl-runtime": 2000, "dl-deadline": 5000, "dl-period": 20000, "delay": 1000,
+                     "loop": 1, "lock": "M", "run": 1000, "unlock": "M" }
+            } }"#,
+    );
+    let (r, rec) = run(&sc, &SimConfig::default());
+    assert_eq!(
+        timeline(&rec, 50.0),
+        rows(&[("O", 0.0, 10.0), ("W", 21.0, 22.0)])
+    );
+    assert_eq!(rec.completions("O"), vec![(10.0, 10.0, false)]);
+    assert_eq!(rec.completions("W"), vec![(22.0, 21.0, false)]);
+    assert_eq!(server(&r, "W"), (1, 1));
+}
