@@ -137,7 +137,7 @@ def test_cli_scheduler_local_runs_the_dask_sweep(tmp_path):
     import sys
 
     path, _ = small_config(tmp_path, sets_per_point=30)
-    csv, svg, _ = cli_sweep(path, tmp_path)
+    csv, svg, local = cli_sweep(path, tmp_path)
     env = dict(os.environ, HEIR_PYTHON=sys.executable)
     out = run_heir(
         [
@@ -158,6 +158,13 @@ def test_cli_scheduler_local_runs_the_dask_sweep(tmp_path):
     assert (tmp_path / "dask.csv").read_text() == csv
     assert (tmp_path / "dask.svg").read_text() == svg
     assert "on 2 Dask workers" in out.stdout
+    # The same table as the local sweep prints, character for character:
+    # everything up to the summary line.
+    def table(stdout):
+        return stdout.split("\n\n")[0:2]
+
+    assert table(out.stdout) == table(local.stdout), out.stdout
+    assert table(out.stdout)[1].startswith("utilisation"), out.stdout
 
 
 def test_cli_scheduler_bad_config_exits_2(tmp_path):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union, cast
 
 from . import _heir
@@ -49,6 +49,30 @@ class SweepResult:
     seed: int
     total_sets: int
     chunks: int
+    #: The utilisation of each point.
+    points: List[float] = field(default_factory=list)
+    #: Schedulable task sets, ``counts[point × len(protocols) + k]``.
+    counts: List[int] = field(default_factory=list)
+
+    def table(self, name: str) -> str:
+        """The table ``heir sweep`` prints for the configuration ``name``,
+        character for character: a title line, then the schedulable ratio
+        per utilisation point (rows) and protocol (columns), to three
+        decimals; the first column left-aligned, the others right-aligned,
+        two spaces between columns."""
+        header = ["utilisation", *self.protocols]
+        rows = [header]
+        n = len(self.protocols)
+        for i, u in enumerate(self.points):
+            sets = max(self.sets_per_point, 1)
+            rows.append([f"{u:.3f}", *(f"{c / sets:.3f}" for c in self.counts[i * n : (i + 1) * n])])
+        width = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        lines = []
+        for r in rows:
+            cells = [r[0].ljust(width[0])] + [c.rjust(w) for c, w in zip(r[1:], width[1:])]
+            lines.append("  ".join(cells).rstrip())
+        title = f"{name}: {self.tasks} tasks, {self.sets_per_point} sets per point, seed {self.seed}; schedulable ratio"
+        return title + "\n\n" + "\n".join(lines) + "\n"
 
     def rows(self) -> List[Dict[str, Any]]:
         """The table as dicts: ``utilisation``, ``sets``, one ratio per
@@ -169,6 +193,8 @@ def sweep(
         seed=int(info["seed"]),
         total_sets=total,
         chunks=len(chunks),
+        points=[float(u) for u in info["points"]],
+        counts=counts,
     )
 
 

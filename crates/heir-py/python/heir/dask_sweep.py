@@ -118,10 +118,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OSError as e:
         print(f"heir: {e}", file=sys.stderr)
         return 2
-    print(result.csv, end="")
+    # The table heir sweep prints, character for character.
+    print(result.table(a.config))
     if not a.quiet:
         print(
-            f"\n{result.total_sets} task sets × {len(result.protocols)} protocols in {elapsed:.2f} s "
+            f"{result.total_sets} task sets × {len(result.protocols)} protocols in {elapsed:.2f} s "
             f"on {nworkers} Dask workers, {result.chunks} chunks ({result.total_sets / max(elapsed, 1e-9):.0f} sets/s)"
         )
     print(f"wrote {csv_path} and {svg_path}")
