@@ -2,17 +2,17 @@
 //! (Zhang and Burns, "Schedulability analysis for real-time systems with
 //! EDF scheduling", IEEE Trans. Computers 58(9), 2009).
 //!
-//! The schedulable entities are the CBS servers' *chunks*: a budget of at
+//! The schedulable entities are the CBS reservations' *chunks*: a budget of at
 //! most `Q` released at `a`, due at `a + D`. How far apart the chunks of a
-//! server are released depends on what the server does ([`Demand`]):
+//! reservation are released depends on what the reservation does ([`Demand`]):
 //!
-//! - [`Demand::Sporadic`]: at least `S` apart (`S = P` for a server whose
+//! - [`Demand::Sporadic`]: at least `S` apart (`S = P` for a reservation whose
 //!   jobs fit their budget and never make it renew its deadline; `S = D`
 //!   otherwise: a postponed chunk is `P` after the previous one, a chunk
 //!   started at a wake-up after the deadline has passed is at least `D`
 //!   after it, and a budget cut by the revised wake-up rule keeps its
 //!   chunk). Demand bound `dbf(L) = (⌊(L − D)/S⌋ + 1)·Q` for `L ≥ D`.
-//! - [`Demand::Fluid`]: an implicit-deadline server (`D = P`) whose deadline
+//! - [`Demand::Fluid`]: an implicit-deadline reservation (`D = P`) whose deadline
 //!   the CBS wake-up rule can renew (`now + P`, full budget) while a job is
 //!   pending. The CBS bandwidth property (Abeni and Buttazzo, "Integrating
 //!   multimedia applications in hard real-time systems", RTSS 1998) bounds
@@ -25,13 +25,13 @@
 use crate::edf::sum_le_one;
 use crate::model::Nanos;
 
-/// What one server can demand.
+/// What one reservation can demand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Demand {
     /// Chunks of at most `q`, due `d` after their release, released at
     /// least `s` apart (`s ≥ d`).
     Sporadic { q: Nanos, d: Nanos, s: Nanos },
-    /// An implicit-deadline CBS server `(q, p)` whose deadline can be
+    /// An implicit-deadline CBS reservation `(q, p)` whose deadline can be
     /// renewed at a wake-up.
     Fluid { q: Nanos, p: Nanos },
 }
@@ -76,7 +76,7 @@ impl Demand {
     }
 }
 
-/// Why a set of servers fails.
+/// Why a set of reservations fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
     /// `Σ Q/S > 1`.
@@ -88,14 +88,14 @@ pub enum Failure {
 }
 
 /// Steps allowed to one test (fewer for large sets: at most about
-/// [`MAX_WORK`] server evaluations in all).
+/// [`MAX_WORK`] reservation evaluations in all).
 pub const MAX_STEPS: u32 = 1_000_000;
 
-/// Server evaluations allowed to one test.
+/// Reservation evaluations allowed to one test.
 pub const MAX_WORK: usize = 50_000_000;
 
-fn max_steps(servers: &[Demand]) -> u32 {
-    let by_work = MAX_WORK / servers.len().max(1);
+fn max_steps(reservations: &[Demand]) -> u32 {
+    let by_work = MAX_WORK / reservations.len().max(1);
     u32::try_from(by_work)
         .unwrap_or(MAX_STEPS)
         .clamp(1000, MAX_STEPS)
@@ -106,13 +106,13 @@ fn sat(x: u128) -> Nanos {
 }
 
 /// The demand `h(t) = Σ dbf(t)`.
-pub fn demand(servers: &[Demand], t: Nanos) -> u128 {
-    servers.iter().map(|s| s.dbf(t as u128)).sum()
+pub fn demand(reservations: &[Demand], t: Nanos) -> u128 {
+    reservations.iter().map(|s| s.dbf(t as u128)).sum()
 }
 
-/// The largest step point of the sporadic servers' `dbf` below `t`.
-fn prev_point(servers: &[Demand], t: Nanos) -> Option<Nanos> {
-    servers
+/// The largest step point of the sporadic reservations' `dbf` below `t`.
+fn prev_point(reservations: &[Demand], t: Nanos) -> Option<Nanos> {
+    reservations
         .iter()
         .filter_map(|s| match *s {
             Demand::Sporadic { d, s, .. } if d < t => {
@@ -127,8 +127,8 @@ fn prev_point(servers: &[Demand], t: Nanos) -> Option<Nanos> {
 /// An `L` past which `h(L) ≤ L` holds
 /// whenever `Σ Q/S < 1`: `A / (1 − U)` with `A` the constant part of the
 /// linear bound, rounded up generously (the f64 quotient, + 0.1 %, + 1 ms).
-fn linear_horizon(servers: &[Demand], constant: f64) -> Option<Nanos> {
-    let u: f64 = servers
+fn linear_horizon(reservations: &[Demand], constant: f64) -> Option<Nanos> {
+    let u: f64 = reservations
         .iter()
         .map(|s| {
             let (q, p) = s.rate();
@@ -142,12 +142,12 @@ fn linear_horizon(servers: &[Demand], constant: f64) -> Option<Nanos> {
     (x.is_finite() && x < 1e18).then_some(x as Nanos)
 }
 
-/// The synchronous busy period `w = Σ ⌈w/S⌉·Q` of sporadic servers (a
+/// The synchronous busy period `w = Σ ⌈w/S⌉·Q` of sporadic reservations (a
 /// bound on the window lengths to check when `Σ Q/S = 1`).
-fn busy_period(servers: &[Demand]) -> Option<Nanos> {
-    let mut w: u128 = servers.iter().map(|s| s.rate().0 as u128).sum();
-    for _ in 0..max_steps(servers) {
-        let next: u128 = servers
+fn busy_period(reservations: &[Demand]) -> Option<Nanos> {
+    let mut w: u128 = reservations.iter().map(|s| s.rate().0 as u128).sum();
+    for _ in 0..max_steps(reservations) {
+        let next: u128 = reservations
             .iter()
             .map(|s| {
                 let (q, p) = s.rate();
@@ -166,17 +166,19 @@ fn busy_period(servers: &[Demand]) -> Option<Nanos> {
 /// Howell 1990), checked by QPA: from the end `L` of the interval to check,
 /// `t ← h(t)` while `h(t) < t`, and the step point below `t` when
 /// `h(t) = t`; it passes when `t` falls below the first deadline.
-pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
-    let terms: Vec<(u64, u64)> = servers.iter().map(Demand::rate).collect();
+pub fn qpa(reservations: &[Demand]) -> Result<(), Failure> {
+    let terms: Vec<(u64, u64)> = reservations.iter().map(Demand::rate).collect();
     if !sum_le_one(&terms) {
         return Err(Failure::Overload);
     }
-    let Some(d_min) = servers.iter().map(Demand::first).min() else {
+    let Some(d_min) = reservations.iter().map(Demand::first).min() else {
         return Ok(());
     };
-    let fluid = servers.iter().any(|s| matches!(s, Demand::Fluid { .. }));
+    let fluid = reservations
+        .iter()
+        .any(|s| matches!(s, Demand::Fluid { .. }));
     // h(L) ≤ U·L + Σ_sporadic Q·(S − D)/S.
-    let constant: f64 = servers
+    let constant: f64 = reservations
         .iter()
         .map(|s| match *s {
             Demand::Sporadic { q, d, s } => {
@@ -185,13 +187,13 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
             Demand::Fluid { q, .. } => q as f64,
         })
         .sum();
-    let d_max = servers.iter().map(Demand::first).max().unwrap_or(0);
-    let horizon = linear_horizon(servers, constant).map(|x| x.max(d_max));
+    let d_max = reservations.iter().map(Demand::first).max().unwrap_or(0);
+    let horizon = linear_horizon(reservations, constant).map(|x| x.max(d_max));
     let busy = if fluid {
-        // Σ Q/S = 1 with renewable servers: h(L) ≤ U·L = L when every
-        // sporadic server has D = S; otherwise not decided here.
+        // Σ Q/S = 1 with renewable reservations: h(L) ≤ U·L = L when every
+        // sporadic reservation has D = S; otherwise not decided here.
         if horizon.is_none()
-            && servers
+            && reservations
                 .iter()
                 .all(|s| !matches!(s, Demand::Sporadic { d, s, .. } if d < s))
         {
@@ -199,18 +201,18 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
         }
         None
     } else {
-        busy_period(servers)
+        busy_period(reservations)
     };
     let mut t = match (horizon, busy) {
         (Some(a), Some(b)) => a.min(b),
         (Some(a), None) | (None, Some(a)) => a,
         (None, None) => return Err(Failure::Limit),
     };
-    for _ in 0..max_steps(servers) {
+    for _ in 0..max_steps(reservations) {
         if t < d_min {
             return Ok(());
         }
-        let h = demand(servers, t);
+        let h = demand(reservations, t);
         if h > t as u128 {
             return Err(Failure::Demand {
                 at: t,
@@ -228,7 +230,7 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
         } else if fluid {
             t - 1
         } else {
-            match prev_point(servers, t) {
+            match prev_point(reservations, t) {
                 Some(p) => p,
                 None => return Ok(()),
             }
@@ -298,7 +300,7 @@ mod tests {
     }
 
     #[test]
-    fn fluid_servers_demand_nothing_before_their_period() {
+    fn fluid_reservations_demand_nothing_before_their_period() {
         let f = Demand::Fluid {
             q: 30 * MS,
             p: 100 * MS,
@@ -311,14 +313,14 @@ mod tests {
 
     /// QPA decides exactly as checking `h(t) ≤ t` at every integer `t` up
     /// to a bound past which it holds, on 3000 random small sets (sporadic
-    /// and renewable servers, utilisation up to and a little over 1).
+    /// and renewable reservations, utilisation up to and a little over 1).
     #[test]
     fn qpa_agrees_with_checking_every_instant() {
         let mut rng = crate::rng::Rng::new(27);
         let mut decided = [0u32; 2];
         for _ in 0..3000 {
             let n = 1 + rng.range_u64(0, 3) as usize;
-            let servers: Vec<Demand> = (0..n)
+            let reservations: Vec<Demand> = (0..n)
                 .map(|_| {
                     let p = rng.range_u64(2, 30);
                     let d = rng.range_u64(1, p);
@@ -332,14 +334,16 @@ mod tests {
                 .collect();
             // Past Σ Q + U·L ≤ L (U < 1) nothing fails; with U ≥ 1 a miss
             // shows within the hyperperiod-sized horizon checked here.
-            let brute = (1..=20_000u64).all(|t| demand(&servers, t) <= t as u128)
-                && crate::edf::sum_le_one(&servers.iter().map(Demand::rate).collect::<Vec<_>>());
-            let fast = qpa(&servers);
-            // `Limit` only where U = 1 with renewable servers and D < S.
+            let brute = (1..=20_000u64).all(|t| demand(&reservations, t) <= t as u128)
+                && crate::edf::sum_le_one(
+                    &reservations.iter().map(Demand::rate).collect::<Vec<_>>(),
+                );
+            let fast = qpa(&reservations);
+            // `Limit` only where U = 1 with renewable reservations and D < S.
             if fast == Err(Failure::Limit) {
                 continue;
             }
-            assert_eq!(fast.is_ok(), brute, "{servers:?}: {fast:?}");
+            assert_eq!(fast.is_ok(), brute, "{reservations:?}: {fast:?}");
             decided[usize::from(brute)] += 1;
         }
         // Both verdicts, about as often, and none left undecided
