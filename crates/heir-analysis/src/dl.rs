@@ -2,22 +2,22 @@
 //! inheritance protocol (M-BWI, the M-BWI paper's §3.5–3.6; Faggioli, Lipari and
 //! Cucinotta, Real-Time Systems 48, 2012).
 //!
-//! Under M-BWI a task blocked on a mutex lends its server (budget and
+//! Under M-BWI a task blocked on a mutex lends its reservation (budget and
 //! deadline) to the owner at the end of its blocking chain, or busy-waits
 //! on its own budget while that owner runs on another CPU. Either way the
-//! time is charged to the *waiter's* server: the servers are scheduled
-//! exactly as independent constant-bandwidth servers, and what a task loses
+//! time is charged to the *waiter's* reservation: the reservations are scheduled
+//! exactly as independent CBS reservations, and what a task loses
 //! to others is its **interference** `B_i` (the M-BWI paper calls it `I_i`), taken
 //! from its own budget. So:
 //!
-//! 1. **Admission** of the servers of a group — the reservations pinned to
+//! 1. **Admission** of the reservations of a group — the reservations pinned to
 //!    one CPU, or those free on all `m` CPUs. On one CPU the exact EDF
-//!    processor-demand criterion `∀t: h(t) ≤ t` over the servers' chunks,
+//!    processor-demand criterion `∀t: h(t) ≤ t` over the reservations' chunks,
 //!    by QPA ([`crate::pdc`]; Zhang and Burns 2009): `(Q, D, P)` sporadic
-//!    for a server whose jobs fit one budget and never wait without
+//!    for a reservation whose jobs fit one budget and never wait without
 //!    bandwidth inheritance, a ramp (`D < P`: chunks `P` apart, one cut
 //!    at a wake-up) or renewable (`D = P`) otherwise. Waiting never enters it (CBS isolation; under M-BWI the
-//!    waiter's server stays ready and pays), except for Linux's deadline
+//!    waiter's reservation stays ready and pays), except for Linux's deadline
 //!    inheritance, whose boosted owner is refilled from nobody's budget
 //!    when its own runs out (`throttle_risk`). Globally the density form
 //!    of Goossens, Funk and Baruah's test `Σ Q_j/D_j ≤ m − (m−1)·max_j
@@ -37,10 +37,10 @@
 //! 3. **Guarantee**: a task whose job fits its budget, `C_i + B_i ≤ Q_i`,
 //!    and whose interferers `Γ_i` are guaranteed the same way (their own
 //!    budgets never run out inside a section), finishes each job by its
-//!    server deadline: bound `D_i`, or on one CPU Spuri's EDF response
-//!    time over the servers' chunks when smaller
+//!    reservation deadline: bound `D_i`, or on one CPU Spuri's EDF response
+//!    time over the reservations' chunks when smaller
 //!    ([`crate::pdc::response_bound`]). On one CPU a job that does not fit
-//!    takes `k` server periods, `k` the least with
+//!    takes `k` reservation periods, `k` the least with
 //!    `k·Q_i ≥ C_i + B_i + (k−1)·Σ_{x ∈ Γ_i} L_x` (after each replenishment
 //!    every interferer may again be inside one section): bound
 //!    `(k−1)·P_i + D_i`, if that is at most the job period `T_i`.
@@ -62,7 +62,7 @@ pub struct GroupAdmission {
     pub cpus: u32,
     /// What was tested, in words.
     pub test: String,
-    /// The servers' load `Σ Q/D`.
+    /// The reservations' load `Σ Q/D`.
     pub load: f64,
     /// What it is compared with: 1, or `m − (m−1)·max Q/D` (global).
     pub limit: f64,
@@ -88,9 +88,9 @@ pub(crate) fn params(t: &Task) -> (Nanos, Nanos, Nanos) {
 /// Per task of a group: what the interference computation found.
 #[derive(Clone, Debug, Default)]
 struct Interf {
-    /// `B_i` (first server period on one CPU; the job's window globally).
+    /// `B_i` (first reservation period on one CPU; the job's window globally).
     b: Nanos,
-    /// `Σ_{x ∈ Γ_i} L_x`: what each later server period can lose (one CPU).
+    /// `Σ_{x ∈ Γ_i} L_x`: what each later reservation period can lose (one CPU).
     b_all: Nanos,
     /// `Γ_i`, as task indices of the set.
     gamma: Vec<usize>,
@@ -215,7 +215,7 @@ fn interference(
     out
 }
 
-/// The admission of the servers of `members` on `cpus` CPUs (see the
+/// The admission of the reservations of `members` on `cpus` CPUs (see the
 /// module docs), and each one's density.
 fn admission(set: &TaskSet, members: &[usize], cpu: Option<u32>, cpus: u32) -> GroupAdmission {
     let dens: Vec<(u64, u64)> = members
@@ -269,7 +269,7 @@ enum Pre {
     Out(Unbounded, Option<Nanos>),
     /// Fits its budget: bound `D_i` if its interferers are guaranteed.
     Fits,
-    /// Needs several server periods: this bound if its interferers are
+    /// Needs several reservation periods: this bound if its interferers are
     /// guaranteed.
     Spans(Nanos),
 }
@@ -280,10 +280,10 @@ enum Pre {
 /// admission.
 ///
 /// Why, on one CPU, only interferers with `D_x ≥ D_i` count, each once:
-/// while τ_i's job is pending and its server has budget, the server is
-/// ready (τ_i runs, or lends it down its chain), so no server with a later
+/// while τ_i's job is pending and its reservation has budget, the reservation is
+/// ready (τ_i runs, or lends it down its chain), so no reservation with a later
 /// deadline runs, and a job released after τ_i's with a later deadline
-/// cannot start. A task runs on τ_i's budget only when τ_i's server is the
+/// cannot start. A task runs on τ_i's budget only when τ_i's reservation is the
 /// most urgent it may use; a guaranteed task with an earlier deadline uses
 /// its own, which has budget while its job is pending. So the tasks that
 /// take τ_i's budget had a later (or equal) deadline and were already
@@ -388,7 +388,7 @@ fn pre_verdict(t: &Task, f: &Interf, adm: &GroupAdmission, global: bool) -> Pre 
     if needed <= q && !exact_budget_hazard(t, needed) {
         return Pre::Fits;
     }
-    // Several server periods: on one CPU, or globally without interferers.
+    // Several reservation periods: on one CPU, or globally without interferers.
     if global && !f.gamma.is_empty() {
         return Pre::Out(
             Unbounded::OverBudget {
@@ -427,7 +427,7 @@ enum PinnedPre {
     /// Its job fits one budget (`C + B ≤ Q`): bound `D` if its interferers
     /// are guaranteed too.
     Fits,
-    /// Several server periods (M-BWI): this bound if its interferers are
+    /// Several reservation periods (M-BWI): this bound if its interferers are
     /// guaranteed.
     Spans(Nanos),
 }
@@ -436,7 +436,7 @@ enum PinnedPre {
 /// budget can run out inside the section: under Linux's deadline
 /// inheritance a boosted deadline owner is then replenished with its
 /// waiter's budget, charged to nobody (docs/DEADLINE.md §3.2), which no
-/// server's guarantee accounts for. It cannot happen when the job fits its
+/// reservation's guarantee accounts for. It cannot happen when the job fits its
 /// budget (`E ≤ Q`), the deadline is implicit (`D = P`: a wake-up renews
 /// the budget rather than cutting it, Linux's `dl_revised_wakeup`) and the
 /// job period leaves room for every renewal (`T ≥ (waits + 1)·P`: each job
@@ -461,7 +461,7 @@ fn throttle_risk(
     })
 }
 
-/// One CPU: the servers' admission by the exact processor-demand criterion
+/// One CPU: the reservations' admission by the exact processor-demand criterion
 /// (QPA), then each member's bound. See docs/ANALYSIS.md §5.
 fn analyze_pinned(
     set: &TaskSet,
@@ -500,7 +500,7 @@ fn analyze_pinned(
             break;
         }
     }
-    // The servers' chunks: P apart for a guaranteed job that fits its
+    // The reservations' chunks: P apart for a guaranteed job that fits its
     // budget and never waits without bandwidth inheritance; otherwise its
     // deadline can be renewed (D = P), or (D < P) its chunks come P apart
     // and one taken up at a wake-up is cut to its share (a ramp).

@@ -81,11 +81,11 @@ pub enum Unbounded {
     /// The level busy period did not close within the iteration limit
     /// ([`MAX_ITERATIONS`] steps, every job of the busy period counted).
     BusyPeriod,
-    /// `SCHED_DEADLINE`: the CPU's servers load it to `load` = Σ Q/S > 1.
+    /// `SCHED_DEADLINE`: the CPU's reservations load it to `load` = Σ Q/S > 1.
     NotAdmitted { load: f64 },
     /// `SCHED_DEADLINE`: jobs arrive faster than the reservation period.
     ReservationPeriod,
-    /// `SCHED_DEADLINE`, global: the servers fail the global EDF test
+    /// `SCHED_DEADLINE`, global: the reservations fail the global EDF test
     /// (`load` against `limit` on `cpus` CPUs).
     NotAdmittedGlobal { load: f64, limit: f64, cpus: u32 },
     /// `SCHED_DEADLINE`: a blocking chain of the task reaches `mutex`, which
@@ -95,7 +95,7 @@ pub enum Unbounded {
     /// which has no guarantee itself.
     Interferer { other: usize },
     /// `SCHED_DEADLINE` under M-BWI: a job needs `needed` of budget (C + B)
-    /// but the budget is `runtime`, and several server periods are not
+    /// but the budget is `runtime`, and several reservation periods are not
     /// bounded here (globally with interferers, or when the interference
     /// can take every later budget).
     OverBudget {
@@ -106,7 +106,7 @@ pub enum Unbounded {
     /// `SCHED_DEADLINE`: a job can take `bound`, longer than the job period,
     /// so jobs queue up.
     JobsOverlap { bound: Nanos },
-    /// `SCHED_DEADLINE`, one CPU: the servers' demand due within a window
+    /// `SCHED_DEADLINE`, one CPU: the reservations' demand due within a window
     /// of `at` ns is `demand` ns (processor-demand criterion).
     DemandExceeded { at: Nanos, demand: Nanos },
     /// `SCHED_DEADLINE` under deadline inheritance: task `holder` can block

@@ -2,14 +2,14 @@
 //! (Zhang and Burns, "Schedulability analysis for real-time systems with
 //! EDF scheduling", IEEE Trans. Computers 58(9), 2009).
 //!
-//! The schedulable entities are the CBS servers' *chunks*: a budget of at
+//! The schedulable entities are the CBS reservations' *chunks*: a budget of at
 //! most `Q` released at `a`, due at `a + D`. How far apart the chunks of a
-//! server are released depends on what the server does ([`Demand`]):
+//! reservation are released depends on what the reservation does ([`Demand`]):
 //!
-//! - [`Demand::Sporadic`]: at least `S` apart (`S = P` for a server whose
+//! - [`Demand::Sporadic`]: at least `S` apart (`S = P` for a reservation whose
 //!   jobs fit their budget and never make it suspend or renew its
 //!   deadline). Demand bound `dbf(L) = (⌊(L − D)/S⌋ + 1)·Q` for `L ≥ D`.
-//! - [`Demand::Ramp`]: a constrained server (`D < P`) that suspends inside
+//! - [`Demand::Ramp`]: a constrained reservation (`D < P`) that suspends inside
 //!   a job or spills into postponed chunks. Its chunks start at least `P`
 //!   apart (a postponed chunk `P` after the previous one; a wake-up after
 //!   the deadline and before the next period waits for that period, as
@@ -17,9 +17,9 @@
 //!   chunk taken up again at a wake-up `w` holds at most `Q·(d − w)/D` (the
 //!   revised wake-up rule cuts it so; a chunk kept because the rule's test
 //!   passed has no more). So `dbf(L) = ⌊L/P⌋·Q + min(Q, ⌊Q·(L mod P)/D⌋)`
-//!   from the first instant: a server that wakes with a chunk due soon
+//!   from the first instant: a reservation that wakes with a chunk due soon
 //!   demands part of its budget in a window shorter than `D`.
-//! - [`Demand::Fluid`]: an implicit-deadline server (`D = P`) whose deadline
+//! - [`Demand::Fluid`]: an implicit-deadline reservation (`D = P`) whose deadline
 //!   the CBS wake-up rule can renew (`now + P`, full budget) while a job is
 //!   pending, or keep with at most `Q·(d − w)/P`. The CBS bandwidth
 //!   property (Abeni and Buttazzo, "Integrating multimedia applications in
@@ -31,13 +31,13 @@
 use crate::edf::sum_le_one;
 use crate::model::Nanos;
 
-/// What one server can demand.
+/// What one reservation can demand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Demand {
     /// Chunks of at most `q`, due `d` after their release, released at
     /// least `s` apart (`s ≥ d`).
     Sporadic { q: Nanos, d: Nanos, s: Nanos },
-    /// An implicit-deadline CBS server `(q, p)` whose deadline can be
+    /// An implicit-deadline CBS reservation `(q, p)` whose deadline can be
     /// renewed at a wake-up.
     Fluid { q: Nanos, p: Nanos },
     /// A constrained-deadline server `(q, d, p)`, `d < p`, that suspends
@@ -94,7 +94,7 @@ impl Demand {
     }
 }
 
-/// Why a set of servers fails.
+/// Why a set of reservations fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
     /// `Σ Q/S > 1`.
@@ -106,14 +106,14 @@ pub enum Failure {
 }
 
 /// Steps allowed to one test (fewer for large sets: at most about
-/// [`MAX_WORK`] server evaluations in all).
+/// [`MAX_WORK`] reservation evaluations in all).
 pub const MAX_STEPS: u32 = 1_000_000;
 
-/// Server evaluations allowed to one test.
+/// Reservation evaluations allowed to one test.
 pub const MAX_WORK: usize = 50_000_000;
 
-fn max_steps(servers: &[Demand]) -> u32 {
-    let by_work = MAX_WORK / servers.len().max(1);
+fn max_steps(reservations: &[Demand]) -> u32 {
+    let by_work = MAX_WORK / reservations.len().max(1);
     u32::try_from(by_work)
         .unwrap_or(MAX_STEPS)
         .clamp(1000, MAX_STEPS)
@@ -124,13 +124,13 @@ fn sat(x: u128) -> Nanos {
 }
 
 /// The demand `h(t) = Σ dbf(t)`.
-pub fn demand(servers: &[Demand], t: Nanos) -> u128 {
-    servers.iter().map(|s| s.dbf(t as u128)).sum()
+pub fn demand(reservations: &[Demand], t: Nanos) -> u128 {
+    reservations.iter().map(|s| s.dbf(t as u128)).sum()
 }
 
-/// The largest step point of the sporadic servers' `dbf` below `t`.
-fn prev_point(servers: &[Demand], t: Nanos) -> Option<Nanos> {
-    servers
+/// The largest step point of the sporadic reservations' `dbf` below `t`.
+fn prev_point(reservations: &[Demand], t: Nanos) -> Option<Nanos> {
+    reservations
         .iter()
         .filter_map(|s| match *s {
             Demand::Sporadic { d, s, .. } if d < t => {
@@ -145,8 +145,8 @@ fn prev_point(servers: &[Demand], t: Nanos) -> Option<Nanos> {
 /// An `L` past which `h(L) ≤ L` holds
 /// whenever `Σ Q/S < 1`: `A / (1 − U)` with `A` the constant part of the
 /// linear bound, rounded up generously (the f64 quotient, + 0.1 %, + 1 ms).
-fn linear_horizon(servers: &[Demand], constant: f64) -> Option<Nanos> {
-    let u: f64 = servers
+fn linear_horizon(reservations: &[Demand], constant: f64) -> Option<Nanos> {
+    let u: f64 = reservations
         .iter()
         .map(|s| {
             let (q, p) = s.rate();
@@ -160,12 +160,12 @@ fn linear_horizon(servers: &[Demand], constant: f64) -> Option<Nanos> {
     (x.is_finite() && x < 1e18).then_some(x as Nanos)
 }
 
-/// The synchronous busy period `w = Σ ⌈w/S⌉·Q` of sporadic servers (a
+/// The synchronous busy period `w = Σ ⌈w/S⌉·Q` of sporadic reservations (a
 /// bound on the window lengths to check when `Σ Q/S = 1`).
-fn busy_period(servers: &[Demand]) -> Option<Nanos> {
-    let mut w: u128 = servers.iter().map(|s| s.rate().0 as u128).sum();
-    for _ in 0..max_steps(servers) {
-        let next: u128 = servers
+fn busy_period(reservations: &[Demand]) -> Option<Nanos> {
+    let mut w: u128 = reservations.iter().map(|s| s.rate().0 as u128).sum();
+    for _ in 0..max_steps(reservations) {
+        let next: u128 = reservations
             .iter()
             .map(|s| {
                 let (q, p) = s.rate();
@@ -184,17 +184,17 @@ fn busy_period(servers: &[Demand]) -> Option<Nanos> {
 /// Howell 1990), checked by QPA: from the end `L` of the interval to check,
 /// `t ← h(t)` while `h(t) < t`, and the step point below `t` when
 /// `h(t) = t`; it passes when `t` falls below the first deadline.
-pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
-    let terms: Vec<(u64, u64)> = servers.iter().map(Demand::rate).collect();
+pub fn qpa(reservations: &[Demand]) -> Result<(), Failure> {
+    let terms: Vec<(u64, u64)> = reservations.iter().map(Demand::rate).collect();
     if !sum_le_one(&terms) {
         return Err(Failure::Overload);
     }
-    let Some(d_min) = servers.iter().map(Demand::first).min() else {
+    let Some(d_min) = reservations.iter().map(Demand::first).min() else {
         return Ok(());
     };
-    let fluid = servers.iter().any(Demand::continuous);
+    let fluid = reservations.iter().any(Demand::continuous);
     // h(L) ≤ U·L + Σ_sporadic Q·(S − D)/S.
-    let constant: f64 = servers
+    let constant: f64 = reservations
         .iter()
         .map(|s| match *s {
             Demand::Sporadic { q, d, s } => {
@@ -205,13 +205,13 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
             Demand::Ramp { q, d, p } => q as f64 * (p.saturating_sub(d)) as f64 / p.max(1) as f64,
         })
         .sum();
-    let d_max = servers.iter().map(Demand::first).max().unwrap_or(0);
-    let horizon = linear_horizon(servers, constant).map(|x| x.max(d_max));
+    let d_max = reservations.iter().map(Demand::first).max().unwrap_or(0);
+    let horizon = linear_horizon(reservations, constant).map(|x| x.max(d_max));
     let busy = if fluid {
-        // Σ Q/S = 1 with renewable servers: h(L) ≤ U·L = L when every
-        // other server is sporadic with D = S; otherwise not decided here.
+        // Σ Q/S = 1 with renewable reservations: h(L) ≤ U·L = L when every
+        // other reservation is sporadic with D = S; otherwise not decided here.
         if horizon.is_none()
-            && servers.iter().all(|s| match *s {
+            && reservations.iter().all(|s| match *s {
                 Demand::Sporadic { d, s, .. } => d >= s,
                 Demand::Fluid { .. } => true,
                 Demand::Ramp { .. } => false,
@@ -221,18 +221,18 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
         }
         None
     } else {
-        busy_period(servers)
+        busy_period(reservations)
     };
     let mut t = match (horizon, busy) {
         (Some(a), Some(b)) => a.min(b),
         (Some(a), None) | (None, Some(a)) => a,
         (None, None) => return Err(Failure::Limit),
     };
-    for _ in 0..max_steps(servers) {
+    for _ in 0..max_steps(reservations) {
         if t < d_min {
             return Ok(());
         }
-        let h = demand(servers, t);
+        let h = demand(reservations, t);
         if h > t as u128 {
             return Err(Failure::Demand {
                 at: t,
@@ -250,7 +250,7 @@ pub fn qpa(servers: &[Demand]) -> Result<(), Failure> {
         } else if fluid {
             t - 1
         } else {
-            match prev_point(servers, t) {
+            match prev_point(reservations, t) {
                 Some(p) => p,
                 None => return Ok(()),
             }
@@ -469,10 +469,10 @@ mod tests {
         assert_eq!(r(&[t2, t3], 14, 20), Some(19.0));
         assert_eq!(r(&[t1, t3], 15, 30), Some(29.0));
         assert_eq!(r(&[t1, t2], 22, 100), Some(51.0));
-        // Two servers, (2/3/4) and (3/5/10): the second's job at 0 waits
+        // Two reservations, (2/3/4) and (3/5/10): the second's job at 0 waits
         // for the first's chunk (due at 3), runs 2–5: 5; released at a = 2
         // (due 7) it meets the chunks due at 3 and 7: 2 + 2 + 3 − 2 = 5
-        // too. A renewable server of load 1 leaves no busy period's end.
+        // too. A renewable reservation of load 1 leaves no busy period's end.
         assert_eq!(
             response_bound(&[sp(2, 3, 4)], 3 * MS, 5 * MS, 10 * MS),
             Some(5 * MS)
@@ -494,7 +494,7 @@ mod tests {
     #[test]
     fn renewable_and_ramp_servers_demand_from_the_first_instant() {
         // A chunk taken up again at a wake-up keeps at most its share of
-        // the time to its deadline: Q·L/P for a renewable server in any
+        // the time to its deadline: Q·L/P for a renewable reservation in any
         // window, the ramp ⌊L/P⌋·Q + min(Q, Q·(L mod P)/D) for a
         // constrained one.
         let f = Demand::Fluid {
@@ -521,14 +521,14 @@ mod tests {
 
     /// QPA decides exactly as checking `h(t) ≤ t` at every integer `t` up
     /// to a bound past which it holds, on 3000 random small sets (sporadic
-    /// and renewable servers, utilisation up to and a little over 1).
+    /// and renewable reservations, utilisation up to and a little over 1).
     #[test]
     fn qpa_agrees_with_checking_every_instant() {
         let mut rng = crate::rng::Rng::new(27);
         let mut decided = [0u32; 2];
         for _ in 0..3000 {
             let n = 1 + rng.range_u64(0, 3) as usize;
-            let servers: Vec<Demand> = (0..n)
+            let reservations: Vec<Demand> = (0..n)
                 .map(|_| {
                     let p = rng.range_u64(2, 30);
                     let d = rng.range_u64(1, p);
@@ -544,14 +544,16 @@ mod tests {
                 .collect();
             // Past Σ Q + U·L ≤ L (U < 1) nothing fails; with U ≥ 1 a miss
             // shows within the hyperperiod-sized horizon checked here.
-            let brute = (1..=20_000u64).all(|t| demand(&servers, t) <= t as u128)
-                && crate::edf::sum_le_one(&servers.iter().map(Demand::rate).collect::<Vec<_>>());
-            let fast = qpa(&servers);
-            // `Limit` only where U = 1 with renewable or ramp servers.
+            let brute = (1..=20_000u64).all(|t| demand(&reservations, t) <= t as u128)
+                && crate::edf::sum_le_one(
+                    &reservations.iter().map(Demand::rate).collect::<Vec<_>>(),
+                );
+            let fast = qpa(&reservations);
+            // `Limit` only where U = 1 with renewable or ramp reservations.
             if fast == Err(Failure::Limit) {
                 continue;
             }
-            assert_eq!(fast.is_ok(), brute, "{servers:?}: {fast:?}");
+            assert_eq!(fast.is_ok(), brute, "{reservations:?}: {fast:?}");
             decided[usize::from(brute)] += 1;
         }
         // Both verdicts, about as often; 3 sets left undecided (`Limit`:

@@ -20,9 +20,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use heir::Urgency;
 use heir_runner::run::{RealTrace, RunFacts};
 use heir_runner::tracefs::{self, Instance, MarkRes, Marker, Parsed, RecordKind};
-use heir::Urgency;
 
 /// The instance's buffer per CPU when not given (KiB).
 pub const DEFAULT_BUFFER_KB: u32 = 16 * 1024;

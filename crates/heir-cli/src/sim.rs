@@ -3,7 +3,7 @@
 //! Prints a header (file, simulated time, CPUs, seed, PI-CV, and GPM for a
 //! file with gangs), a per-thread table, the gangs' table (GPM: per
 //! gang and waiting thread, the latency from `gang_run` to the last
-//! notify), the deadline servers' line and, on several CPUs, the
+//! notify), the reservations' `deadline servers:` line and, on several CPUs, the
 //! threads' migrations (or, with `--json`, exactly one JSON object: the
 //! [`heir_sim::Report`] with `"cpus"`, the number of simulated CPUs, after
 //! `"mode"`), and optionally writes a Chrome trace

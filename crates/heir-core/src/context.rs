@@ -1,5 +1,5 @@
 //! Scheduling contexts: whose *time* a task runs on, as opposed to whose
-//! urgency (seL4 MCS's scheduling contexts, M-BWI's servers, the NOVA paper's
+//! urgency (seL4 MCS's scheduling contexts, M-BWI's reservations, the NOVA paper's
 //! timeslices).
 //!
 //! Each task owns a context; a blocked task lends its context down its
@@ -23,8 +23,9 @@ use crate::{Engine, EngineError, ObjId, Source, TaskId, Urgency, MAX_CHAIN_DEPTH
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ContextId(pub u32);
 
-/// A reservation: the constant-bandwidth server of a `SCHED_DEADLINE` task
-/// (runtime Q every period P, relative deadline D). The engine stores it for
+/// A reservation: the CBS budget of a `SCHED_DEADLINE` task, runtime Q every
+/// period P, relative deadline D (what the CBS literature calls a
+/// constant-bandwidth server). The engine stores it for
 /// the faces; the budget left and the current absolute deadline live in the
 /// face that runs time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -47,7 +47,8 @@ pub struct TaskReport {
     pub unfinished_misses: u64,
     /// Response times of the completed jobs (µs).
     pub response_us: ResponseSummary,
-    /// A `SCHED_DEADLINE` thread's server (absent for other threads).
+    /// A `SCHED_DEADLINE` thread's reservation, under the JSON key
+    /// `server` (absent for other threads).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerStats>,
     /// Times the thread ran on another CPU than the one it last ran on (0
@@ -96,7 +97,7 @@ pub struct GangWaitReport {
     pub latency_us: ResponseSummary,
 }
 
-/// What happened to a deadline thread's server:
+/// What happened to a deadline thread's reservation:
 /// `{"throttled":…,"replenished":…}`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ServerStats {

@@ -54,10 +54,10 @@ pub enum InstantKind {
     Suspend,
     /// The thread resumed the suspend point.
     Resume,
-    /// The thread's deadline server ran out of budget: throttled until its
+    /// The thread's deadline reservation ran out of budget: throttled until its
     /// replenishment (no resource).
     Throttle,
-    /// The thread's deadline server was replenished (no resource).
+    /// The thread's deadline reservation was replenished (no resource).
     Replenish,
     /// The thread started spinning on its CPU for the mutex (M-BWI: the
     /// owner runs on another CPU).

@@ -1,9 +1,9 @@
 //! `"protocol": "bwi"` on a stock kernel: an approximation of M-BWI
 //! (M-BWI) in user space, over a kernel PI futex ([`RawPiMutex`]).
 //!
-//! M-BWI: a deadline waiter lends its server — budget *and* deadline — to
-//! the owner; the owner runs on the earliest-deadline server it holds, and
-//! when that budget is spent the server is replenished with its deadline
+//! M-BWI: a deadline waiter lends its reservation — budget *and* deadline — to
+//! the owner; the owner runs on the earliest-deadline reservation it holds, and
+//! when that budget is spent the reservation is replenished with its deadline
 //! postponed by its period (the M-BWI paper's Fig. 5, `Rep(S1)`): a task with a
 //! deadline between the two then preempts the owner. Linux's deadline
 //! inheritance does less (docs/DEADLINE.md §3): a boosted owner is never
@@ -20,7 +20,7 @@
 //!   reservation after its last `bwi` unlock (retrying while admission
 //!   refuses it: its old bandwidth is only released at its 0-lag time).
 //!   While it holds the mutex without waiters it therefore runs below every
-//!   deadline task (M-BWI: on its own server, at its own deadline) and on no
+//!   deadline task (M-BWI: on its own reservation, at its own deadline) and on no
 //!   budget of its own.
 //! - **The budget a boosted owner consumes** (exact measurement, one
 //!   caveat). A deadline waiter reads its remaining runtime (`dl.runtime`
@@ -28,7 +28,7 @@
 //!   blocks; what the owner's CPU clock advanced while it waited is what
 //!   the owner ran boosted by it — exactly, with one waiter; with several
 //!   waiters each counts the owner's whole time (M-BWI charges only the
-//!   earliest-deadline server).
+//!   earliest-deadline reservation).
 //! - **The throttle** (approximation). The waiter blocks on the PI futex
 //!   with a timeout of its remaining budget (wall-clock: the owner cannot
 //!   run more than that meanwhile). When the owner has consumed it, the

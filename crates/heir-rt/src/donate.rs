@@ -26,7 +26,7 @@
 //! - **Helping.** A caller that finds every server busy queues its request
 //!   on the busy server with the fewest queued requests and blocks on the
 //!   ticket of the request that server is serving now: the kernel boosts
-//!   the server by the helper's priority too, until it replies. The reply
+//!   the server by the helping caller's priority too, until it replies. The reply
 //!   assigns the server its next request (most urgent first, FIFO among
 //!   equals) before the ticket is released, and the kernel hands the
 //!   released ticket to its waiters one by one, most urgent first (each
@@ -49,7 +49,7 @@
 //!   chain cycle (`EDEADLK`) — servers calling each other (the NOVA paper's Fig. 7).
 //!   heir names the cycle from its own record of which thread sleeps on
 //!   which server ([`Error::CallCycle`]): a *livelock* in the NOVA paper's terms
-//!   when one edge of it is helping (NOVA's helpers would help each other
+//!   when one edge of it is helping (NOVA's helping callers would help each other
 //!   forever), a *deadlock* when every edge is a donation.
 //! - **Passive servers.** [`Endpoint::join_server`] with `passive` switches
 //!   the server to `SCHED_IDLE`: it runs on what callers lend it (the
@@ -59,7 +59,7 @@
 //!
 //! Exact (the kernel's own PI): which thread is boosted (the one serving
 //! the request, never another server of the endpoint), by how much
-//! (the highest of its callers' and helpers' kernel priorities, deadline
+//! (the highest of its callers' and helping callers' kernel priorities, deadline
 //! class included), transitively through PI futexes, and when the boost
 //! ends (atomically with the wake). Approximated: a passive server is a
 //! `SCHED_IDLE` thread, not a thread without a scheduling context — it

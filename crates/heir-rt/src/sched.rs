@@ -34,7 +34,7 @@ pub fn urgency_of(attr: &SchedAttr) -> Urgency {
 /// it at every replenishment — so it stores the relative deadline there:
 /// between deadline threads that is deadline-monotonic priority, a fixed
 /// order, until bandwidth inheritance (M-BWI, the next step) tracks the
-/// absolute deadline and the donor's server. Never compare a value made
+/// absolute deadline and the donor's reservation. Never compare a value made
 /// here with an absolute deadline.
 pub fn deadline_monotonic(relative_deadline_ns: u64) -> Urgency {
     Urgency::deadline(relative_deadline_ns)

@@ -70,9 +70,9 @@ pub fn side_protocol(g: &Global) -> Protocol {
 /// The gang priority is the most urgent base that is **not** a deadline:
 /// a floor lends urgency, never time (a budget), so it never lifts a
 /// fixed-priority or `SCHED_OTHER` member into the deadline class, where
-/// it would have no server to run on; and a `SCHED_DEADLINE` member is
+/// it would have no reservation to run on; and a `SCHED_DEADLINE` member is
 /// never boosted — it already runs above every fixed priority, and
-/// changing its parameters would reset its CBS server (on real threads:
+/// changing its parameters would reset its CBS reservation (on real threads:
 /// `sched_setattr` of a deadline thread, which may be blocked, leaks
 /// admitted bandwidth). Under a gang with deadline members, the
 /// fixed-priority members thus run at the highest fixed priority among the

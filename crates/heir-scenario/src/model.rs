@@ -167,9 +167,9 @@ pub struct Global {
     pub pi_enabled: bool,
     /// heir extension: PI-CV on condition variables with helpers (default true).
     pub pi_cv: bool,
-    /// heir extension: under `bwi` mutexes, a server lent to an owner is
+    /// heir extension: under `bwi` mutexes, a reservation lent to an owner is
     /// used only on the CPUs its own task may run on (affinity inheritance,
-    /// the M-BWI paper's §4; default true). False: lent servers run within the
+    /// the M-BWI paper's §4; default true). False: lent reservations run within the
     /// owner's affinity (the behaviour of the M-BWI paper's Fig. 3).
     pub bwi_affinity: bool,
     /// heir extension: the seed of every random draw (default 0).

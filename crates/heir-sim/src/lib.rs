@@ -81,22 +81,22 @@
 //!   nice 0, 346 ms at nice -20, 58 µs at nice 19, weight 3 for SCHED_IDLE;
 //! - `SCHED_DEADLINE` threads run above every other class, earliest
 //!   absolute deadline first (FIFO among equal deadlines, a preempted thread
-//!   re-queued after the equal ones), each on a constant-bandwidth server
+//!   re-queued after the equal ones), each on a CBS reservation
 //!   with Linux's rules (hard reservation: throttled at zero budget until
 //!   its replenishment instant); partitioned, or global EDF for threads free
 //!   on several CPUs. Mutex protocols: `inherit` is Linux's deadline
 //!   inheritance (parameters only, boosted owners never throttled), `bwi`
-//!   is M-BWI (the owner runs on lent servers, remote waiters
-//!   spin, FIFO hand-off); PI-CV and RPC lend servers as `bwi` does. The
+//!   is M-BWI (the owner runs on lent reservations, remote waiters
+//!   spin, FIFO hand-off); PI-CV and RPC lend reservations as `bwi` does. The
 //!   rules, step by step, are in the `sim::dl` module's docs.
 //! - **Affinity inheritance** (`global.bwi_affinity`, default on; the M-BWI
-//!   paper's §4): a lent server runs only on the CPUs its own task may use, where
-//!   its bandwidth was admitted. An owner holding several servers is a
-//!   candidate on each CPU at the deadline of its most urgent server
-//!   allowed there (its own server on its own CPUs), consumes that
-//!   server's budget, and runs on one CPU at a time; it moves to another
-//!   CPU when a more urgent server of its may run there now. Off, an owner
-//!   runs every server it holds within its own affinity (the M-BWI paper's Fig. 3:
+//!   paper's §4): a lent reservation runs only on the CPUs its own task may use, where
+//!   its bandwidth was admitted. An owner holding several reservations is a
+//!   candidate on each CPU at the deadline of its most urgent reservation
+//!   allowed there (its own reservation on its own CPUs), consumes that
+//!   reservation's budget, and runs on one CPU at a time; it moves to another
+//!   CPU when a more urgent reservation of its may run there now. Off, an owner
+//!   runs every reservation it holds within its own affinity (the M-BWI paper's Fig. 3:
 //!   the donor's bandwidth lands on a CPU that never admitted it). The
 //!   spin rule is unchanged: a waiter whose owner runs on another CPU
 //!   spins on its own. Details in the `sim::aff` module's docs.

@@ -20,10 +20,10 @@ pub(crate) enum EvKind {
     Wall,
     /// The time slice of an `SCHED_RR` / `SCHED_OTHER` thread expires.
     Slice,
-    /// The budget of the deadline server the thread runs on may be
+    /// The budget of the deadline reservation the thread runs on may be
     /// exhausted (stale unless `gen` matches).
     Budget,
-    /// The replenishment timer of the thread's throttled deadline server.
+    /// The replenishment timer of the thread's throttled deadline reservation.
     Replenish,
     /// A call's timeout (stale unless `gen` is the thread's call
     /// generation).

@@ -1,4 +1,4 @@
-//! Small helpers shared by the writers: number formats, escaping, colours.
+//! Small functions shared by the writers: number formats, escaping, colours.
 
 use std::fmt::Write as _;
 

@@ -5,7 +5,7 @@
 //! the thread's colour, boosted execution hatched with stripes in the donor's
 //! colour, a release arrow (↑) and a deadline arrow (↓) per job, deadline
 //! misses in red (the missed deadline's arrow, and a ✕ where the late job
-//! completed), `SCHED_DEADLINE` servers' throttled spans (from the
+//! completed), `SCHED_DEADLINE` reservations' throttled spans (from the
 //! throttle to the replenishment instant) as grey cross-hatching across the
 //! lane, in a real run the spans in which a thread was runnable while a
 //! thread outside the run held its CPU (`heir run`'s measured disturbance)
@@ -77,7 +77,7 @@ struct Mark {
     missed: bool,
 }
 
-/// A span of a thread's lane: a throttled server, from its throttle to its
+/// A span of a thread's lane: a throttled reservation, from its throttle to its
 /// replenishment (clipped to the window).
 #[derive(Clone, Copy, Debug)]
 struct Span {
@@ -120,9 +120,9 @@ pub struct SvgGantt {
     deadlines: Vec<Mark>,
     /// Completions of late jobs.
     misses: Vec<Mark>,
-    /// Throttled servers' spans.
+    /// Throttled reservations' spans.
     throttled: Vec<Span>,
-    /// Per thread: since when its server is throttled, if it is now.
+    /// Per thread: since when its reservation is throttled, if it is now.
     throttled_since: Vec<Option<u64>>,
     /// Real runs: spans in which a thread was displaced (runnable, its
     /// CPU held by a thread outside the run).
@@ -220,7 +220,7 @@ impl SvgGantt {
             + self.displaced.len()
     }
 
-    /// Thread `thread`'s server was throttled from `start_ns` to `end_ns`.
+    /// Thread `thread`'s reservation was throttled from `start_ns` to `end_ns`.
     fn throttled_span(&mut self, thread: usize, start_ns: u64, end_ns: u64) {
         if let Some(s) = self.clipped_span(thread, start_ns, end_ns) {
             self.throttled.push(s);
@@ -424,7 +424,7 @@ impl Observer for SvgGantt {
 
     fn finish(&mut self, end_ns: u64) {
         self.end_ns = Some(end_ns);
-        // Servers still throttled when the run ends.
+        // Reservations still throttled when the run ends.
         for thread in 0..self.throttled_since.len() {
             if let Some(start) = self.throttled_since[thread].take() {
                 self.throttled_span(thread, start, end_ns);

@@ -275,7 +275,7 @@ fn chains_through_nested_sections_and_isolation() {
 fn a_job_over_its_budget_takes_several_server_periods() {
     // a (Q 4, D=P 10, jobs of 6 every 40, 1 ms in A) and b (Q 2, D=P 20,
     // 2 ms in A). B_a = 2 (b's deadline is longer), Σ L = 2: a's job needs
-    // 8 > 4. Its bound, k = 1 + ⌈(8 − 4)/(4 − 2)⌉ = 3 server periods,
+    // 8 > 4. Its bound, k = 1 + ⌈(8 − 4)/(4 − 2)⌉ = 3 reservation periods,
     // would need b to be self-sufficient, but a (over its budget) can run
     // on b's budget when its own runs out inside A: neither is guaranteed.
     let s = set(
@@ -369,7 +369,7 @@ fn global_edf_on_two_cpus() {
     let a = &r.admissions[0];
     assert_eq!((a.cpu, a.cpus, a.admitted), (None, 2, true));
     assert!((a.load - 1.2).abs() < 1e-12 && (a.limit - 1.5).abs() < 1e-12);
-    // t1 with Q = 2: 1 + 2 > 2, and several server periods with an
+    // t1 with Q = 2: 1 + 2 > 2, and several reservation periods with an
     // interferer are not analysed globally; t2 then waits for it.
     let mut s2 = s.clone();
     s2.tasks[0].class = Class::Deadline {

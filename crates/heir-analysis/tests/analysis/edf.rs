@@ -54,7 +54,7 @@ fn dl(name: &str, q: u64, d: u64, p: u64, c: u64, sections: Vec<Section>) -> Tas
 #[test]
 fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
     // a (Q 2, D=P 10) and b (Q 5, D=P 40) share m under deadline
-    // inheritance. A waiter's server is suspended while it waits (its owner
+    // inheritance. A waiter's reservation is suspended while it waits (its owner
     // runs on its own deadline, anything due earlier runs first) and the
     // CBS wake-up rule renews its deadline when it wakes: its job is not
     // bounded by D (the M-BWI paper's §3.3 test Σ_{D_j ≤ D_i} Q_j/P_j + B_i/P_i
@@ -94,8 +94,8 @@ fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
         .unwrap()
         .starts_with("task a holds m (deadline inheritance), which other reservations of this CPU use, and its budget can run out inside the section"));
     assert!(!r.admissions[0].admitted);
-    // Jobs every two server periods: every job starts on a fresh budget.
-    // The servers: a and b are fluid (a renewable D = P server demands at
+    // Jobs every two reservation periods: every job starts on a fresh budget.
+    // The reservations: a and b are fluid (a renewable D = P reservation demands at
     // most ⌊Q·L/P⌋ in any window of L), c sporadic: h(15) = 3 + 3 (a) +
     // 1.875 (b) ≤ 15, … admitted. c never waits: Spuri's bound charges a
     // and b the staircases above their Q·L/P, (⌊15/10⌋ + 1)·2 = 4 and
@@ -123,7 +123,7 @@ fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
         Some("a blocking chain of this task reaches mutex m (protocol inherit), which has no bandwidth inheritance: its owner runs on its own budget and can be throttled while holding it (the M-BWI paper's §3.4, Fig. 1); not bounded here (use protocol \"bwi\")")
     );
     assert_eq!(r.task("b").unwrap().wcrt_us, None);
-    // A job larger than its budget takes ⌈C/Q⌉ server periods: c needs
+    // A job larger than its budget takes ⌈C/Q⌉ reservation periods: c needs
     // 5 ms with Q = 2 ms every 10 ms: (3 − 1)·10 + 10 = 30 ms ≤ its 40 ms
     // job period.
     let set = TaskSet {

@@ -220,7 +220,7 @@ fn mbwi_fig4_fig5_on_real_deadline_threads() {
         eprintln!("fig45 {protocol}: τ3 had run {n} ms of its 12 ms section when τ2 had run 3 ms");
         // The simulator shows the same order: under inherit τ2 never
         // waits (every job takes its 6 ms); under bwi its first job waits
-        // for τ3 running in τ1's server (and the later ones for τ1).
+        // for τ3 running in τ1's reservation (and the later ones for τ1).
         if protocol == "inherit" {
             assert_eq!(rt(&sim, "tau2", "max"), 6.0, "sim inherit: {sim}");
         } else {
@@ -240,7 +240,7 @@ fn mbwi_fig4_fig5_on_real_deadline_threads() {
         cs_before_tau2_half[0] <= 5,
         "inherit: {cs_before_tau2_half:?}"
     );
-    // Fig. 5 (bwi): τ3 runs in τ1's server (6.5 ms) and τ2 waits until
+    // Fig. 5 (bwi): τ3 runs in τ1's reservation (6.5 ms) and τ2 waits until
     // that budget is spent.
     assert!(cs_before_tau2_half[1] >= 6, "bwi: {cs_before_tau2_half:?}");
 }

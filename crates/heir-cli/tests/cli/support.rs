@@ -1,4 +1,4 @@
-//! Running the binary, temporary directories, JSON helpers.
+//! Running the binary, temporary directories, JSON utilities.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,29 +1,29 @@
 //! Affinity inheritance under M-BWI (the M-BWI paper's §4), and migrations.
 //!
-//! # Where a lent server runs
+//! # Where a lent reservation runs
 //!
-//! A server (a (budget, deadline) pair) is admitted on its own task's CPUs.
-//! With `global.bwi_affinity` (the default) each server an owner holds is
+//! A reservation (a (budget, deadline) pair) is admitted on its own task's CPUs.
+//! With `global.bwi_affinity` (the default) each reservation an owner holds is
 //! scheduled on *its task's* CPUs: the owner may run on CPU `c` on the
-//! earliest-deadline server it holds whose task may run on `c` (its own
-//! server on its own CPUs), consuming that server's budget, and it runs on
+//! earliest-deadline reservation it holds whose task may run on `c` (its own
+//! reservation on its own CPUs), consuming that reservation's budget, and it runs on
 //! one CPU at a time. So an owner never brings a donor's bandwidth onto a
 //! CPU where it was not admitted (the M-BWI paper's Fig. 3), and never loses its own
 //! CPUs by taking the donor's instead (the paragraph after Fig. 3): it is a
-//! candidate on every CPU one of its servers allows, at that server's
+//! candidate on every CPU one of its reservations allows, at that reservation's
 //! deadline.
 //!
-//! The machinery: an owner holding a lent server whose task's affinity
+//! The machinery: an owner holding a lent reservation whose task's affinity
 //! differs from its own is *spread*. A ready spread thread waits in its own
 //! list (`spread`), not in the run queues; a CPU choosing a thread looks at
 //! each of them at its rank on that CPU ([`Simulator::rank_on`]), and the
 //! balancing pass places them, and moves a running one to another CPU
-//! where a more urgent server of its may run now. Its rank in the list is
+//! where a more urgent reservation of its may run now. Its rank in the list is
 //! its best over the CPUs; running, its rank is that on its CPU; a running
-//! owner left with no server allowed on its CPU leaves it (parked, then
+//! owner left with no reservation allowed on its CPU leaves it (parked, then
 //! queued where it may run).
 //!
-//! With `bwi_affinity: false` an owner runs every server it holds within
+//! With `bwi_affinity: false` an owner runs every reservation it holds within
 //! its own affinity (the first failure the M-BWI paper's §4 describes).
 //!
 //! # Migrations
@@ -35,9 +35,9 @@
 use super::*;
 
 impl<'s, 'o> Simulator<'s, 'o> {
-    /// Affinity inheritance is in force: the scenario lends servers,
+    /// Affinity inheritance is in force: the scenario lends reservations,
     /// `global.bwi_affinity` is on, and threads do not all have the same
-    /// affinity (else every server may run wherever its owner may, and
+    /// affinity (else every reservation may run wherever its owner may, and
     /// the usual rule is the same, at less cost).
     pub(super) fn aff_on(&self) -> bool {
         self.bwi_affinity && self.has_bwi && self.mixed_homes
@@ -52,7 +52,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// With affinity inheritance, the server a running thread consumes
+    /// With affinity inheritance, the reservation a running thread consumes
     /// depends on its CPU: `Some(pair)` for such a thread, `None` when the
     /// usual rule applies.
     pub(super) fn aff_pair(&self, t: u32) -> Option<Option<(u64, u32)>> {
@@ -82,7 +82,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         )
     }
 
-    /// The CPUs where `t` may run on some server, increasing: those `t` or
+    /// The CPUs where `t` may run on some reservation, increasing: those `t` or
     /// a task lending to it may use (elsewhere [`Simulator::rank_on`] is
     /// `None`), so that the cost follows the lenders' affinities, not the
     /// number of CPUs.
@@ -101,7 +101,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         out
     }
 
-    /// The earliest-deadline server `t` may run on on CPU `c`: its own
+    /// The earliest-deadline reservation `t` may run on on CPU `c`: its own
     /// entity if `t` may run on `c`, a lent one if its task may; each
     /// with budget, not spinning, not consumed by another thread.
     pub(super) fn dl_pair_on(&self, t: u32, c: u32) -> Option<(u64, u32)> {
@@ -125,9 +125,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         best
     }
 
-    /// Where `t` would stand on CPU `c`: at the deadline of the server it
+    /// Where `t` would stand on CPU `c`: at the deadline of the reservation it
     /// may run on there, else (on its own CPUs) at its rank without a
-    /// server; `None` if it may not run on `c`.
+    /// reservation; `None` if it may not run on `c`.
     pub(super) fn rank_on(&self, t: u32, c: u32) -> Option<Rank> {
         if let Some((d, _)) = self.dl_pair_on(t, c) {
             return Some(Rank::deadline(d));
@@ -135,10 +135,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if !self.allowed(t, c) {
             return None;
         }
-        self.rank_without_server(t)
+        self.rank_without_reservation(t)
     }
 
-    /// `t` holds a lent server whose task's affinity differs from its own.
+    /// `t` holds a lent reservation whose task's affinity differs from its own.
     pub(super) fn spread(&self, t: u32) -> bool {
         if !self.aff_on() {
             return false;

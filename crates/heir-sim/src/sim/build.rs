@@ -90,7 +90,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     .iter()
                     .any(|p| p.sched.is_some_and(|s| s.policy == Policy::Deadline))
         });
-        let has_bwi = has_dl && names.lends.contains(&dl::Lends::Server);
+        let has_bwi = has_dl && names.lends.contains(&dl::Lends::Reservation);
         let dl_lends = has_dl && names.lends.iter().any(|&l| l != dl::Lends::No);
         let mixed_homes = threads.windows(2).any(|w| w[0].home != w[1].home);
         let mut reach = vec![false; ncpus];
@@ -424,7 +424,7 @@ impl ResBuilder<'_> {
         match kind {
             ResourceKind::Mutex { protocol } => {
                 let lends = match protocol {
-                    MutexProtocol::Bwi => dl::Lends::Server,
+                    MutexProtocol::Bwi => dl::Lends::Reservation,
                     MutexProtocol::Inherit => dl::Lends::Parameters,
                     MutexProtocol::None | MutexProtocol::Ceiling { .. } => dl::Lends::No,
                 };
@@ -614,18 +614,18 @@ impl ObjNamer {
     ) -> (CondId, usize) {
         let c = engine.add_cond();
         let idx = self.name(r, suffix);
-        // PI-CV and RPC lend the waiter's server (M-BWI beyond mutexes).
-        self.lends_as(c.0, dl::Lends::Server);
+        // PI-CV and RPC lend the waiter's reservation (M-BWI beyond mutexes).
+        self.lends_as(c.0, dl::Lends::Reservation);
         (c, record(&mut self.obj_res, c.0, idx))
     }
 
     /// An engine object shown as resource `r` (donation objects are shown
-    /// as their endpoint), lending a deadline waiter's server if it
+    /// as their endpoint), lending a deadline waiter's reservation if it
     /// donates (`pi_cv` off: it lends nothing, as in the engine).
     pub(super) fn object(&mut self, slot: u32, r: usize, donates: bool) {
         record(&mut self.obj_res, slot, r);
         let lends = if donates {
-            dl::Lends::Server
+            dl::Lends::Reservation
         } else {
             dl::Lends::No
         };

@@ -1,10 +1,10 @@
-//! `SCHED_DEADLINE`: EDF with constant-bandwidth servers (hard
+//! `SCHED_DEADLINE`: EDF with CBS reservations (hard
 //! reservations), Linux's deadline inheritance through `inherit` mutexes,
 //! and M-BWI through `bwi` mutexes and PI-CV/RPC objects.
 //!
-//! # Servers
+//! # Reservations
 //!
-//! Every `SCHED_DEADLINE` thread owns a server ([`Dl`]): a budget
+//! Every `SCHED_DEADLINE` thread owns a reservation ([`Dl`]): a budget
 //! (`runtime`) and an absolute deadline, with its reservation (Q, D, P).
 //! The CBS rules, as Linux's `kernel/sched/deadline.c` applies them:
 //!
@@ -13,7 +13,7 @@
 //!    exceeds Q / D, a new period starts (deadline = now + D, runtime = Q);
 //!    otherwise both are kept — for a constrained deadline (D < P) the
 //!    runtime is then cut to Q / D × (deadline − now) (revised CBS). A
-//!    constrained server (D < P) woken after its deadline and before its
+//!    constrained reservation (D < P) woken after its deadline and before its
 //!    next period (deadline − D + P) is instead throttled until that period
 //!    (its runtime set to at most 0; rule 4 replenishes it), as Linux's
 //!    `dl_check_constrained_dl` does for an entity that is neither
@@ -21,9 +21,9 @@
 //!    next period`; at `deadline = now` the kernel's revised wake-up gives
 //!    a runtime of 0, which throttles it the same way, and so does heir). A
 //!    deadline waiter handed a `bwi` mutex does not go through this rule:
-//!    under M-BWI it never left its server ([`Simulator::wake_handed`]);
-//! 3. running consumes the runtime of the server the thread runs on;
-//! 4. at zero the server is throttled until its replenishment instant
+//!    under M-BWI it never left its reservation ([`Simulator::wake_handed`]);
+//! 3. running consumes the runtime of the reservation the thread runs on;
+//! 4. at zero the reservation is throttled until its replenishment instant
 //!    (deadline − D + P), then deadline += P and runtime += Q (repeated
 //!    while the runtime is not positive);
 //! 5. simultaneous events: the end of a thread's CPU work fires before
@@ -56,21 +56,21 @@
 //!   moves by the donor's P. A deadline owner whose own deadline is earlier
 //!   than its top waiter's is not boosted at all.
 //! - Through `bwi` mutexes, condition variables with helpers and RPC
-//!   endpoints a deadline waiter *lends its server* (M-BWI, the M-BWI paper's §3.6):
-//!   the task at the end of the chain may run on any server lent to it, and
+//!   endpoints a deadline waiter *lends its reservation* (M-BWI, the M-BWI paper's §3.6):
+//!   the task at the end of the chain may run on any reservation lent to it, and
 //!   runs on the earliest-deadline one that has budget and is not consumed
-//!   elsewhere, consuming that server's budget; a throttled server is
-//!   skipped until it is replenished. A server is consumed by one CPU at a
+//!   elsewhere, consuming that reservation's budget; a throttled reservation is
+//!   skipped until it is replenished. A reservation is consumed by one CPU at a
 //!   time: with several helpers of one condvar, the first to run on it
-//!   takes it. The server of a deadline waiter on a `bwi` mutex stays in
+//!   takes it. The reservation of a deadline waiter on a `bwi` mutex stays in
 //!   the EDF competition at its own deadline (M-BWI's rule, Faggioli,
 //!   Lipari, Cucinotta, "Analysis and implementation of the multiprocessor
 //!   bandwidth inheritance protocol"): while the owner runs nowhere the
-//!   waiter sleeps and the owner runs on its server (so the owner is
-//!   picked where the server would be); while the owner runs, on another
-//!   server, the waiter is ready and spins wherever it is picked,
+//!   waiter sleeps and the owner runs on its reservation (so the owner is
+//!   picked where the reservation would be); while the owner runs, on another
+//!   reservation, the waiter is ready and spins wherever it is picked,
 //!   consuming its own budget — preempted, it spins again when picked
-//!   again, and left spinning when the owner stops, its server runs the
+//!   again, and left spinning when the owner stops, its reservation runs the
 //!   owner ([`Simulator::settle_spinners`]). `bwi` mutexes are handed over
 //!   in FIFO order.
 
@@ -98,7 +98,7 @@ impl Res {
     }
 }
 
-/// A thread's deadline entity: its own server when it is a
+/// A thread's deadline entity: its own reservation when it is a
 /// `SCHED_DEADLINE` thread, or the entity Linux gives a boosted thread.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
@@ -107,7 +107,7 @@ pub(super) struct Dl {
     // (`repr(C)`): they share the cache line that ends `Thread`'s hot part.
     /// Spinning on its CPU for a `bwi` mutex whose owner runs elsewhere.
     pub spinning: bool,
-    /// Ready, but with no server to run on (throttled): not queued.
+    /// Ready, but with no reservation to run on (throttled): not queued.
     pub parked: bool,
     /// Queued in the spread list (affinity inheritance, `sim::aff`).
     pub in_spread: bool,
@@ -124,13 +124,13 @@ pub(super) struct Dl {
     pub deadline: u64,
     /// Generation of the replenishment timer (stale timers are ignored).
     pub timer_gen: u32,
-    /// While running: the thread whose server this thread consumes.
+    /// While running: the thread whose reservation this thread consumes.
     pub on: Option<u32>,
     /// Since when it consumes it (ns).
     pub since: u64,
     /// Generation of the budget-exhaustion event.
     pub budget_gen: u32,
-    /// The thread consuming this server right now, if any.
+    /// The thread consuming this reservation right now, if any.
     pub used_by: Option<u32>,
     /// Order of blocking on a mutex (FIFO hand-off of `bwi` mutexes).
     pub block_seq: u64,
@@ -144,8 +144,8 @@ pub(super) enum Lends {
     No,
     /// Linux's rt_mutex deadline inheritance (`inherit`).
     Parameters,
-    /// The server itself (M-BWI: `bwi` mutexes, PI-CV, RPC).
-    Server,
+    /// The reservation itself (M-BWI: `bwi` mutexes, PI-CV, RPC).
+    Reservation,
 }
 
 impl<'s, 'o> Simulator<'s, 'o> {
@@ -154,7 +154,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         self.obj_lends.get(o).copied().unwrap_or(Lends::No)
     }
 
-    /// Whether `t` is scheduled in the deadline class: its own server, or a
+    /// Whether `t` is scheduled in the deadline class: its own reservation, or a
     /// Linux boost by a deadline waiter.
     pub(super) fn in_dl_class(&self, t: u32) -> bool {
         let d = &self.threads[t as usize].dl;
@@ -177,7 +177,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         Ok(())
     }
 
-    /// The engine's base urgency of a deadline thread follows its server's
+    /// The engine's base urgency of a deadline thread follows its reservation's
     /// absolute deadline.
     pub(super) fn dl_base(&mut self, t: u32) -> R<()> {
         let th = &mut self.threads[t as usize];
@@ -240,7 +240,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         self.dl_base(t)
     }
 
-    /// The servers lent to `t` through M-BWI objects, transitively: the
+    /// The reservations lent to `t` through M-BWI objects, transitively: the
     /// deadline threads blocked upstream of `t`, breadth-first.
     pub(super) fn lenders(&self, t: u32, out: &mut Vec<u32>) {
         out.clear();
@@ -249,7 +249,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         while next < frontier.len() {
             let u = frontier[next];
             next += 1;
-            for wt in self.waiting_on(u, Lends::Server) {
+            for wt in self.waiting_on(u, Lends::Reservation) {
                 if frontier.contains(&wt) || frontier.len() > MAX_LENDERS {
                     continue;
                 }
@@ -275,9 +275,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
             .filter_map(move |w| self.thread_of(w))
     }
 
-    /// The server `t` runs on now, with its deadline: the earliest-deadline
+    /// The reservation `t` runs on now, with its deadline: the earliest-deadline
     /// one among its own entity (if in the deadline class and not
-    /// throttled) and the servers lent to it that have budget, are not
+    /// throttled) and the reservations lent to it that have budget, are not
     /// spinning and are not consumed by another thread.
     pub(super) fn dl_pair(&self, t: u32) -> Option<(u64, u32)> {
         if let Some(p) = self.aff_pair(t) {
@@ -306,7 +306,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// Where `t` stands in the run queues; `None` when it may not run
-    /// (a deadline thread whose server is throttled, with nothing lent).
+    /// (a deadline thread whose reservation is throttled, with nothing lent).
     pub(super) fn rank_for(&self, t: u32) -> Option<Rank> {
         let th = &self.threads[t as usize];
         if !self.has_dl {
@@ -321,33 +321,33 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if let Some((d, _)) = self.dl_pair(t) {
             return Some(Rank::deadline(d));
         }
-        self.rank_without_server(t)
+        self.rank_without_reservation(t)
     }
 
-    /// The rank of `t` when it has no deadline server to run on: none for
+    /// The rank of `t` when it has no deadline reservation to run on: none for
     /// a deadline thread (it is throttled), else its best urgency that is
     /// not a lent deadline.
-    pub(super) fn rank_without_server(&self, t: u32) -> Option<Rank> {
+    pub(super) fn rank_without_reservation(&self, t: u32) -> Option<Rank> {
         let th = &self.threads[t as usize];
         if th.dl.own.is_some() {
             return None;
         }
         if th.passive {
             // No context of its own: only a fixed priority lent with time.
-            let (u, from) = self.without_servers(t);
+            let (u, from) = self.without_reservations(t);
             return from.map(|_| Rank::of(u));
         }
         match th.eff.urgency {
             // Lent deadlines it cannot run on now: its best other urgency.
-            Urgency::Deadline { .. } => Some(Rank::of(self.without_servers(t).0)),
+            Urgency::Deadline { .. } => Some(Rank::of(self.without_reservations(t).0)),
             u => Some(Rank::of(u)),
         }
     }
 
-    /// What `t` runs at when a deadline is lent to it but no server it
+    /// What `t` runs at when a deadline is lent to it but no reservation it
     /// may run on has budget: the most urgent fixed-priority urgency that
     /// reaches it (its own base if none), with the thread it comes from.
-    fn without_servers(&self, t: u32) -> (Urgency, Option<usize>) {
+    fn without_reservations(&self, t: u32) -> (Urgency, Option<usize>) {
         let th = &self.threads[t as usize];
         let mut donors = Vec::new();
         if self.engine.donors(th.eng, &mut donors).is_err() {
@@ -422,7 +422,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     /// Re-evaluates every thread's deadline state after a change: Linux
     /// boosts, then ranks (re-queueing, parking or un-parking threads, and
-    /// moving running threads to the server they should consume).
+    /// moving running threads to the reservation they should consume).
     pub(super) fn dl_refresh(&mut self) {
         if !self.has_dl {
             return;
@@ -456,9 +456,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 break;
             }
         }
-        // Re-ranking may take, free or throttle a server others rank by:
+        // Re-ranking may take, free or throttle a reservation others rank by:
         // again until nothing changes (bounded: each pass settles one more
-        // server).
+        // reservation).
         for _ in 0..=self.threads.len() {
             for t in 0..self.threads.len() as u32 {
                 self.rerank(t);
@@ -471,8 +471,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// Puts `t` where [`Simulator::rank_for`] says: re-queued at its new
-    /// rank, parked (no server), un-parked, or — running — on its new
-    /// server, preempted if it can no longer run.
+    /// rank, parked (no reservation), un-parked, or — running — on its new
+    /// reservation, preempted if it can no longer run.
     pub(super) fn rerank(&mut self, t: u32) {
         let new = self.rank_for(t);
         let th = &self.threads[t as usize];
@@ -520,9 +520,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         let pair = self.dl_pair(t).map(|p| p.1);
                         if pair != self.threads[t as usize].dl.on || r != old {
                             self.charge(t);
-                            self.release_server(t);
+                            self.release_reservation(t);
                             self.threads[t as usize].rank = r;
-                            self.take_server(t);
+                            self.take_reservation(t);
                             self.close_slice(c);
                             self.open_slice(c, t);
                             self.mark_dirty(c);
@@ -539,7 +539,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// Step 3: charges the running thread `t` for the time since it last
-    /// was, on the server it consumes.
+    /// was, on the reservation it consumes.
     pub(super) fn charge(&mut self, t: u32) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
@@ -552,9 +552,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         sd.runtime = sd.runtime.saturating_sub(used as i64);
     }
 
-    /// `t` (just dispatched, or moved) starts consuming the server it
+    /// `t` (just dispatched, or moved) starts consuming the reservation it
     /// should; arms the exhaustion event.
-    pub(super) fn take_server(&mut self, t: u32) {
+    pub(super) fn take_reservation(&mut self, t: u32) {
         if !self.has_dl {
             return;
         }
@@ -566,7 +566,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         th.dl.budget_gen = th.dl.budget_gen.wrapping_add(1);
         let gen = th.dl.budget_gen;
         if let Some(s) = pair {
-            // A lent server may be lent to others too (the helpers of one
+            // A lent reservation may be lent to others too (the helpers of one
             // condvar): taken here, it ranks them no longer.
             self.dl_dirty |= s != t;
             let sd = &mut self.threads[s as usize].dl;
@@ -577,8 +577,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// `t` stops consuming its server (charged first).
-    pub(super) fn release_server(&mut self, t: u32) {
+    /// `t` stops consuming its reservation (charged first).
+    pub(super) fn release_reservation(&mut self, t: u32) {
         if !self.has_dl {
             return;
         }
@@ -595,7 +595,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// Step 4: server `s` ran out of budget: throttled until its
+    /// Step 4: reservation `s` ran out of budget: throttled until its
     /// replenishment instant.
     fn throttle(&mut self, s: u32) {
         let now = self.now;
@@ -623,7 +623,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// Schedules the end of `t`'s CPU work at `at` (a `RunDone` event of
     /// run generation `gen`). With deadline threads it fires before every
     /// other event of that instant (rule 5 of the module docs): a job whose
-    /// work ends when its budget does, or when another server is
+    /// work ends when its budget does, or when another reservation is
     /// replenished or released, completes its work and its zero-time steps
     /// first.
     pub(super) fn push_run_done(&mut self, at: u64, t: u32, gen: u32) {
@@ -634,7 +634,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// The budget of the server `t` consumes may be exhausted now.
+    /// The budget of the reservation `t` consumes may be exhausted now.
     pub(super) fn budget_event(&mut self, t: u32, gen: u32) -> R<()> {
         let th = &self.threads[t as usize];
         if th.status != Status::Running || th.dl.budget_gen != gen {
@@ -652,17 +652,17 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if self.threads[t as usize].dl.on.is_none() {
             return Ok(());
         }
-        // Charged and released; an exhausted server is throttled (or a
+        // Charged and released; an exhausted reservation is throttled (or a
         // boosted entity replenished) on the way.
-        self.release_server(t);
-        self.take_server(t);
+        self.release_reservation(t);
+        self.take_reservation(t);
         self.dl_refresh();
         Ok(())
     }
 
-    /// Server `s`, consumed by `t` until now, has no budget left: a boosted
+    /// Reservation `s`, consumed by `t` until now, has no budget left: a boosted
     /// entity is replenished at once (Linux never throttles a boosted
-    /// task), any other server is throttled.
+    /// task), any other reservation is throttled.
     fn exhausted(&mut self, s: u32, t: u32) {
         let d = &self.threads[s as usize].dl;
         if d.runtime > 0 || d.throttled {
@@ -676,7 +676,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// The replenishment timer of server `s` fired.
+    /// The replenishment timer of reservation `s` fired.
     pub(super) fn replenish_event(&mut self, s: u32, gen: u32) -> R<()> {
         let now = self.now;
         let d = &mut self.threads[s as usize].dl;
@@ -711,7 +711,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
 
     /// A thread just made ready joins its run queue at the rank it should
     /// have — at the head of its level when `head` (it takes its waker's
-    /// place), else the tail — or is parked when it has no server to run
+    /// place), else the tail — or is parked when it has no reservation to run
     /// on (or, passive, nobody lends to it).
     pub(super) fn queue_or_park(&mut self, t: u32, head: bool) {
         if !self.has_dl && self.stalled(t) {
@@ -749,7 +749,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// After a `bwi` lock blocked `t`: spin if the owner runs on another
     /// CPU (true), else sleep (false: the caller blocks it).
     pub(super) fn bwi_spin(&mut self, t: u32, m: SimMutex) -> bool {
-        if self.lends(m.id.0 as usize) != Lends::Server || self.threads[t as usize].dl.own.is_none()
+        if self.lends(m.id.0 as usize) != Lends::Reservation
+            || self.threads[t as usize].dl.own.is_none()
         {
             return false;
         }
@@ -774,7 +775,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let th = &self.threads[t as usize];
         th.dl.own?;
         let o = self.engine.blocked_on(th.eng).ok().flatten()?;
-        if self.lends(o.0 as usize) != Lends::Server
+        if self.lends(o.0 as usize) != Lends::Reservation
             || self.engine.spec(o).ok()?.kind != heir_core::ObjKind::Mutex
         {
             return None;
@@ -782,24 +783,24 @@ impl<'s, 'o> Simulator<'s, 'o> {
         self.obj_res.get(o.0 as usize).copied()
     }
 
-    /// M-BWI's rule for the server of a deadline waiter on a `bwi` mutex
+    /// M-BWI's rule for the reservation of a deadline waiter on a `bwi` mutex
     /// (Faggioli, Lipari, Cucinotta, "Analysis and implementation of the
     /// multiprocessor bandwidth inheritance protocol"; the M-BWI paper's §3.6): the
-    /// owner at the end of its chain is added to the server, which stays
+    /// owner at the end of its chain is added to the reservation, which stays
     /// in the EDF competition at its own deadline; scheduled, it runs the
     /// owner if the owner runs nowhere, else it spins. Here:
     ///
-    /// - while the owner runs (on another server), the waiter is ready and
+    /// - while the owner runs (on another reservation), the waiter is ready and
     ///   *spinning*: queued at its own deadline, consuming its own budget
     ///   on the CPU it gets; preempted, it waits in its run queue and
     ///   spins again when it is picked while the owner still runs;
-    /// - while the owner does not run, the waiter sleeps and its server is
-    ///   lent: the owner ranks at the earliest of its servers and runs on
+    /// - while the owner does not run, the waiter sleeps and its reservation is
+    ///   lent: the owner ranks at the earliest of its reservations and runs on
     ///   it (a running spinner left without a running owner leaves its CPU,
-    ///   where the owner may then run on its server).
+    ///   where the owner may then run on its reservation).
     ///
     /// Spinners whose owner stopped running sleep; sleeping waiters whose
-    /// owner runs on another server spin. True if any changed (schedule
+    /// owner runs on another reservation spin. True if any changed (schedule
     /// again).
     pub(super) fn settle_spinners(&mut self) -> R<bool> {
         if !self.has_bwi {
@@ -839,7 +840,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                     _ => {}
                 }
             } else if th.status == Status::Blocked {
-                // The owner runs, on a server other than this one.
+                // The owner runs, on a reservation other than this one.
                 let Some(e) = end else {
                     continue;
                 };
@@ -861,8 +862,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// Whether deadline waiter `t`, blocked on a `bwi` mutex, spins while
-    /// `end`, the running task at the end of its chain, runs: its server is
-    /// lent to `end` (every object on the way lends servers), and neither
+    /// `end`, the running task at the end of its chain, runs: its reservation is
+    /// lent to `end` (every object on the way lends reservations), and neither
     /// `end` nor anyone else consumes it now.
     fn may_spin(&self, t: u32, end: u32) -> bool {
         let used = self.threads[t as usize].dl.used_by;
@@ -908,7 +909,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// The urgency and donor an `Exec` slice of `t` shows: with deadline
-    /// threads, the deadline of the server it runs on and that server's
+    /// threads, the deadline of the reservation it runs on and that reservation's
     /// owner.
     pub(super) fn shown(&self, t: u32) -> (Urgency, Option<usize>) {
         let th = &self.threads[t as usize];
@@ -923,11 +924,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
             return (urgency, donor);
         }
         if self.has_dl && matches!(th.eff.urgency, Urgency::Deadline { .. }) {
-            return self.without_servers(t);
+            return self.without_reservations(t);
         }
         (th.eff.urgency, self.donor_of(t))
     }
 }
 
-/// The most servers followed upstream of one thread.
+/// The most reservations followed upstream of one thread.
 const MAX_LENDERS: usize = 4096;

@@ -261,11 +261,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if res.is_some() || self.threads[t as usize].dl.own.is_some() {
             self.threads[t as usize].policy = s.policy;
             if res != self.threads[t as usize].dl.own {
-                self.release_server(t);
+                self.release_reservation(t);
                 self.dl_setup(t, res)?;
                 if res.is_some() {
                     self.dl_refresh();
-                    self.take_server(t);
+                    self.take_reservation(t);
                     return Ok(());
                 }
             } else {

@@ -208,14 +208,14 @@ struct Thread<'s> {
     base: Urgency,
     eff: Effective,
     /// Where it stands in the run queues (its level, and in the deadline
-    /// class the deadline of the server it runs on).
+    /// class the deadline of the reservation it runs on).
     rank: Rank,
     policy: Policy,
     task: usize,
     eng: TaskId,
     home: Home,
-    // Colder: deadline servers, synchronisation, RPC, gangs.
-    /// `SCHED_DEADLINE` state: its server, Linux boost, M-BWI spinning.
+    // Colder: deadline reservations, synchronisation, RPC, gangs.
+    /// `SCHED_DEADLINE` state: its reservation, Linux boost, M-BWI spinning.
     dl: dl::Dl,
     // Time slices (`SCHED_RR`, `SCHED_OTHER` only).
     slice_armed: bool,
@@ -267,7 +267,7 @@ struct Cold {
     /// it ran on another one than the last.
     last_cpu: Option<u32>,
     migrations: u64,
-    /// Deadline servers: times throttled, times replenished.
+    /// Deadline reservations: times throttled, times replenished.
     throttles: u64,
     replenishments: u64,
     /// A timer thread's open job: its deadline (the next release), for
@@ -477,12 +477,12 @@ pub struct Simulator<'s, 'o> {
     /// The changes of the last engine operation (the `*_into` engine calls
     /// write here: one buffer for the whole run, nothing moved per call).
     changes: Changes,
-    /// The scenario has `SCHED_DEADLINE` threads: ranks follow servers.
+    /// The scenario has `SCHED_DEADLINE` threads: ranks follow reservations.
     has_dl: bool,
-    /// Some object lends servers (M-BWI).
+    /// Some object lends reservations (M-BWI).
     has_bwi: bool,
     /// Deadline threads and some object that passes a deadline waiter's
-    /// time on (servers or Linux's parameters): who lends to whom can
+    /// time on (reservations or Linux's parameters): who lends to whom can
     /// change ranks without changing any urgency.
     dl_lends: bool,
     /// How each engine object (by `ObjId.0`) lends a deadline waiter's time.
@@ -491,7 +491,7 @@ pub struct Simulator<'s, 'o> {
     block_seq: u64,
     /// Engine changes were applied: deadline ranks are to be re-evaluated.
     dl_dirty: bool,
-    /// `global.bwi_affinity`: lent servers run on their own task's CPUs.
+    /// `global.bwi_affinity`: lent reservations run on their own task's CPUs.
     bwi_affinity: bool,
     /// Some threads have had different affinities (`sim::aff`).
     mixed_homes: bool,

@@ -34,7 +34,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// first).
     pub(super) fn op_unlock(&mut self, t: u32, m: SimMutex, ev: &Event) -> R<()> {
         let eng = self.threads[t as usize].eng;
-        if self.has_bwi && self.lends(m.id.0 as usize) == dl::Lends::Server {
+        if self.has_bwi && self.lends(m.id.0 as usize) == dl::Lends::Reservation {
             return self.op_unlock_fifo(t, m, ev);
         }
         match self.engine.unlock_into(eng, m.id, &mut self.changes) {

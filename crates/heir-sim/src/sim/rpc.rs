@@ -22,9 +22,9 @@
 //!    the **head** of its run-queue level (a direct switch: it runs in
 //!    the caller's place on the caller's time).
 //! 2. Otherwise the caller helps: it blocks on the endpoint's help object.
-//!    A server that next waits for a call takes the most urgent helper's
-//!    call instead of waiting (the helper's retry, which in NOVA succeeds
-//!    for the helper that is selected first: the most urgent one).
+//!    A server that next waits for a call takes the most urgent helping caller's
+//!    call instead of waiting (the helping caller's retry, which in NOVA succeeds
+//!    for the helping caller that is selected first: the most urgent one).
 //! 3. The server runs the call's handler event by event (`Step::Work`): a
 //!    `run`, a `lock` or `unlock` (engine mutex operations), a `sleep`, a
 //!    nested `call` (as a caller itself, `Step::Nested`: its time is the
@@ -38,13 +38,13 @@
 //!
 //! The reply wakes only the caller: the server does not hand the time it
 //! runs on to the caller (the NOVA paper's donation counter): a caller runs on
-//! its own context or what is lent to it, never on a helper's.
+//! its own context or what is lent to it, never on a helping caller's.
 //!
 //! # Blocking handlers (the NOVA paper's Figs. 5–6)
 //!
 //! A handler's `lock` of a held mutex or its `sleep` blocks the server
 //! while it runs on lent time. Nothing is taken back: its callers and
-//! helpers stay blocked on the request and help objects, so their
+//! helping callers stay blocked on the request and help objects, so their
 //! contexts — NOVA's timeslices — are **parked** on the server: none is in
 //! a run queue (they belong to blocked threads; `check_donation`). Blocked
 //! on an `inherit`/`bwi` mutex, the server passes them on to the owner
@@ -52,7 +52,7 @@
 //! they stop there (`time_goes_to` stalls). When the server unblocks it
 //! goes back to the run queue **once**, at the rank of the most urgent
 //! context it may use (its effective urgency; under `SCHED_DEADLINE` the
-//! earliest lent server with budget): NOVA's staggered wake-up, whose
+//! earliest lent reservation with budget): NOVA's staggered wake-up, whose
 //! other timeslices stay linked behind the first. When that context
 //! leaves (reply, abort) or lowers its urgency (a boost of its own ends,
 //! its budget runs out), the engine's change re-queues the server at the
@@ -418,7 +418,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// `serve` under the donation model: take a call (the most urgent
-    /// helper's, or wait for one), run it and its nested call, reply.
+    /// helping caller's, or wait for one), run it and its nested call, reply.
     pub(super) fn ev_serve_don(&mut self, t: u32, r: usize, ev: &Event) -> R<Flow> {
         let Some(don) = self.don_of(r) else {
             return Err(self.bad_kind_don(ev));

@@ -77,7 +77,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// A blocked or sleeping thread becomes ready (tail of its level); a
-    /// deadline thread's server follows the CBS wake-up rule first. A
+    /// deadline thread's reservation follows the CBS wake-up rule first. A
     /// thread spinning for the mutex it is handed goes on spinning's CPU.
     pub(super) fn wake(&mut self, t: u32) -> R<()> {
         if self.stop_spin_acquired(t) {
@@ -89,7 +89,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// `t` becomes ready to step on (its pass closed if it ended; a
-    /// deadline thread's server through the CBS wake-up rule); its caller
+    /// deadline thread's reservation through the CBS wake-up rule); its caller
     /// queues or parks it.
     pub(super) fn make_ready(&mut self, t: u32) -> R<()> {
         self.make_ready_as(t, true)
@@ -169,7 +169,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         loop {
             while let Some(c) = self.dirty.pop_front() {
                 if self.dl_dirty {
-                    // A thread left a CPU: the servers it consumed or lent
+                    // A thread left a CPU: the reservations it consumed or lent
                     // are free for others.
                     self.dl_refresh();
                 }
@@ -177,7 +177,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.resched_cpu(c)?;
             }
             if self.dl_dirty {
-                // The last decisions took or freed servers lent to others.
+                // The last decisions took or freed reservations lent to others.
                 self.dl_refresh();
                 if !self.dirty.is_empty() {
                     continue;
@@ -341,7 +341,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.threads[t as usize].rank = r;
             }
         }
-        self.take_server(t);
+        self.take_reservation(t);
         self.open_slice(c, t);
         self.arm_slice(t);
         let now = self.now;
@@ -369,7 +369,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// Takes the running thread `t` off its CPU (the CPU becomes dirty).
     pub(super) fn undispatch(&mut self, t: u32) {
         let c = self.threads[t as usize].cpu;
-        self.release_server(t);
+        self.release_reservation(t);
         self.close_slice(c);
         self.disarm_slice(t);
         let now = self.now;
@@ -397,7 +397,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// `t` stops competing for a CPU because it blocks or sleeps: taken off
     /// its CPU — or, when an engine change applied during its operation has
     /// already preempted it (out of its run queue) or parked it (a deadline
-    /// server exhausted at that instant), from there.
+    /// reservation exhausted at that instant), from there.
     fn leave(&mut self, t: u32) {
         let th = &self.threads[t as usize];
         match th.status {
@@ -531,7 +531,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         for ch in changes.iter() {
             self.apply_change(ch);
         }
-        // With deadline servers an operation may move a lender without
+        // With deadline reservations an operation may move a lender without
         // changing anyone's urgency (a waiter woken whose deadline was not
         // the most urgent one lent): ranks are re-evaluated after each —
         // only where some object lends at all (not in plain EDF).
@@ -572,7 +572,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         let old_rank = th.rank;
         th.eff = ch.new;
         if self.has_dl {
-            // Ranks follow servers: re-evaluated once the operation's
+            // Ranks follow reservations: re-evaluated once the operation's
             // changes are all applied ([`Simulator::dl_refresh`]).
             self.dl_dirty = true;
             return;

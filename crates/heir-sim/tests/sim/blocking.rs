@@ -124,7 +124,7 @@ fn fig5_without_inheritance_the_lent_timeslices_stay_parked_on_the_blocked_serve
 }
 
 /// A passive server Z whose handler for B sleeps 2 ms (1 to 3 ms); three
-/// helpers (prio 20, 35, 30) call while it sleeps: their timeslices are
+/// helping callers (prio 20, 35, 30) call while it sleeps: their timeslices are
 /// parked on Z with B's. L is background work.
 fn staggered(b_timeout: &str) -> Scenario {
     parse(&format!(
@@ -160,7 +160,7 @@ fn fig6_staggered_wakeup_the_server_wakes_on_the_most_urgent_parked_timeslice_th
         ]
     );
     // L runs while every timeslice lent to Z is parked (1 to 3 ms, but
-    // for the helpers' calls), and after.
+    // for the helping callers' calls), and after.
     assert_eq!(
         rec.slices_of("L"),
         vec![

@@ -1,4 +1,4 @@
-//! `SCHED_DEADLINE`: EDF with constant-bandwidth servers, Linux's deadline
+//! `SCHED_DEADLINE`: EDF with CBS reservations, Linux's deadline
 //! inheritance (`inherit`) and M-BWI (`bwi`), on M-BWI's figures.
 
 use heir_scenario::protocols::{apply, Override};
@@ -18,7 +18,7 @@ fn under(mut sc: Scenario, protocol: &str) -> Scenario {
     sc
 }
 
-fn server(r: &Report, name: &str) -> (u64, u64) {
+fn reservation(r: &Report, name: &str) -> (u64, u64) {
     let s = task_report(r, name).server.expect("a deadline thread");
     (s.throttled, s.replenished)
 }
@@ -38,7 +38,7 @@ fn an_overrunning_job_is_throttled_and_replenished_period_by_period() {
     );
     let (r, rec) = run(&sc, &SimConfig::default());
     assert_eq!(max_ms(&r, "D"), 21.0);
-    assert_eq!(server(&r, "D"), (2, 2));
+    assert_eq!(reservation(&r, "D"), (2, 2));
     assert_eq!(
         timeline(&rec, 50.0),
         rows(&[("D", 0.0, 2.0), ("D", 10.0, 12.0), ("D", 20.0, 21.0)])
@@ -98,7 +98,7 @@ fn fig1_budget_exhausted_inside_the_critical_section() {
     // none: tau3 is throttled at 4 ms with M held until 20 ms.
     let (r, rec) = run(&under(sc.clone(), "none"), &SimConfig::default());
     assert_eq!((max_ms(&r, "tau1"), max_ms(&r, "tau3")), (21.0, 22.0));
-    assert_eq!(server(&r, "tau3"), (1, 1));
+    assert_eq!(reservation(&r, "tau3"), (1, 1));
     assert_eq!(
         timeline(&rec, 40.0),
         rows(&[
@@ -110,12 +110,12 @@ fn fig1_budget_exhausted_inside_the_critical_section() {
     // inherit (Linux): the boosted tau3 is never throttled.
     let (r, _) = run(&under(sc.clone(), "inherit"), &SimConfig::default());
     assert_eq!((max_ms(&r, "tau1"), max_ms(&r, "tau3")), (5.0, 6.0));
-    assert_eq!(server(&r, "tau3"), (0, 1));
+    assert_eq!(reservation(&r, "tau3"), (0, 1));
     // bwi: tau3 consumes tau1's budget (2–5 ms), tau1 waits for its
-    // server's replenishment at 12 ms.
+    // reservation's replenishment at 12 ms.
     let (r, rec) = run(&under(sc, "bwi"), &SimConfig::default());
     assert_eq!((max_ms(&r, "tau1"), max_ms(&r, "tau3")), (11.0, 6.0));
-    assert_eq!(server(&r, "tau1"), (1, 1));
+    assert_eq!(reservation(&r, "tau1"), (1, 1));
     let on_tau1: Vec<(f64, f64)> = rec
         .slices()
         .into_iter()
@@ -138,7 +138,7 @@ fn fig4_and_fig5_tau2_preempts_without_bwi_and_waits_with_it() {
         (max_ms(&r, "tau1"), max_ms(&r, "tau2"), max_ms(&r, "tau3")),
         (42.0, 8.0, 48.0)
     );
-    // Fig. 5 (bwi): tau3 runs on tau1's server (deadline 28 ms) from 4 ms;
+    // Fig. 5 (bwi): tau3 runs on tau1's reservation (deadline 28 ms) from 4 ms;
     // tau2 (deadline 29 ms) waits until that budget is exhausted at 12 ms.
     let (r, rec) = run(&under(sc, "bwi"), &SimConfig::default());
     assert_eq!(
@@ -157,7 +157,7 @@ fn fig4_and_fig5_tau2_preempts_without_bwi_and_waits_with_it() {
         (50.0, 15.0, 46.0)
     );
     // Throttled at 12, 36 and 60 ms; replenished at 28 and 52 ms.
-    assert_eq!(server(&r, "tau1"), (3, 2));
+    assert_eq!(reservation(&r, "tau1"), (3, 2));
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn fig2_owner_on_the_donor_server_spinning_waiter_fifo_hand_off() {
             .map(|i| (i.1, i.2, i.3))
             .collect()
     };
-    // 6 ms: tauB blocks; tauC runs on tauB's server.
+    // 6 ms: tauB blocks; tauC runs on tauB's reservation.
     assert_eq!(
         at(6.0),
         vec![(s("tauB"), InstantKind::LockBlocked, s("M1"))]
@@ -237,8 +237,8 @@ fn linux_inherit_gives_a_fifo_owner_a_fresh_deadline_and_no_throttle() {
         timeline(&rec, 30.0),
         rows(&[("L", 0.0, 5.0), ("X", 5.0, 6.0), ("W", 6.0, 6.5)])
     );
-    // bwi: L runs on W's server until its 2 ms are gone (3 ms), then at
-    // its own SCHED_FIFO priority: X preempts it; W's server is back at
+    // bwi: L runs on W's reservation until its 2 ms are gone (3 ms), then at
+    // its own SCHED_FIFO priority: X preempts it; W's reservation is back at
     // 11 ms.
     let (_, rec) = run(&under(parse(text), "bwi"), &SimConfig::default());
     assert_eq!(
@@ -297,7 +297,7 @@ fn fig3_affinity_inheritance_keeps_the_lent_server_on_its_cpu() {
         assert_eq!(spins, vec![(2.0, s("tau2"))], "bwi_affinity {on}");
         assert_eq!(rec.merged(1)[0], (s("tau2"), 2.0, 3.0), "bwi_affinity {on}");
     }
-    // On (heir's default): tau2's server runs on CPU1 only. tau1 finishes
+    // On (heir's default): tau2's reservation runs on CPU1 only. tau1 finishes
     // its section there in it (3–7 ms) while tau3 runs on CPU0 (3–8 ms),
     // then comes back to CPU0 for its last 1 ms: no miss, 2 migrations.
     let (r, rec) = run(&sc, &SimConfig::default());
@@ -331,7 +331,7 @@ fn fig3_affinity_inheritance_keeps_the_lent_server_on_its_cpu() {
             ("tau3", 1, 0, 5.0, 0)
         ])
     );
-    // Off (the figure): tau1 runs tau2's server (deadline 10 ms) on CPU0,
+    // Off (the figure): tau1 runs tau2's reservation (deadline 10 ms) on CPU0,
     // ahead of tau3 (11 ms), which completes at 12 ms: a miss at 11 ms.
     let (r, rec) = run(&affinity(sc, false), &SimConfig::default());
     assert_eq!(
@@ -376,7 +376,7 @@ fn fig3_under_inherit_and_none() {
             ("tau3", 1, 0, 5.0, 0)
         ])
     );
-    assert_eq!(server(&r, "tau1"), (0, 1));
+    assert_eq!(reservation(&r, "tau1"), (0, 1));
     // none: tau1 is throttled inside M at 10 ms until 25 ms.
     let (r, _) = run(&under(sc, "none"), &SimConfig::default());
     assert_eq!(
@@ -387,13 +387,13 @@ fn fig3_under_inherit_and_none() {
             ("tau3", 1, 0, 5.0, 0)
         ])
     );
-    assert_eq!(server(&r, "tau1"), (1, 1));
+    assert_eq!(reservation(&r, "tau1"), (1, 1));
 }
 
 #[test]
 fn fig6_tau4_waits_for_the_section_under_bwi_and_preempts_it_otherwise() {
     let sc = example("mbwi-fig6.json");
-    // bwi: tau1 blocks at 2 ms and lends its server (deadline 12 ms) to
+    // bwi: tau1 blocks at 2 ms and lends its reservation (deadline 12 ms) to
     // tau3, which finishes its section in it on CPU1 (2–4 ms); tau4
     // (15 ms), released at 3 ms, waits for the unlock and for tau1.
     let (r, rec) = run(&sc, &SimConfig::default());
@@ -510,12 +510,12 @@ fn spread_owners_keep_the_invariants() {
 }
 
 #[test]
-fn a_deadline_waiter_lends_one_server_to_all_helpers_consumed_by_one_cpu_at_a_time() {
+fn a_deadline_waiter_lends_one_reservation_to_all_helpers_consumed_by_one_cpu_at_a_time() {
     // W (Q = 4 ms every 50 ms) waits on c, whose helpers H1 (CPU 0) and H2
     // (CPU 1) are SCHED_FIFO 10; M1 and M2 (SCHED_FIFO 50, one per CPU)
-    // arrive with W. W lends its one server to both helpers: one helper at
+    // arrive with W. W lends its one reservation to both helpers: one helper at
     // a time runs on it (the other is preempted by its M), 4 ms in all,
-    // then the server is throttled until 51 ms (its replenishment).
+    // then the reservation is throttled until 51 ms (its replenishment).
     let sc = parse(
         r#"{ "global": { "duration": 0.06 },
             "resources": { "m": { "type": "mutex" },
@@ -540,9 +540,9 @@ fn a_deadline_waiter_lends_one_server_to_all_helpers_consumed_by_one_cpu_at_a_ti
         .filter(|s| s.4.as_deref() == Some("W"))
         .map(|s| (s.0, s.1, s.2))
         .collect();
-    // H1, the first helper to run at 1 ms, takes the server: 1–5 ms.
+    // H1, the first helper to run at 1 ms, takes the reservation: 1–5 ms.
     assert_eq!(lent, rows(&[("H1", 1.0, 5.0)]));
-    assert_eq!(server(&r, "W"), (1, 1));
+    assert_eq!(reservation(&r, "W"), (1, 1));
     // H2 ran on nothing lent: its M preempted it at 1 ms for 30 ms.
     assert_eq!(
         rec.cpu_slices(1),
@@ -608,22 +608,22 @@ fn spins(rec: &Rec) -> Vec<(f64, String)> {
 }
 
 #[test]
-fn three_cpus_a_blocked_server_spins_before_a_later_server_runs() {
-    // M-BWI's rule: a blocked waiter's server stays in the EDF competition
+fn three_cpus_a_blocked_reservation_spins_before_a_later_reservation_runs() {
+    // M-BWI's rule: a blocked waiter's reservation stays in the EDF competition
     // at its own deadline; picked, it runs the owner if the owner runs
     // nowhere, else it spins. Three CPUs, one bwi mutex M:
     //   O  (20/100 ms) holds M from 0 for 10 ms of work;
     //   W1 (10/20, d 21) and W2 (12/30, d 31) lock M at 1 ms;
     //   X  (3/5, d 7) runs 2–5 ms; L (5/40, d 43) arrives at 3 ms.
     //
-    //   CPU0  O O|X X X|L L L L L|             O on its own server 0–2
-    //   CPU1    W1 spin|O on W1's server . . .|W1|
+    //   CPU0  O O|X X X|L L L L L|             O on its own reservation 0–2
+    //   CPU1    W1 spin|O on W1's reservation . . .|W1|
     //   CPU2    W2 spin . . . . . . . . . . . . .|W2|
     //         0 1 2 3 4 5 6 7 8 9 10 11 12
     //
     // 1 ms: O runs on CPU0, so W1 and W2 spin. 2 ms: X preempts O (the
-    // latest deadline running); O runs nowhere: W1's server (the earliest)
-    // runs it on CPU1, and W2's server — picked on CPU2 while O runs on
+    // latest deadline running); O runs nowhere: W1's reservation (the earliest)
+    // runs it on CPU1, and W2's reservation — picked on CPU2 while O runs on
     // W1's — spins on. 3 ms: L's deadline is later than every running
     // one: it waits for X's CPU (5 ms). 10 ms: M goes to W1 (FIFO), which
     // runs 10–11 on its CPU; W2 spins until 11 ms, then runs 11–12.
@@ -653,14 +653,14 @@ fn three_cpus_a_blocked_server_spins_before_a_later_server_runs() {
         rows(&[("W1", 1.0, 2.0), ("O", 2.0, 10.0), ("W1", 10.0, 11.0)])
     );
     // W2 leaves CPU2 and is picked again at 2 ms, the instant O stops
-    // running (its server is lent for that instant): a second `Spin`
+    // running (its reservation is lent for that instant): a second `Spin`
     // instant, no gap.
     assert_eq!(rec.merged(2), rows(&[("W2", 1.0, 12.0)]));
     assert_eq!(
         spins(&rec),
         vec![(1.0, s("W1")), (1.0, s("W2")), (2.0, s("W2"))]
     );
-    // O runs on W1's server from 2 ms.
+    // O runs on W1's reservation from 2 ms.
     let o: Vec<(f64, f64, Option<String>)> = rec
         .slices_of("O")
         .into_iter()
@@ -670,7 +670,11 @@ fn three_cpus_a_blocked_server_spins_before_a_later_server_runs() {
     // W1's 10 ms: 1 spun, 8 lent to O, 1 its own: throttled at 11 ms.
     // W2 spun 11 of its 12 ms; L spent its 5 ms.
     assert_eq!(
-        (server(&r, "W1"), server(&r, "W2"), server(&r, "L")),
+        (
+            reservation(&r, "W1"),
+            reservation(&r, "W2"),
+            reservation(&r, "L")
+        ),
         ((1, 0), (0, 0), (1, 0))
     );
     assert_eq!(
@@ -692,17 +696,17 @@ fn a_waiter_preempted_while_spinning_spins_again_then_runs_the_owner() {
     //   W (8/30, d 31) locks M at 1 ms;
     //   X (2/10, d 12) runs 2–4 ms; Y (2/8, d 11) runs 3–5 ms.
     //
-    //   CPU0  O O O|Y Y|W W|O on W's server|W|
+    //   CPU0  O O O|Y Y|W W|O on W's reservation|W|
     //   CPU1    W|X X|O O O|
     //         0 1 2 3 4 5 6 7 8 9 10 11 12
     //
     // 1 ms: O runs on CPU0: W spins on CPU1. 2 ms: X preempts W (the
     // latest deadline running), which waits in its run queue, spinning.
-    // 3 ms: Y preempts O; O runs nowhere, so W's server is lent, but O's
+    // 3 ms: Y preempts O; O runs nowhere, so W's reservation is lent, but O's
     // own (d 25) is earlier and no CPU is free. 4 ms: X ends; O runs on
-    // its own server on CPU1, so W's server, when picked, spins: at 5 ms,
+    // its own reservation on CPU1, so W's reservation, when picked, spins: at 5 ms,
     // when Y ends, W spins again on CPU0. 7 ms: O's own 6 ms are spent
-    // (throttled): O runs nowhere and W's server, running on CPU0, runs
+    // (throttled): O runs nowhere and W's reservation, running on CPU0, runs
     // it there (O migrates) until the unlock at 11 ms; W runs 11–12.
     // (Before this rule, W slept from 3 ms on and CPU0 idled 5–7 ms.)
     let sc = parse(
@@ -748,7 +752,10 @@ fn a_waiter_preempted_while_spinning_spins_again_then_runs_the_owner() {
     );
     // W's 8 ms: 1 + 2 spun, 4 lent, 1 its own: throttled at 12 ms. O's own
     // 6 ms ran out at 7 ms: its job ends at its replenishment (25 ms).
-    assert_eq!((server(&r, "W"), server(&r, "O")), ((1, 0), (1, 1)));
+    assert_eq!(
+        (reservation(&r, "W"), reservation(&r, "O")),
+        ((1, 0), (1, 1))
+    );
     assert_eq!(
         figures(&r),
         fig(&[
@@ -763,21 +770,21 @@ fn a_waiter_preempted_while_spinning_spins_again_then_runs_the_owner() {
 #[test]
 fn without_affinity_inheritance_the_lender_misses_while_its_cpu_idles() {
     // The other face of the M-BWI paper's Fig. 3 (there tau3, on the owner's CPU,
-    // misses): the lender's own CPU idles while its server waits for the
+    // misses): the lender's own CPU idles while its reservation waits for the
     // owner's. Two CPUs, one bwi mutex M:
     //   O (10/50 ms, CPU0) holds M from 0 for 6 ms of work;
     //   W (6/10, d 11, CPU1) locks M at 1 ms;
     //   Z (8/8, d 10, CPU0) runs 8 ms from 2 ms.
     // 1 ms: O runs on CPU0: W spins on CPU1. 2 ms: Z preempts O; O runs
-    // nowhere, so W sleeps and lends its server (d 11).
+    // nowhere, so W sleeps and lends its reservation (d 11).
     //
-    // "bwi_affinity": false — O runs W's server only on its own CPU, where
+    // "bwi_affinity": false — O runs W's reservation only on its own CPU, where
     // Z's deadline (10) is earlier: CPU1 idles 2–14 ms; O runs 10–14 on
-    // W's server, W 14–15: W misses its deadline (11 ms).
+    // W's reservation, W 14–15: W misses its deadline (11 ms).
     //   CPU0  O O|Z Z Z Z Z Z Z Z|O O O O|
     //   CPU1    W|. . . . . . . . . . . .|W|
     //
-    // true — W's server runs O on CPU1, where it was admitted (O
+    // true — W's reservation runs O on CPU1, where it was admitted (O
     // migrates): O 2–6, W 6–7, O's job ends on CPU0 after Z (10 ms).
     //   CPU0  O O|Z Z Z Z Z Z Z Z|
     //   CPU1    W|O O O O|W|
@@ -851,7 +858,7 @@ fn a_job_whose_work_ends_with_its_budget_completes_before_a_simultaneous_preempt
     assert_eq!(rec.completions("A"), vec![(2.0, 2.0, false)]);
     assert_eq!(rec.completions("B"), vec![(3.0, 1.0, false)]);
     // Exited: the replenishment finds no thread to run.
-    assert_eq!(server(&r, "A"), (1, 0));
+    assert_eq!(reservation(&r, "A"), (1, 0));
 }
 
 #[test]
@@ -890,7 +897,7 @@ fn a_bwi_waiter_handed_the_mutex_keeps_its_budget() {
     );
     assert_eq!(rec.completions("O"), vec![(2.5, 2.5, false)]);
     assert_eq!(rec.completions("W"), vec![(4.0, 3.8, false)]);
-    assert_eq!(server(&r, "W"), (0, 0));
+    assert_eq!(reservation(&r, "W"), (0, 0));
 }
 
 #[test]
@@ -922,5 +929,5 @@ fn a_constrained_server_woken_after_its_deadline_waits_for_its_next_period() {
     );
     assert_eq!(rec.completions("O"), vec![(10.0, 10.0, false)]);
     assert_eq!(rec.completions("W"), vec![(22.0, 21.0, false)]);
-    assert_eq!(server(&r, "W"), (1, 1));
+    assert_eq!(reservation(&r, "W"), (1, 1));
 }

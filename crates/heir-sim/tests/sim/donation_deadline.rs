@@ -1,5 +1,5 @@
 //! The donation model with `SCHED_DEADLINE` callers: the server's work is
-//! charged to the lent server it runs on (budget consumed, throttled when
+//! charged to the lent reservation it runs on (budget consumed, throttled when
 //! it runs out).
 
 use crate::common::*;
@@ -32,9 +32,9 @@ const ONE_CALLER: &str = r#"{
 #[test]
 fn a_passive_server_runs_on_its_deadline_callers_budget_and_is_throttled_with_it() {
     // C (2 ms every 10 ms) calls passive S for 3 ms of work. S runs on C's
-    // server: 0–2 ms at C's deadline (10 ms); C's budget is spent by S's
-    // work, C's server is throttled at 2 ms and S stops with it (no other
-    // server lent to it); replenished at 10 ms (deadline 20 ms), S
+    // reservation: 0–2 ms at C's deadline (10 ms); C's budget is spent by S's
+    // work, C's reservation is throttled at 2 ms and S stops with it (no other
+    // reservation lent to it); replenished at 10 ms (deadline 20 ms), S
     // finishes 10–11 ms and replies: C's response 11 ms.
     let (r, rec) = run(&parse(ONE_CALLER), &SimConfig::default());
     assert_eq!(
@@ -52,7 +52,7 @@ fn a_passive_server_runs_on_its_deadline_callers_budget_and_is_throttled_with_it
         ]
     );
     assert_eq!(max_ms(&r, "C"), 11.0);
-    let srv = task_report(&r, "C").server.expect("C is a deadline server");
+    let srv = task_report(&r, "C").server.expect("C has a reservation");
     assert_eq!((srv.throttled, srv.replenished), (1, 1));
     assert_eq!(task_report(&r, "S").server, None);
 }
@@ -61,12 +61,12 @@ fn a_passive_server_runs_on_its_deadline_callers_budget_and_is_throttled_with_it
 fn a_deadline_helper_pays_for_the_rest_of_the_request_and_for_its_own_call() {
     // As above, plus D (3 ms every 20 ms, released at 1 ms) that calls S
     // for 1 ms, then runs 1.5 ms itself.
-    //   0–2   S on C's server (deadline 10 ms, earlier than D's 21 ms);
+    //   0–2   S on C's reservation (deadline 10 ms, earlier than D's 21 ms);
     //         C throttled at 2 ms
     //   2     D runs, calls S: busy, D helps. S finishes C's request on
-    //         D's server (2–3 ms) and replies to C — C stays throttled
+    //         D's reservation (2–3 ms) and replies to C — C stays throttled
     //         until 10 ms (response 10 ms); S takes D's call (3–4 ms, D's
-    //         server). D's budget: 3 − 2 = 1 ms left
+    //         reservation). D's budget: 3 − 2 = 1 ms left
     //   4–5   D runs on the 1 ms left: throttled at 5 ms with 0.5 ms to
     //         go; replenished at 21 ms (deadline 41 ms), done at 21.5 ms
     //         (response 20.5 ms)
@@ -104,7 +104,7 @@ fn a_deadline_helper_pays_for_the_rest_of_the_request_and_for_its_own_call() {
     );
     assert_eq!((max_ms(&r, "C"), max_ms(&r, "D")), (10.0, 20.5));
     for t in ["C", "D"] {
-        let srv = task_report(&r, t).server.expect("deadline server");
+        let srv = task_report(&r, t).server.expect("a reservation");
         assert_eq!((srv.throttled, srv.replenished), (1, 1), "{t}");
     }
 }

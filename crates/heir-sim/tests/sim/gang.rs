@@ -467,7 +467,7 @@ fn deadline_gang(gpm: bool) -> heir_scenario::Scenario {
 fn under_deadline_members_the_gang_priority_is_the_highest_fixed_one() {
     // At 1 gang_run: D and L are active (H passive). The gang priority is
     // H's 50, not D's deadline: L runs at 50 (M, 30, released at 2, cannot
-    // preempt it); D is not boosted: it wakes at 1.5 on its own server
+    // preempt it); D is not boosted: it wakes at 1.5 on its own reservation
     // (CBS: a new deadline 1.5 + 10 = 11.5 ms), runs 1.5-2 above every
     // fixed priority and notifies. L's 3 ms end at 3.5: latency 2.5 ms.
     let (r, rec) = run(&deadline_gang(true), &SimConfig::default());
@@ -492,7 +492,7 @@ fn under_deadline_members_the_gang_priority_is_the_highest_fixed_one() {
             (2.0, 3.5, Urgency::fixed(50), Some(s("H"))),
         ]
     );
-    // The gang boosts nobody but L; D's one change is its own server's
+    // The gang boosts nobody but L; D's one change is its own reservation's
     // new deadline at its wake-up (its base, no donor).
     assert_eq!(
         rec.boosts(),

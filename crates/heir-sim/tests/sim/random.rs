@@ -345,7 +345,7 @@ pub fn gen_deadline(seed: u64) -> String {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
-    /// Deadline servers, Linux's inheritance, M-BWI lending, spinning and
+    /// Deadline reservations, Linux's inheritance, M-BWI lending, spinning and
     /// throttling together: the run ends, and (debug builds check it after
     /// every event) the simulator's and the engine's invariants hold.
     #[test]

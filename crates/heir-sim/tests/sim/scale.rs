@@ -84,7 +84,7 @@ fn periodic_scenario_simulates_one_job_per_period_deterministically() {
 /// CPUs are idle: the run is the same as on 4 CPUs — the report, every
 /// trace event, the events counted — and they cost nothing (the
 /// balancing pass looks at as many CPUs), under fixed priorities and under
-/// deadline servers with a `bwi` mutex and mixed affinities (affinity
+/// deadline reservations with a `bwi` mutex and mixed affinities (affinity
 /// inheritance).
 #[test]
 fn idle_cpus_change_nothing_and_cost_nothing() {
