@@ -181,13 +181,15 @@ mod mutex;
 mod object;
 mod packed;
 mod probe;
+pub mod protocol;
 mod state;
 mod task;
 mod urgency;
 mod walk;
 
 pub use context::{ContextId, Donor, Reservation, Stall, TimeError};
-pub use object::{CondId, MutexId, ObjId, ObjKind, Protocol, Spec};
+pub use object::{CondId, MutexId, ObjId, ObjKind, Spec};
+pub use protocol::{Family, Protocol};
 pub use urgency::Urgency;
 
 use smallvec::SmallVec;

@@ -8,7 +8,7 @@
 //! and the invariant checker read only the spec, never the kind: a new kind
 //! is a new `Spec` value, not new code paths.
 
-use crate::Urgency;
+use crate::{Protocol, Urgency};
 
 /// An object in the engine's arena, of any kind. Ids are never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,18 +55,6 @@ pub enum ObjKind {
     Other(&'static str),
 }
 
-/// How a mutex's waiters affect its owner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    /// No inheritance: waiters wait, the owner runs at its own urgency.
-    None,
-    /// Priority inheritance: the owner inherits its top waiter's urgency.
-    Inherit,
-    /// Immediate priority ceiling (seed 004): the owner runs at least at the
-    /// ceiling from the moment it locks. Waiters do not donate.
-    Ceiling(Urgency),
-}
-
 /// What an object does in the wait-for graph: its targets, its contribution
 /// to them, and whether its waiters donate. The only description of a kind
 /// the engine reads.
@@ -87,6 +75,7 @@ pub enum Protocol {
 ///     donates: true,
 ///     max_targets: Some(1),
 ///     floor: None,
+///     lends_budget: false,
 /// };
 /// let mut e = Engine::new();
 /// let opener = e.add_task(Urgency::fixed(10));
@@ -107,6 +96,11 @@ pub struct Spec {
     /// A floor under every target while set, whoever waits (a ceiling, or
     /// a running gang's priority).
     pub floor: Option<Urgency>,
+    /// Waiters lend their budget too, not only their urgency: a
+    /// [`Protocol::Bwi`] mutex (M-BWI). Only with `donates`. The engine's
+    /// walk and [`crate::Engine::donors`] treat it as any donating object;
+    /// the faces that run time charge the budget (see [`Protocol`]).
+    pub lends_budget: bool,
 }
 
 impl Spec {
@@ -116,6 +110,7 @@ impl Spec {
         donates: true,
         max_targets: None,
         floor: None,
+        lends_budget: false,
     };
 
     /// An IPC request endpoint: the caller donates to the one server that
@@ -125,6 +120,7 @@ impl Spec {
         donates: true,
         max_targets: Some(1),
         floor: None,
+        lends_budget: false,
     };
 
     /// A gang: no donation; the floor is set while the gang runs
@@ -135,21 +131,25 @@ impl Spec {
         donates: false,
         max_targets: None,
         floor: None,
+        lends_budget: false,
     };
 
-    /// A mutex with `protocol`: one target, the owner; `Inherit` donates,
-    /// `Ceiling(c)` puts the floor `c` under the owner.
+    /// A mutex with `protocol`: one target, the owner; `Inherit` and `Bwi`
+    /// donate (`Bwi` also lends its budget), `Ceiling(c)` puts the floor
+    /// `c` under the owner.
     pub const fn mutex(protocol: Protocol) -> Spec {
-        let (donates, floor) = match protocol {
-            Protocol::None => (false, None),
-            Protocol::Inherit => (true, None),
-            Protocol::Ceiling(c) => (false, Some(c)),
+        let (donates, lends_budget, floor) = match protocol {
+            Protocol::None => (false, false, None),
+            Protocol::Inherit => (true, false, None),
+            Protocol::Bwi => (true, true, None),
+            Protocol::Ceiling(c) => (false, false, Some(c)),
         };
         Spec {
             kind: ObjKind::Mutex,
             donates,
             max_targets: Some(1),
             floor,
+            lends_budget,
         }
     }
 
@@ -158,10 +158,11 @@ impl Spec {
         if self.kind != ObjKind::Mutex {
             return None;
         }
-        Some(match (self.donates, self.floor) {
-            (true, _) => Protocol::Inherit,
-            (false, Some(c)) => Protocol::Ceiling(c),
-            (false, None) => Protocol::None,
+        Some(match (self.donates, self.lends_budget, self.floor) {
+            (true, true, _) => Protocol::Bwi,
+            (true, false, _) => Protocol::Inherit,
+            (false, _, Some(c)) => Protocol::Ceiling(c),
+            (false, _, None) => Protocol::None,
         })
     }
 }

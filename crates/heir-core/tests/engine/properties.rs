@@ -53,6 +53,7 @@ const LATCH: Spec = Spec {
     donates: true,
     max_targets: Some(1),
     floor: None,
+    lends_budget: false,
 };
 
 #[derive(Clone, Debug)]
