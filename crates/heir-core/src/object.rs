@@ -10,30 +10,61 @@
 
 use crate::{Protocol, Urgency};
 
-/// An object in the engine's arena, of any kind. Ids are never reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjId(pub u32);
+/// An object in the engine's arena, of any kind: `.0` is its slot, `.1`
+/// the slot's generation. A removed object's slot is reused by a later
+/// object with the next generation, so a stale id is refused
+/// ([`crate::EngineError::StaleObject`]), never taken for the new object.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjId(pub u32, pub u32);
 
-/// A mutex: an object of kind [`ObjKind::Mutex`], by its arena index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct MutexId(pub u32);
+/// A mutex: an object of kind [`ObjKind::Mutex`], by its slot and
+/// generation (as [`ObjId`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MutexId(pub u32, pub u32);
 
-/// A condition variable: an object of kind [`ObjKind::Cond`], by its arena
-/// index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CondId(pub u32);
+/// A condition variable: an object of kind [`ObjKind::Cond`], by its slot
+/// and generation (as [`ObjId`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CondId(pub u32, pub u32);
 
 impl From<MutexId> for ObjId {
     fn from(m: MutexId) -> ObjId {
-        ObjId(m.0)
+        ObjId(m.0, m.1)
     }
 }
 
 impl From<CondId> for ObjId {
     fn from(c: CondId) -> ObjId {
-        ObjId(c.0)
+        ObjId(c.0, c.1)
     }
 }
+
+/// An id as `Name(slot)` for a slot's first generation (what every id was
+/// before slots were reused), `Name(slot, gen g)` after.
+pub(crate) fn fmt_id(
+    f: &mut core::fmt::Formatter<'_>,
+    name: &str,
+    slot: u32,
+    gen: u32,
+) -> core::fmt::Result {
+    if gen == 0 {
+        write!(f, "{name}({slot})")
+    } else {
+        write!(f, "{name}({slot}, gen {gen})")
+    }
+}
+
+macro_rules! id_debug {
+    ($($t:ident),*) => {$(
+        /// `Name(3)` for generation 0, `Name(3, gen 2)` after.
+        impl core::fmt::Debug for $t {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                fmt_id(f, stringify!($t), self.0, self.1)
+            }
+        }
+    )*};
+}
+id_debug!(ObjId, MutexId, CondId);
 
 /// What an object is, for the people reading errors, cycles and traces.
 /// The engine's behaviour comes from the rest of the [`Spec`], not from

@@ -389,8 +389,6 @@ pub(crate) struct State {
     pub engine: Engine,
     threads: HashMap<TaskId, ThreadRec>,
     by_tid: HashMap<i32, TaskId>,
-    free_mutexes: Vec<(Protocol, MutexId)>,
-    free_conds: Vec<CondId>,
     /// The engine mutexes that are [`crate::PiMutex`]es (PI futexes).
     pi_futex: std::collections::HashSet<MutexId>,
     /// The robustness state of each live [`crate::RawEngineMutex`] (its
@@ -610,8 +608,6 @@ fn lock_state(heir: bool) -> StateGuard {
             engine: Engine::new(),
             threads: HashMap::new(),
             by_tid: HashMap::new(),
-            free_mutexes: Vec::new(),
-            free_conds: Vec::new(),
             pi_futex: std::collections::HashSet::new(),
             engine_robust: HashMap::new(),
             stats: ApplyStats::default(),
@@ -724,7 +720,7 @@ impl State {
             .any(|&t| match self.engine.blocked_on(t) {
                 Ok(Some(o)) => {
                     !(matches!(self.engine.spec(o).map(|s| s.kind), Ok(ObjKind::Mutex))
-                        && self.pi_futex.contains(&MutexId(o.0)))
+                        && self.pi_futex.contains(&MutexId(o.0, o.1)))
                 }
                 _ => false,
             })
@@ -863,8 +859,8 @@ impl State {
             }
             let next = match self.engine.blocked_on(cur) {
                 Ok(Some(o)) => match self.engine.spec(o).map(|s| (s.kind, s.protocol())) {
-                    Ok((ObjKind::Mutex, Some(Protocol::Inherit))) => {
-                        self.engine.owner(MutexId(o.0)).ok().flatten()
+                    Ok((ObjKind::Mutex, Some(Protocol::Inherit | Protocol::Bwi))) => {
+                        self.engine.owner(MutexId(o.0, o.1)).ok().flatten()
                     }
                     Ok((ObjKind::Cond, _)) => self.threads.get(&cur).and_then(|r| r.kernel_helper),
                     _ => None,
@@ -1113,15 +1109,10 @@ impl State {
         }
     }
 
-    /// A new engine mutex with `protocol` (recycled when possible: the engine
-    /// has no way to delete one).
+    /// A new engine mutex with `protocol` (in the slot of the last object
+    /// removed, if any: the engine reuses slots, with a new generation).
     pub(crate) fn new_mutex(&mut self, protocol: Protocol) -> MutexId {
-        let m = match self.free_mutexes.iter().position(|(p, _)| *p == protocol) {
-            Some(i) => self.free_mutexes.swap_remove(i).1,
-            None => self.engine.add_mutex(protocol),
-        };
-        self.pi_futex.remove(&m);
-        m
+        self.engine.add_mutex(protocol)
     }
 
     /// A new engine mutex for a [`crate::PiMutex`] (a PI futex).
@@ -1131,22 +1122,35 @@ impl State {
         m
     }
 
-    /// Returns a mutex to the pool if nobody owns or waits on it.
-    pub(crate) fn free_mutex(&mut self, m: MutexId, protocol: Protocol) {
-        if self.engine.owner(m).ok().flatten().is_some() {
-            return;
+    /// Removes a mutex from the engine if nobody owns or waits on it (else
+    /// it stays, owned or waited on, as the kernel's word does).
+    pub(crate) fn free_mutex(&mut self, m: MutexId) {
+        if self.remove_object(m.into()) {
+            self.pi_futex.remove(&m);
         }
-        if self.waited(m.into()) {
-            return;
-        }
-        self.free_mutexes.push((protocol, m));
     }
 
-    /// A new engine condition variable (recycled when possible).
+    /// Removes object `o` from the engine unless it is busy (waited on,
+    /// owned): its slot is reused by a later object, and its id is refused
+    /// from then on.
+    /// True if it was removed.
+    pub(crate) fn remove_object(&mut self, o: ObjId) -> bool {
+        match self.engine.remove_object(o) {
+            Ok(ch) => {
+                self.apply(&ch);
+                true
+            }
+            Err(EngineError::ObjectBusy { .. }) => false,
+            Err(e) => {
+                self.stats.engine_failed(e);
+                false
+            }
+        }
+    }
+
+    /// A new engine condition variable.
     pub(crate) fn new_cond(&mut self) -> CondId {
-        self.free_conds
-            .pop()
-            .unwrap_or_else(|| self.engine.add_cond())
+        self.engine.add_cond()
     }
 
     /// Drops every helper of `c` and returns it to the pool if nobody waits.
@@ -1162,9 +1166,7 @@ impl State {
                 Err(e) => self.stats.engine_failed(e),
             }
         }
-        if !self.waited(c.into()) {
-            self.free_conds.push(c);
-        }
+        self.remove_object(c.into());
     }
 
     /// Checks the engine's invariants and that the kernel holds, for every
