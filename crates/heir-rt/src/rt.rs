@@ -391,6 +391,10 @@ pub(crate) struct State {
     by_tid: HashMap<i32, TaskId>,
     /// The engine mutexes that are [`crate::PiMutex`]es (PI futexes).
     pi_futex: std::collections::HashSet<MutexId>,
+    /// The engine objects of donating calls' waits ([`crate::donate`]): one
+    /// per request ticket somebody sleeps on (keyed by the ticket's
+    /// address), its one target the server the ticket names.
+    donate_objs: HashMap<usize, ObjId>,
     /// The robustness state of each live [`crate::RawEngineMutex`] (its
     /// `CONSISTENT` / `INCONSISTENT` / `NOT_RECOVERABLE` word): marked
     /// inconsistent by [`State::purge`] when its owner goes.
@@ -609,6 +613,7 @@ fn lock_state(heir: bool) -> StateGuard {
             threads: HashMap::new(),
             by_tid: HashMap::new(),
             pi_futex: std::collections::HashSet::new(),
+            donate_objs: HashMap::new(),
             engine_robust: HashMap::new(),
             stats: ApplyStats::default(),
             gangs: crate::gang::Gangs::default(),
@@ -862,7 +867,9 @@ impl State {
                     Ok((ObjKind::Mutex, Some(Protocol::Inherit | Protocol::Bwi))) => {
                         self.engine.owner(MutexId(o.0, o.1)).ok().flatten()
                     }
-                    Ok((ObjKind::Cond, _)) => self.threads.get(&cur).and_then(|r| r.kernel_helper),
+                    Ok((ObjKind::Cond | ObjKind::Endpoint, _)) => {
+                        self.threads.get(&cur).and_then(|r| r.kernel_helper)
+                    }
                     _ => None,
                 },
                 _ => None,
@@ -1242,6 +1249,85 @@ impl State {
     /// Number of registered threads.
     pub(crate) fn registered(&self) -> usize {
         self.threads.len()
+    }
+
+    /// A donating call's wait, in the engine ([`crate::donate`]): the
+    /// calling thread blocks on the engine object of the request ticket
+    /// `key`, whose target is the server `server_tid` the ticket names.
+    /// The kernel lends the urgency (the caller sleeps in `FUTEX_LOCK_PI`
+    /// on the ticket): the wait is marked as carried by the kernel, so
+    /// heir-rt makes no `sched_setattr` for it. A block that would close a
+    /// cycle (servers calling each other) is refused before the caller
+    /// sleeps: `Err(Deadlock)` with the cycle, nothing changed.
+    pub(crate) fn donate_block(&mut self, key: usize, server_tid: i32) -> Result<(), Error> {
+        let me = self.current()?;
+        let server = self.task_of_tid(server_tid)?;
+        let (o, new) = match self.donate_objs.get(&key) {
+            Some(&o) => (o, false),
+            None => (self.engine.add_object(heir_core::Spec::ENDPOINT), true),
+        };
+        let mut r = Ok(());
+        if new {
+            r = self.engine.add_target(o, server).map(|ch| self.apply(&ch));
+        }
+        let r = r.and_then(|()| {
+            // Marked before the changes are applied: `wanted` leaves out
+            // what the kernel carries.
+            let blocked = self.engine.block(me, o);
+            if blocked.is_ok() {
+                if let Some(rec) = self.threads.get_mut(&me) {
+                    rec.kernel_helper = Some(server);
+                }
+                if let Some(hr) = self.threads.get_mut(&server) {
+                    hr.carried += 1;
+                }
+            }
+            blocked.map(|ch| self.apply(&ch))
+        });
+        match r {
+            Ok(()) => {
+                self.donate_objs.insert(key, o);
+                Ok(())
+            }
+            Err(e) => {
+                if new {
+                    self.remove_object(o);
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Ends the calling thread's donating wait on ticket `key`
+    /// ([`State::donate_block`]): it leaves the engine object, which is
+    /// removed once nobody waits on it.
+    pub(crate) fn donate_unblock(&mut self, key: usize) {
+        let Ok(me) = self.current() else {
+            return;
+        };
+        let _ = self.disarm(me);
+        if matches!(self.engine.blocked_on(me), Ok(Some(_))) {
+            match self.engine.cancel_wait(me) {
+                Ok(ch) => self.apply(&ch),
+                Err(e) => self.stats.engine_failed(e),
+            }
+        }
+        if let Some(&o) = self.donate_objs.get(&key) {
+            if !self.waited(o) && self.remove_object(o) {
+                self.donate_objs.remove(&key);
+            }
+        }
+    }
+
+    /// The threads of a cycle the engine named, as tids (tasks only).
+    pub(crate) fn cycle_tids(&self, cycle: &[heir_core::Node]) -> Vec<i32> {
+        cycle
+            .iter()
+            .filter_map(|n| match n {
+                heir_core::Node::Task(t) => self.tid_of(*t),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Arms a kernel-boosted wait of `w` (just blocked on `c` in the
