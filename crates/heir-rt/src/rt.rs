@@ -186,6 +186,9 @@ struct ThreadRec {
     /// While the thread sleeps in a kernel-boosted condition-variable wait:
     /// the helper its word names (the kernel boosts that helper).
     kernel_helper: Option<TaskId>,
+    /// While the thread sleeps in a donating call ([`crate::donate`]): the
+    /// server its request ticket names (the kernel boosts that server).
+    donation_server: Option<TaskId>,
     /// How many threads' kernel waits name this thread: while not zero,
     /// part of its engine urgency is the kernel's to apply
     /// ([`State::wanted`]).
@@ -764,6 +767,7 @@ impl State {
                 base_urgency,
                 applied: base_urgency,
                 kernel_helper: None,
+                donation_server: None,
                 carried: 0,
                 hooked: false,
             },
@@ -831,7 +835,10 @@ impl State {
             let Some(top) = self.engine.waiters(o).ok().and_then(|mut w| w.next()) else {
                 continue;
             };
-            let carried = self.threads.get(&top).and_then(|r| r.kernel_helper) == Some(t);
+            let carried = self
+                .threads
+                .get(&top)
+                .is_some_and(|r| r.kernel_helper == Some(t) || r.donation_server == Some(t));
             if !carried {
                 if let Ok(e) = self.engine.effective(top) {
                     u = u.max(e.urgency);
@@ -867,8 +874,9 @@ impl State {
                     Ok((ObjKind::Mutex, Some(Protocol::Inherit | Protocol::Bwi))) => {
                         self.engine.owner(MutexId(o.0, o.1)).ok().flatten()
                     }
-                    Ok((ObjKind::Cond | ObjKind::Endpoint, _)) => {
-                        self.threads.get(&cur).and_then(|r| r.kernel_helper)
+                    Ok((ObjKind::Cond, _)) => self.threads.get(&cur).and_then(|r| r.kernel_helper),
+                    Ok((ObjKind::Endpoint, _)) => {
+                        self.threads.get(&cur).and_then(|r| r.donation_server)
                     }
                     _ => None,
                 },
@@ -1276,7 +1284,7 @@ impl State {
             let blocked = self.engine.block(me, o);
             if blocked.is_ok() {
                 if let Some(rec) = self.threads.get_mut(&me) {
-                    rec.kernel_helper = Some(server);
+                    rec.donation_server = Some(server);
                 }
                 if let Some(hr) = self.threads.get_mut(&server) {
                     hr.carried += 1;
@@ -1305,7 +1313,13 @@ impl State {
         let Ok(me) = self.current() else {
             return;
         };
-        let _ = self.disarm(me);
+        let server = self
+            .threads
+            .get_mut(&me)
+            .and_then(|r| r.donation_server.take());
+        if let Some(hr) = server.and_then(|s| self.threads.get_mut(&s)) {
+            hr.carried = hr.carried.saturating_sub(1);
+        }
         if matches!(self.engine.blocked_on(me), Ok(Some(_))) {
             match self.engine.cancel_wait(me) {
                 Ok(ch) => self.apply(&ch),
