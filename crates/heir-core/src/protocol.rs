@@ -29,7 +29,10 @@ use crate::Urgency;
 /// budget is charged by the face that runs time: the simulator's M-BWI
 /// servers (`heir-sim`'s `dl.rs`), heir-rt's `bwi` accounting (`bwi.rs`),
 /// and the analysis' M-BWI interference (`heir-analysis`'s `dl.rs`). With
-/// fixed priorities only, `bwi` behaves as `inherit` on every face.
+/// fixed priorities only, `bwi` behaves as `inherit` on every face. On
+/// real threads (`heir run`) a `bwi` mutex is a PI futex like an `inherit`
+/// one (the kernel lends the urgency) and its engine mutex is still made
+/// as `inherit` there (heir-rt's runner builds it; not changed yet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Protocol<C = Urgency> {
     /// No inheritance (`PTHREAD_PRIO_NONE`): waiters wait, the owner runs
