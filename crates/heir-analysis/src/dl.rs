@@ -51,7 +51,7 @@
 
 use crate::edf::sum_le_one;
 use crate::fp::{TaskResult, Unbounded};
-use crate::model::{Class, LockProtocol, Nanos, Task, TaskSet};
+use crate::model::{Class, MutexProtocol, Nanos, Task, TaskSet};
 
 /// The admission of one group of reservations.
 #[derive(Clone, Debug, PartialEq)]
@@ -180,8 +180,8 @@ fn interference(
     shared: &[bool],
 ) -> Interf {
     let cl = closure(set, i, members);
-    let not_bwi =
-        (0..cl.len()).find(|&r| cl[r] && shared[r] && set.mutexes[r].protocol != LockProtocol::Bwi);
+    let not_bwi = (0..cl.len())
+        .find(|&r| cl[r] && shared[r] && set.mutexes[r].protocol != MutexProtocol::Bwi);
     let (_, di, _) = params(&set.tasks[i]);
     let waits = set.tasks[i]
         .sections
@@ -456,7 +456,7 @@ fn throttle_risk(
         }
         t.sections
             .iter()
-            .find(|s| shared[s.mutex] && set.mutexes[s.mutex].protocol == LockProtocol::Inherit)
+            .find(|s| shared[s.mutex] && set.mutexes[s.mutex].protocol == MutexProtocol::Inherit)
             .map(|s| (x, s.mutex))
     })
 }

@@ -25,13 +25,13 @@
 use std::collections::HashMap;
 
 use heir_scenario::{
-    Event, EventKind, MutexProtocol, Phase, Policy, ResIdx, ResourceKind, Scenario, Task as ScTask,
+    Event, EventKind, Phase, Policy, ResIdx, ResourceKind, Scenario, Task as ScTask,
 };
 
 use crate::error::{AnalysisError, ErrorKind, Location};
 use crate::model::{
-    fmt_us, lock_cycle_message, shared_across_message, Call, Class, LockProtocol, Mutex, Nanos,
-    Place, Section, Server, Task, TaskSet,
+    fmt_us, lock_cycle_message, shared_across_message, Call, Class, Mutex, Nanos, Place, Section,
+    Server, Task, TaskSet,
 };
 
 /// Events a job may have after unrolling `loop`s; beyond, the file is refused.
@@ -282,12 +282,7 @@ impl Mutexes {
                 mutexes.index.insert(ri, mutexes.list.len());
                 mutexes.list.push(Mutex {
                     name: r.name.clone(),
-                    protocol: match protocol {
-                        MutexProtocol::None => LockProtocol::None,
-                        MutexProtocol::Inherit => LockProtocol::Inherit,
-                        MutexProtocol::Bwi => LockProtocol::Bwi,
-                        MutexProtocol::Ceiling { ceiling } => LockProtocol::Ceiling(ceiling),
-                    },
+                    protocol,
                 });
             }
         }

@@ -41,7 +41,7 @@ mod sweep;
 
 use crate::edf;
 use crate::matching::Matcher;
-use crate::model::{Class, LockProtocol, Nanos, Task, TaskSet};
+use crate::model::{Class, MutexProtocol, Nanos, Task, TaskSet};
 
 /// A wait of a task on work done on its behalf by someone else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -573,10 +573,10 @@ impl Analyzer {
                     continue;
                 }
                 let floor = match set.mutexes[r].protocol {
-                    LockProtocol::Inherit | LockProtocol::Bwi => continue,
-                    LockProtocol::Ceiling(c) if c >= pt => continue,
-                    LockProtocol::Ceiling(c) => c,
-                    LockProtocol::None => i32::MIN,
+                    MutexProtocol::Inherit | MutexProtocol::Bwi => continue,
+                    MutexProtocol::Ceiling(c) if c >= pt => continue,
+                    MutexProtocol::Ceiling(c) => c,
+                    MutexProtocol::None => i32::MIN,
                 };
                 for (l, other) in set.tasks.iter().enumerate() {
                     if l == t || other.cpu != task.cpu || !self.uses[l * m + r] {
@@ -815,12 +815,12 @@ impl Analyzer {
         reset(&mut self.rel_any, m, false);
         for r in 0..m {
             let kind = match set.mutexes[r].protocol {
-                LockProtocol::Inherit | LockProtocol::Bwi => {
+                MutexProtocol::Inherit | MutexProtocol::Bwi => {
                     (self.ceiling[r] >= pi).then_some(false)
                 }
-                LockProtocol::None => self.uses[i * m + r].then_some(false),
-                LockProtocol::Ceiling(c) if c >= pi => Some(true),
-                LockProtocol::Ceiling(_) => self.uses[i * m + r].then_some(false),
+                MutexProtocol::None => self.uses[i * m + r].then_some(false),
+                MutexProtocol::Ceiling(c) if c >= pi => Some(true),
+                MutexProtocol::Ceiling(_) => self.uses[i * m + r].then_some(false),
             };
             match kind {
                 Some(true) => self.rel_icpp.push(r),

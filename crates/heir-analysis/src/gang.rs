@@ -1464,7 +1464,7 @@ impl<'a> Analysis<'a> {
                             ))
                         }
                         ResourceKind::Mutex {
-                            protocol: MutexProtocol::Ceiling { ceiling },
+                            protocol: MutexProtocol::Ceiling(ceiling),
                         } if ceiling < lambda => {
                             return Err(format!(
                                 "{} holds ceiling mutex {} (ceiling {ceiling}) below the level {lambda}: a medium task can delay it without bound",

@@ -25,7 +25,7 @@ use heir_scenario::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Call, Class, LockProtocol, Mutex, Section, Server, Task, TaskSet};
+use crate::model::{Call, Class, Mutex, Section, Server, Task, TaskSet};
 use crate::rng::Rng;
 
 /// UUniFast: `n` utilisations, uniformly distributed on the simplex of sum
@@ -209,7 +209,7 @@ pub fn generate(params: &GenParams, utilisation: f64, rng: &mut Rng) -> TaskSet 
     let mutexes = (0..params.resources)
         .map(|r| Mutex {
             name: format!("M{r}"),
-            protocol: LockProtocol::Inherit,
+            protocol: MutexProtocol::Inherit,
         })
         .collect();
     TaskSet {
@@ -453,7 +453,7 @@ fn generate_deadline_d(
     let mutexes = (0..resources)
         .map(|r| Mutex {
             name: format!("M{r}"),
-            protocol: LockProtocol::Bwi,
+            protocol: MutexProtocol::Bwi,
         })
         .collect();
     TaskSet {
@@ -486,7 +486,7 @@ pub struct DlGen {
     /// Mutexes per group.
     pub resources: usize,
     /// The protocol of every mutex.
-    pub protocol: LockProtocol,
+    pub protocol: MutexProtocol,
     pub placement: DlPlacement,
     /// Probability that a task's relative deadline is drawn in `[Q, P)`
     /// (a constrained deadline) instead of `P`.
@@ -631,12 +631,7 @@ fn resources(set: &TaskSet, opts: &ScenarioOptions) -> Vec<Resource> {
             name: m.name.clone(),
             path: format!("resources.{}", m.name),
             kind: ResourceKind::Mutex {
-                protocol: match m.protocol {
-                    LockProtocol::None => MutexProtocol::None,
-                    LockProtocol::Inherit => MutexProtocol::Inherit,
-                    LockProtocol::Bwi => MutexProtocol::Bwi,
-                    LockProtocol::Ceiling(c) => MutexProtocol::Ceiling { ceiling: c },
-                },
+                protocol: m.protocol,
             },
         });
     }

@@ -65,7 +65,7 @@ pub mod sweep;
 
 pub use error::{AnalysisError, CancelFlag, ErrorKind, Location};
 pub use fp::{Analyzer, TaskResult, Unbounded};
-pub use model::{Protocol, TaskSet};
+pub use model::{Family, TaskSet};
 pub use report::{AnalysisReport, TaskBound};
 
 use heir_scenario::Scenario;
@@ -86,7 +86,7 @@ pub const GANG_TASKS_NOTE: &str = "per-task bounds are not computed for a scenar
 pub struct Options {
     /// `None`: as the file says (each mutex's protocol, `global.pi_cv`).
     /// `Some(p)`: every mutex and server under protocol family `p`.
-    pub protocol: Option<Protocol>,
+    pub protocol: Option<Family>,
 }
 
 /// The analytic worst case of a scenario: extracts the task model (see

@@ -17,76 +17,10 @@ use crate::error::{AnalysisError, ErrorKind};
 /// Time in nanoseconds.
 pub type Nanos = u64;
 
-/// A mutex protocol, as the analysis sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LockProtocol {
-    /// No inheritance: the owner runs at its own priority.
-    None,
-    /// Priority inheritance (rt_mutex PI).
-    Inherit,
-    /// Immediate priority ceiling at the given real-time priority.
-    Ceiling(i32),
-    /// Multiprocessor bandwidth inheritance (M-BWI, the M-BWI paper's §3.6): the
-    /// owner inherits the waiter's deadline *and* runs on its budget. For
-    /// fixed-priority tasks it is priority inheritance.
-    Bwi,
-}
-
-impl LockProtocol {
-    /// Whether waiters lend their urgency to the owner (inherit, bwi).
-    pub fn inherits(self) -> bool {
-        matches!(self, LockProtocol::Inherit | LockProtocol::Bwi)
-    }
-}
-
-/// The protocol families heir compares (`heir sweep`, `heir analyze
-/// --protocol`). Each fixes the mutex protocol and how an RPC server runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Protocol {
-    /// Plain mutexes; servers run at their own priority.
-    None,
-    /// Priority-inheritance mutexes; servers run at their own priority (no
-    /// PI-CV: a waiting client lends nothing to the server).
-    Inherit,
-    /// Immediate-ceiling mutexes (ceiling = highest priority of their users);
-    /// each server runs at the highest priority of its callers (the
-    /// "alternative approach" of the PI-CV paper's §6.2).
-    Ceiling,
-    /// Priority-inheritance mutexes and PI-CV: a waiting client lends its
-    /// priority to the server (the PI-CV paper).
-    PiCv,
-}
-
-impl Protocol {
-    /// All four, in the order heir reports them.
-    pub const ALL: [Protocol; 4] = [
-        Protocol::None,
-        Protocol::Inherit,
-        Protocol::Ceiling,
-        Protocol::PiCv,
-    ];
-
-    /// The name used in files and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::None => "none",
-            Protocol::Inherit => "inherit",
-            Protocol::Ceiling => "ceiling",
-            Protocol::PiCv => "pi-cv",
-        }
-    }
-
-    /// Parses [`Protocol::name`] (also `picv` and `pi_cv`).
-    pub fn parse(s: &str) -> Option<Protocol> {
-        match s {
-            "none" => Some(Protocol::None),
-            "inherit" => Some(Protocol::Inherit),
-            "ceiling" => Some(Protocol::Ceiling),
-            "pi-cv" | "picv" | "pi_cv" => Some(Protocol::PiCv),
-            _ => None,
-        }
-    }
-}
+pub use heir_core::Family;
+/// A mutex protocol: the one vocabulary ([`heir_core::Protocol`]), a
+/// ceiling given as a real-time priority, as in the scenario.
+pub use heir_scenario::MutexProtocol;
 
 /// A task's scheduling class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,7 +137,7 @@ pub struct Server {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mutex {
     pub name: String,
-    pub protocol: LockProtocol,
+    pub protocol: MutexProtocol,
 }
 
 /// A whole task set.
@@ -218,30 +152,30 @@ pub struct TaskSet {
 }
 
 impl TaskSet {
-    /// The same set under one of the protocol families (see [`Protocol`]):
+    /// The same set under one of the protocol families (see [`Family`]):
     /// mutex protocols, server priorities and PI-CV are replaced.
-    pub fn with_protocol(&self, protocol: Protocol) -> TaskSet {
+    pub fn with_protocol(&self, protocol: Family) -> TaskSet {
         let mut out = self.clone();
         match protocol {
-            Protocol::None => {
+            Family::None => {
                 out.mutexes
                     .iter_mut()
-                    .for_each(|m| m.protocol = LockProtocol::None);
+                    .for_each(|m| m.protocol = MutexProtocol::None);
                 out.pi_cv = false;
             }
-            Protocol::Inherit => {
+            Family::Inherit => {
                 out.mutexes
                     .iter_mut()
-                    .for_each(|m| m.protocol = LockProtocol::Inherit);
+                    .for_each(|m| m.protocol = MutexProtocol::Inherit);
                 out.pi_cv = false;
             }
-            Protocol::PiCv => {
+            Family::PiCv => {
                 out.mutexes
                     .iter_mut()
-                    .for_each(|m| m.protocol = LockProtocol::Inherit);
+                    .for_each(|m| m.protocol = MutexProtocol::Inherit);
                 out.pi_cv = true;
             }
-            Protocol::Ceiling => {
+            Family::Ceiling => {
                 let mut mutex_ceiling: Vec<Option<i32>> = vec![None; self.mutexes.len()];
                 let mut server_ceiling: Vec<Option<i32>> = vec![None; self.servers.len()];
                 for t in &self.tasks {
@@ -260,7 +194,7 @@ impl TaskSet {
                 }
                 for (m, c) in out.mutexes.iter_mut().zip(&mutex_ceiling) {
                     // A mutex no fixed-priority task uses keeps a ceiling of 1.
-                    m.protocol = LockProtocol::Ceiling(c.unwrap_or(1));
+                    m.protocol = MutexProtocol::Ceiling(c.unwrap_or(1));
                 }
                 for (s, c) in out.servers.iter_mut().zip(&server_ceiling) {
                     if let Some(c) = c {
@@ -592,12 +526,10 @@ pub(crate) fn lock_cycle_message(cycle: &[String]) -> String {
     )
 }
 
-pub(crate) fn protocol_name(p: LockProtocol) -> &'static str {
+pub(crate) fn protocol_name(p: MutexProtocol) -> &'static str {
     match p {
-        LockProtocol::None => "no protocol",
-        LockProtocol::Inherit => "inherit",
-        LockProtocol::Ceiling(_) => "ceiling",
-        LockProtocol::Bwi => "bwi",
+        MutexProtocol::None => "no protocol",
+        p => p.name(),
     }
 }
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::fp::Analyzer;
 use crate::gen::{generate, CsProfile, GenParams, UtilGenerator, TOP_PRIORITY};
-use crate::model::Protocol;
+use crate::model::Family;
 use crate::rng::{derive_seed, Rng};
 use crate::svg::{line_chart, Chart, Series};
 
@@ -25,7 +25,7 @@ pub struct SweepConfig {
     /// Utilisation points, in order.
     pub points: Vec<f64>,
     pub params: GenParams,
-    pub protocols: Vec<Protocol>,
+    pub protocols: Vec<Family>,
     /// `output.csv` and `output.svg` as written (relative to the current
     /// directory); `None` when the configuration has no `output` (`heir
     /// sweep` then needs `--csv` and `--svg`; the Python package returns
@@ -79,7 +79,7 @@ fn default_generator() -> UtilGenerator {
 }
 
 fn default_protocols() -> Vec<String> {
-    Protocol::ALL.iter().map(|p| p.name().to_string()).collect()
+    Family::ALL.iter().map(|p| p.name().to_string()).collect()
 }
 
 #[derive(Deserialize)]
@@ -224,13 +224,13 @@ impl RawRpc {
 }
 
 /// The protocols by name: known, each once, at least one.
-fn protocols(names: &[String]) -> Result<Vec<Protocol>, ConfigError> {
+fn protocols(names: &[String]) -> Result<Vec<Family>, ConfigError> {
     let mut protocols = Vec::new();
     for (k, name) in names.iter().enumerate() {
-        let Some(p) = Protocol::parse(name) else {
+        let Some(p) = Family::parse(name) else {
             return Err(at(
                 &format!("protocols[{k}]"),
-                format!("unknown protocol \"{name}\" (expected none, inherit, ceiling or pi-cv)"),
+                format!("unknown protocol \"{name}\" (expected {})", Family::CHOICES),
             ));
         };
         if protocols.contains(&p) {
@@ -354,7 +354,7 @@ pub struct SweepPoint {
 /// The whole sweep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepResult {
-    pub protocols: Vec<Protocol>,
+    pub protocols: Vec<Family>,
     pub tasks: usize,
     pub points: Vec<SweepPoint>,
 }

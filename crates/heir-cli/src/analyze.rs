@@ -24,7 +24,7 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use heir_analysis::{analyze_scenario_on, AnalysisReport, Options, Protocol};
+use heir_analysis::{analyze_scenario_on, AnalysisReport, Family, Options};
 use heir_runner::run::{run_scenario, RunConfig};
 use heir_scenario::limits::MAX_CPUS;
 use heir_sim::{simulate, NullObserver, Report, SimConfig};
@@ -78,7 +78,7 @@ pub struct Args {
 #[derive(Clone, Debug)]
 pub enum ProtocolArg {
     /// A protocol family for the whole analysis.
-    Family(Protocol),
+    Family(Family),
     /// A mutex protocol applied to the file.
     Mutex(heir_scenario::protocols::Override),
 }
@@ -87,8 +87,11 @@ fn parse_protocol_arg(s: &str) -> Result<ProtocolArg, String> {
     if s.contains('=') {
         return parse_override(s).map(ProtocolArg::Mutex);
     }
-    Protocol::parse(s).map(ProtocolArg::Family).ok_or_else(|| {
-        format!("expected none, inherit, ceiling, pi-cv, or NAME=P / all=P, found {s:?}")
+    Family::parse(s).map(ProtocolArg::Family).ok_or_else(|| {
+        format!(
+            "expected {}, or NAME=P / all=P, found {s:?}",
+            Family::SPELLINGS
+        )
     })
 }
 
@@ -127,14 +130,15 @@ fn thread_limit(args: &Args) -> heir_scenario::limits::ThreadLimit {
 
 /// Runs `heir analyze`.
 pub fn main(args: Args) -> CliResult {
-    let mut family: Option<Protocol> = None;
+    let mut family: Option<Family> = None;
     let mut overrides = Vec::new();
     for p in &args.protocols {
         match p {
             ProtocolArg::Family(f) => {
                 if family.replace(*f).is_some_and(|g| g != *f) {
                     return Err(CliError::bad_input(anyhow!(
-                        "--protocol: give at most one protocol family (none, inherit, ceiling or pi-cv)"
+                        "--protocol: give at most one protocol family ({})",
+                        Family::CHOICES
                     )));
                 }
             }
@@ -152,10 +156,10 @@ pub fn main(args: Args) -> CliResult {
     for (name, why) in &report.skipped {
         eprintln!("heir: note: {file}: thread {name} skipped ({why})");
     }
-    if args.compare && family.is_some_and(|p| p != Protocol::PiCv) {
+    if args.compare && family.is_some_and(|p| p != Family::PiCv) {
         return Err(CliError::bad_input(anyhow!(
             "--compare simulates the file as written (with PI-CV); --protocol {} would compare two different systems",
-            family.map(Protocol::name).unwrap_or("")
+            family.map(Family::name).unwrap_or("")
         )));
     }
 
@@ -163,7 +167,7 @@ pub fn main(args: Args) -> CliResult {
     let mut real: Option<Report> = None;
     if args.compare {
         // What the analysis assumed: the file's PI-CV, or on for --protocol pi-cv.
-        let pi_cv = family.map_or(scenario.global.pi_cv, |p| p == Protocol::PiCv);
+        let pi_cv = family.map_or(scenario.global.pi_cv, |p| p == Family::PiCv);
         let config = SimConfig {
             seed: None,
             duration_us: args.duration,

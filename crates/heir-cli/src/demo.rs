@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
-use heir_analysis::Protocol;
+use heir_analysis::Family;
 use heir_scenario::Scenario;
 use heir_sim::{Report, SimConfig};
 use serde_json::{json, Value};
@@ -126,11 +126,7 @@ struct Bound {
 /// The bound `heir-analysis` gives each client: with PI-CV (the PI-CV paper's
 /// Eq. 1-5) or, without, priority inheritance on mutexes only.
 fn analytic_bound(scenario: &Scenario, pi_cv: bool) -> Bound {
-    let protocol = if pi_cv {
-        Protocol::PiCv
-    } else {
-        Protocol::Inherit
-    };
+    let protocol = if pi_cv { Family::PiCv } else { Family::Inherit };
     let options = heir_analysis::Options {
         protocol: Some(protocol),
     };

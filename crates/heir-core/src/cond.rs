@@ -7,7 +7,8 @@ use crate::{Changes, CondId, Engine, EngineError, MutexId, ObjId, Outcome, Spec,
 impl Engine {
     /// Adds a condition variable without helpers.
     pub fn add_cond(&mut self) -> CondId {
-        CondId(self.add_object(Spec::COND).0)
+        let o = self.add_object(Spec::COND);
+        CondId(o.0, o.1)
     }
 
     /// The helpers of `c`, in the order they were added.

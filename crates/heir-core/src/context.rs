@@ -19,9 +19,18 @@
 
 use crate::{Engine, EngineError, ObjId, Source, TaskId, Urgency, MAX_CHAIN_DEPTH};
 
-/// A scheduling context in the engine's arena.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ContextId(pub u32);
+/// A scheduling context in the engine's arena: `.0` its slot (its owner's
+/// task slot), `.1` the generation (its owner's). Removed with its owner:
+/// a stale id is refused ([`EngineError::UnknownContext`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ContextId(pub u32, pub u32);
+
+/// `ContextId(3)` for generation 0, `ContextId(3, gen 2)` after.
+impl core::fmt::Debug for ContextId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        crate::object::fmt_id(f, "ContextId", self.0, self.1)
+    }
+}
 
 /// A reservation: the CBS budget of a `SCHED_DEADLINE` task, runtime Q every
 /// period P, relative deadline D (what the CBS literature calls a
@@ -81,20 +90,22 @@ impl Engine {
         Ok(self.live(t)?.context)
     }
 
+    /// The context `c` names, if its owner is live and of its generation.
+    fn ctx(&self, c: ContextId) -> Result<&crate::state::ContextState, EngineError> {
+        match self.contexts.get(c.0 as usize) {
+            Some(cs) if cs.owner.1 == c.1 && self.live(cs.owner).is_ok() => Ok(cs),
+            _ => Err(EngineError::UnknownContext(c)),
+        }
+    }
+
     /// The task that owns context `c`.
     pub fn context_owner(&self, c: ContextId) -> Result<TaskId, EngineError> {
-        self.contexts
-            .get(c.0 as usize)
-            .map(|cs| cs.owner)
-            .ok_or(EngineError::UnknownContext(c))
+        Ok(self.ctx(c)?.owner)
     }
 
     /// The reservation of context `c`, if it is one.
     pub fn reservation(&self, c: ContextId) -> Result<Option<Reservation>, EngineError> {
-        self.contexts
-            .get(c.0 as usize)
-            .map(|cs| cs.reservation)
-            .ok_or(EngineError::UnknownContext(c))
+        Ok(self.ctx(c)?.reservation)
     }
 
     /// Sets or clears the reservation of context `c` (its owner's class
@@ -105,11 +116,8 @@ impl Engine {
         c: ContextId,
         reservation: Option<Reservation>,
     ) -> Result<(), EngineError> {
-        let cs = self
-            .contexts
-            .get_mut(c.0 as usize)
-            .ok_or(EngineError::UnknownContext(c))?;
-        cs.reservation = reservation;
+        self.ctx(c)?;
+        self.contexts[c.0 as usize].reservation = reservation;
         Ok(())
     }
 

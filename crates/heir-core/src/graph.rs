@@ -5,21 +5,58 @@
 use smallvec::SmallVec;
 
 use crate::state::{ObjState, WaitQueue};
-use crate::{Changes, Engine, EngineError, ObjId, Outcome, Spec, TaskId, Urgency};
+use crate::{Changes, Engine, EngineError, ObjId, ObjKind, Outcome, Spec, TaskId, Urgency};
 
 impl Engine {
-    /// Adds an object described by `spec`, without targets or waiters.
+    /// Adds an object described by `spec`, without targets or waiters. It
+    /// takes the slot of the last object removed, if any (in the slot's
+    /// next generation), else a new slot.
     pub fn add_object(&mut self, spec: Spec) -> ObjId {
-        let id = ObjId(self.objs.len() as u32);
-        self.objs.push(ObjState {
-            spec,
-            floor_seq: 0,
-            targets: SmallVec::new(),
-            joined: SmallVec::new(),
-            queue: WaitQueue::default(),
-        });
+        if let Some(slot) = self.free_objs.pop() {
+            let os = &mut self.objs[slot as usize];
+            let gen = os.gen;
+            *os = ObjState::new(spec, gen);
+            return ObjId(slot, gen);
+        }
+        let id = ObjId(self.objs.len() as u32, 0);
+        self.objs.push(ObjState::new(spec, 0));
         self.scratch.add_obj();
         id
+    }
+
+    /// Removes object `o` (any kind): its targets lose what it gave them
+    /// (a floor, a ceiling), and its slot is freed for a later object;
+    /// `o` and every copy of it are refused from now on
+    /// ([`EngineError::StaleObject`]). Returns the changes of its targets.
+    ///
+    /// Pre: `o` live; no task waits on it and, for a mutex, nobody owns it
+    /// ([`EngineError::ObjectBusy`]: nothing changes). Post: no task is
+    /// blocked on or a target of `o`; the number of slots is unchanged.
+    pub fn remove_object(&mut self, o: impl Into<ObjId>) -> Result<Changes, EngineError> {
+        let o = o.into();
+        let os = self.obj(o)?;
+        if !os.queue.is_empty() || (os.spec.kind == ObjKind::Mutex && !os.targets.is_empty()) {
+            return Err(EngineError::ObjectBusy { object: o });
+        }
+        let targets: SmallVec<[TaskId; 2]> = os.targets.clone();
+        for t in targets {
+            self.detach_target(o, t);
+        }
+        let mut out = Changes::new();
+        self.propagate(&mut out);
+        let os = &mut self.objs[o.0 as usize];
+        os.alive = false;
+        os.targets.clear();
+        os.joined.clear();
+        os.queue = WaitQueue::default();
+        os.spec.floor = None;
+        // A slot whose generations ran out is retired, never reused.
+        if let Some(gen) = os.gen.checked_add(1) {
+            os.gen = gen;
+            self.free_objs.push(o.0);
+        }
+        self.debug_validate();
+        Ok(out)
     }
 
     /// The object's spec (its kind, whether it donates, its floor now).

@@ -20,10 +20,61 @@ fn fail<T>(msg: String) -> Result<T, InvariantError> {
 }
 
 pub(crate) fn check(e: &Engine) -> Result<(), InvariantError> {
+    check_slots(e)?;
     check_structure(e)?;
     check_targets(e)?;
     check_contexts(e)?;
     check_effective(e)
+}
+
+/// Free slots: every removed task's and object's slot is on its free list
+/// exactly once (unless its generations ran out: retired), holds nothing,
+/// and no live slot is on a free list.
+fn check_slots(e: &Engine) -> Result<(), InvariantError> {
+    let mut free_task = vec![0u32; e.tasks.len()];
+    for &i in &e.free_tasks {
+        match free_task.get_mut(i as usize) {
+            Some(n) => *n += 1,
+            None => return fail(format!("free task slot {i} is beyond the arena")),
+        }
+    }
+    for (i, ts) in e.tasks.iter().enumerate() {
+        let want = u32::from(!ts.alive && ts.gen != u32::MAX);
+        if !ts.alive && ts.gen == u32::MAX && free_task[i] == 0 {
+            continue;
+        }
+        if free_task[i] != want {
+            return fail(format!(
+                "task slot {i} (alive {}) is on the free list {} times",
+                ts.alive, free_task[i]
+            ));
+        }
+    }
+    let mut free_obj = vec![0u32; e.objs.len()];
+    for &i in &e.free_objs {
+        match free_obj.get_mut(i as usize) {
+            Some(n) => *n += 1,
+            None => return fail(format!("free object slot {i} is beyond the arena")),
+        }
+    }
+    for (i, os) in e.objs.iter().enumerate() {
+        if !os.alive && (!os.targets.is_empty() || !os.queue.is_empty()) {
+            return fail(format!(
+                "removed object slot {i} still has targets or waiters"
+            ));
+        }
+        let want = u32::from(!os.alive && os.gen != u32::MAX);
+        if !os.alive && os.gen == u32::MAX && free_obj[i] == 0 {
+            continue;
+        }
+        if free_obj[i] != want {
+            return fail(format!(
+                "object slot {i} (alive {}) is on the free list {} times",
+                os.alive, free_obj[i]
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_structure(e: &Engine) -> Result<(), InvariantError> {
@@ -38,9 +89,27 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
     if e.scratch.cut.is_some() {
         return fail("a probe's cut is left set between operations".into());
     }
-    let live = |t: TaskId| e.tasks.get(t.0 as usize).is_some_and(|ts| ts.alive);
+    let live = |t: TaskId| {
+        e.tasks
+            .get(t.0 as usize)
+            .is_some_and(|ts| ts.alive && ts.gen == t.1)
+    };
+    let live_obj = |o: ObjId| {
+        e.objs
+            .get(o.0 as usize)
+            .is_some_and(|os| os.alive && os.gen == o.1)
+    };
 
-    // Dead tasks hold nothing.
+    // Dead tasks hold nothing; live ones name live objects only.
+    for (i, ts) in e.tasks.iter().enumerate() {
+        if !ts.alive {
+            continue;
+        }
+        let named = ts.blocked.iter().chain(&ts.targeted).chain(&ts.inputs);
+        if let Some(o) = named.copied().find(|&o| !live_obj(o)) {
+            return fail(format!("T{i} names {o:?}, not a live object"));
+        }
+    }
     for (i, ts) in e.tasks.iter().enumerate() {
         if !ts.alive && (ts.blocked.is_some() || !ts.targeted.is_empty() || !ts.inputs.is_empty()) {
             return fail(format!("removed task T{i} still blocked or targeted"));
@@ -53,7 +122,7 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
     let mut seqs: Vec<u64> = Vec::new();
     let mut listed = vec![0u32; e.tasks.len()];
     for (oi, os) in e.objs.iter().enumerate() {
-        let o = ObjId(oi as u32);
+        let o = ObjId(oi as u32, os.gen);
         let q = &os.queue.waiters;
         for (k, w) in q.iter().enumerate() {
             if !live(w.task) {
@@ -72,12 +141,12 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
                     w.task, w.seq, ts.seq, e.next_seq
                 ));
             }
-            if w.key.urgency() != ts.eff.public().urgency {
+            if w.key.urgency() != ts.eff.key.urgency() {
                 return fail(format!(
                     "{o:?}: waiter {:?} entry carries {:?}, task is at {:?}",
                     w.task,
                     w.key.urgency(),
-                    ts.eff.public()
+                    e.public(ts.eff)
                 ));
             }
             seqs.push(w.seq);
@@ -120,9 +189,13 @@ fn check_structure(e: &Engine) -> Result<(), InvariantError> {
 /// Targets agree on both sides and respect each spec's limit; inputs are
 /// exactly the contributing objects a task is a target of.
 fn check_targets(e: &Engine) -> Result<(), InvariantError> {
-    let live = |t: TaskId| e.tasks.get(t.0 as usize).is_some_and(|ts| ts.alive);
+    let live = |t: TaskId| {
+        e.tasks
+            .get(t.0 as usize)
+            .is_some_and(|ts| ts.alive && ts.gen == t.1)
+    };
     for (oi, os) in e.objs.iter().enumerate() {
-        let o = ObjId(oi as u32);
+        let o = ObjId(oi as u32, os.gen);
         if let Some(max) = os.spec.max_targets {
             if os.targets.len() > usize::from(max) {
                 return fail(format!("{o:?}: {} targets, limit {max}", os.targets.len()));
@@ -155,7 +228,7 @@ fn check_targets(e: &Engine) -> Result<(), InvariantError> {
     let mut expected: Vec<ObjId> = Vec::new();
     let mut actual: Vec<ObjId> = Vec::new();
     for (i, ts) in e.tasks.iter().enumerate() {
-        let t = TaskId(i as u32);
+        let t = TaskId(i as u32, ts.gen);
         for o in &ts.targeted {
             let ok = e
                 .objs
@@ -185,15 +258,18 @@ fn check_targets(e: &Engine) -> Result<(), InvariantError> {
 
 /// Each task's context is owned by that task, and the other way round.
 fn check_contexts(e: &Engine) -> Result<(), InvariantError> {
-    for (i, ts) in e.tasks.iter().enumerate() {
+    for (i, ts) in e.tasks.iter().enumerate().filter(|(_, ts)| ts.alive) {
         if let Some(c) = ts.context {
             match e.contexts.get(c.0 as usize) {
-                Some(cs) if cs.owner.0 as usize == i => {}
+                Some(cs) if cs.owner == TaskId(i as u32, ts.gen) && c.1 == ts.gen => {}
                 _ => return fail(format!("T{i}: context {c:?} is not owned by it")),
             }
         }
     }
     for (ci, cs) in e.contexts.iter().enumerate() {
+        if !e.tasks.get(ci).is_some_and(|ts| ts.alive) {
+            continue;
+        }
         let owner_ctx = e.tasks.get(cs.owner.0 as usize).and_then(|ts| ts.context);
         if owner_ctx.map(|c| c.0 as usize) != Some(ci) {
             return fail(format!(
@@ -221,7 +297,7 @@ impl Relations {
         };
         for (i, ts) in e.tasks.iter().enumerate() {
             if let (true, Some(o)) = (ts.alive, ts.blocked) {
-                r.waiters[o.0 as usize].push(TaskId(i as u32));
+                r.waiters[o.0 as usize].push(TaskId(i as u32, ts.gen));
             }
         }
         for (oi, os) in e.objs.iter().enumerate() {
@@ -252,7 +328,7 @@ fn topological_order(e: &Engine) -> Result<Vec<TaskId>, InvariantError> {
     let mut order: Vec<TaskId> = Vec::with_capacity(n);
     let mut ready: Vec<TaskId> = (0..n)
         .filter(|&i| e.tasks[i].alive && indeg[i] == 0)
-        .map(|i| TaskId(i as u32))
+        .map(|i| TaskId(i as u32, e.tasks[i].gen))
         .collect();
     // Longest chain ending at each task, in blocked tasks strictly upstream.
     let mut upstream = vec![0usize; n];
@@ -309,7 +385,7 @@ fn contributions(
         let floor = Effective {
             urgency: f,
             source: Source::Floor {
-                object: ObjId(oi as u32),
+                object: ObjId(oi as u32, os.gen),
                 task: u,
             },
         };
@@ -367,10 +443,10 @@ fn check_effective(e: &Engine) -> Result<(), InvariantError> {
                 }
             }
         }
-        if best != ts.eff.public() {
+        if best != e.public(ts.eff) {
             return fail(format!(
                 "{u:?}: effective {:?}, from scratch {best:?}",
-                ts.eff.public()
+                e.public(ts.eff)
             ));
         }
         eff[ui] = Some(best);

@@ -181,13 +181,15 @@ mod mutex;
 mod object;
 mod packed;
 mod probe;
+pub mod protocol;
 mod state;
 mod task;
 mod urgency;
 mod walk;
 
 pub use context::{ContextId, Donor, Reservation, Stall, TimeError};
-pub use object::{CondId, MutexId, ObjId, ObjKind, Protocol, Spec};
+pub use object::{CondId, MutexId, ObjId, ObjKind, Spec};
+pub use protocol::{Family, Protocol};
 pub use urgency::Urgency;
 
 use smallvec::SmallVec;
@@ -198,9 +200,20 @@ use state::{ContextState, ObjState, TaskState};
 /// refused with [`EngineError::ChainTooLong`].
 pub const MAX_CHAIN_DEPTH: usize = 1024;
 
-/// A task (thread) in the engine's arena. Ids are never reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TaskId(pub u32);
+/// A task (thread) in the engine's arena: `.0` is its slot, `.1` the
+/// slot's generation. A removed task's slot is reused by a later task
+/// with the next generation, so a stale id is refused
+/// ([`EngineError::StaleTask`]), never taken for the new task.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(pub u32, pub u32);
+
+/// `TaskId(3)` for generation 0 (a slot's first task), `TaskId(3, gen 2)`
+/// after.
+impl core::fmt::Debug for TaskId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        object::fmt_id(f, "TaskId", self.0, self.1)
+    }
+}
 
 /// Where an effective urgency comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -276,12 +289,27 @@ pub enum LockResult {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
-    /// No such task (never added, or removed).
+    /// No such task (never added).
     #[error("unknown task {0:?}")]
     UnknownTask(TaskId),
+    /// A task id whose task was removed: its slot is free, or holds a
+    /// later task (another generation).
+    #[error("task {0:?} was removed (a stale id)")]
+    StaleTask(TaskId),
     /// No such object.
     #[error("unknown object {0:?}")]
     UnknownObject(ObjId),
+    /// An object id (of any kind) whose object was removed: its slot is
+    /// free, or holds a later object (another generation).
+    #[error("object {0:?} was removed (a stale id)")]
+    StaleObject(ObjId),
+    /// [`Engine::remove_object`] of an object that has waiters, or of a
+    /// mutex that has an owner.
+    #[error("object {object:?} still has waiters or an owner")]
+    ObjectBusy {
+        /// The object.
+        object: ObjId,
+    },
     /// No such mutex (no object, or not a mutex).
     #[error("unknown mutex {0:?}")]
     UnknownMutex(MutexId),
@@ -402,6 +430,11 @@ pub struct Engine {
     tasks: Vec<TaskState>,
     objs: Vec<ObjState>,
     contexts: Vec<ContextState>,
+    /// Free task slots (removed tasks), reused last-freed first; a task's
+    /// context has the task's slot.
+    free_tasks: Vec<u32>,
+    /// Free object slots (removed objects), reused last-freed first.
+    free_objs: Vec<u32>,
     /// Next sequence number (FIFO order among equal waiters and floors).
     next_seq: u64,
     /// Number of blocked tasks (derived from `tasks`, kept for the probes:
@@ -417,6 +450,8 @@ impl PartialEq for Engine {
         self.tasks == other.tasks
             && self.objs == other.objs
             && self.contexts == other.contexts
+            && self.free_tasks == other.free_tasks
+            && self.free_objs == other.free_objs
             && self.next_seq == other.next_seq
     }
 }
@@ -436,11 +471,25 @@ impl Engine {
             tasks: Vec::new(),
             objs: Vec::new(),
             contexts: Vec::new(),
+            free_tasks: Vec::new(),
+            free_objs: Vec::new(),
             next_seq: 0,
             blocked_count: 0,
             debug_checks: true,
             scratch: walk::Scratch::default(),
         }
+    }
+
+    /// The slots of the task arena: the most tasks ever live at once
+    /// (removed tasks' slots are reused, see [`TaskId`]).
+    pub fn task_slots(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The slots of the object arena: the most objects ever live at once
+    /// (removed objects' slots are reused, see [`ObjId`]).
+    pub fn object_slots(&self) -> usize {
+        self.objs.len()
     }
 
     /// Turns the per-operation invariant check of debug builds on (default)
@@ -468,29 +517,53 @@ impl Engine {
 
     // ----- lookups (no mutation) -----
 
+    /// The public form of a packed effective value: its source's ids with
+    /// the generations of their slots.
+    #[inline]
+    pub(crate) fn public(&self, e: packed::Eff) -> Effective {
+        e.public(
+            |t| self.tasks[t as usize].gen,
+            |o| self.objs[o as usize].gen,
+        )
+    }
+
+    #[inline]
     fn live(&self, t: TaskId) -> Result<&TaskState, EngineError> {
         match self.tasks.get(t.0 as usize) {
-            Some(ts) if ts.alive => Ok(ts),
-            _ => Err(EngineError::UnknownTask(t)),
+            Some(ts) if ts.alive && ts.gen == t.1 => Ok(ts),
+            Some(_) => Err(EngineError::StaleTask(t)),
+            None => Err(EngineError::UnknownTask(t)),
         }
     }
 
-    fn obj(&self, o: ObjId) -> Result<&ObjState, EngineError> {
-        self.objs
-            .get(o.0 as usize)
-            .ok_or(EngineError::UnknownObject(o))
+    /// The live object `o` names: `unknown` if its slot was never used,
+    /// [`EngineError::StaleObject`] if its object was removed.
+    #[inline]
+    fn slot(&self, o: ObjId, unknown: EngineError) -> Result<&ObjState, EngineError> {
+        match self.objs.get(o.0 as usize) {
+            Some(os) if os.alive && os.gen == o.1 => Ok(os),
+            Some(_) => Err(EngineError::StaleObject(o)),
+            None => Err(unknown),
+        }
     }
 
+    #[inline]
+    fn obj(&self, o: ObjId) -> Result<&ObjState, EngineError> {
+        self.slot(o, EngineError::UnknownObject(o))
+    }
+
+    #[inline]
     fn mutex(&self, m: MutexId) -> Result<&ObjState, EngineError> {
-        match self.objs.get(m.0 as usize) {
-            Some(os) if os.spec.kind == ObjKind::Mutex => Ok(os),
+        match self.slot(m.into(), EngineError::UnknownMutex(m))? {
+            os if os.spec.kind == ObjKind::Mutex => Ok(os),
             _ => Err(EngineError::UnknownMutex(m)),
         }
     }
 
+    #[inline]
     fn cond(&self, c: CondId) -> Result<&ObjState, EngineError> {
-        match self.objs.get(c.0 as usize) {
-            Some(os) if os.spec.kind == ObjKind::Cond => Ok(os),
+        match self.slot(c.into(), EngineError::UnknownCond(c))? {
+            os if os.spec.kind == ObjKind::Cond => Ok(os),
             _ => Err(EngineError::UnknownCond(c)),
         }
     }

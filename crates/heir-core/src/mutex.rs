@@ -7,7 +7,8 @@ use crate::{
 impl Engine {
     /// Adds a mutex with its protocol; it is free.
     pub fn add_mutex(&mut self, protocol: Protocol) -> MutexId {
-        MutexId(self.add_object(Spec::mutex(protocol)).0)
+        let o = self.add_object(Spec::mutex(protocol));
+        MutexId(o.0, o.1)
     }
 
     /// The mutex's protocol.

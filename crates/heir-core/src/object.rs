@@ -8,32 +8,63 @@
 //! and the invariant checker read only the spec, never the kind: a new kind
 //! is a new `Spec` value, not new code paths.
 
-use crate::Urgency;
+use crate::{Protocol, Urgency};
 
-/// An object in the engine's arena, of any kind. Ids are never reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjId(pub u32);
+/// An object in the engine's arena, of any kind: `.0` is its slot, `.1`
+/// the slot's generation. A removed object's slot is reused by a later
+/// object with the next generation, so a stale id is refused
+/// ([`crate::EngineError::StaleObject`]), never taken for the new object.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjId(pub u32, pub u32);
 
-/// A mutex: an object of kind [`ObjKind::Mutex`], by its arena index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct MutexId(pub u32);
+/// A mutex: an object of kind [`ObjKind::Mutex`], by its slot and
+/// generation (as [`ObjId`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MutexId(pub u32, pub u32);
 
-/// A condition variable: an object of kind [`ObjKind::Cond`], by its arena
-/// index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CondId(pub u32);
+/// A condition variable: an object of kind [`ObjKind::Cond`], by its slot
+/// and generation (as [`ObjId`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CondId(pub u32, pub u32);
 
 impl From<MutexId> for ObjId {
     fn from(m: MutexId) -> ObjId {
-        ObjId(m.0)
+        ObjId(m.0, m.1)
     }
 }
 
 impl From<CondId> for ObjId {
     fn from(c: CondId) -> ObjId {
-        ObjId(c.0)
+        ObjId(c.0, c.1)
     }
 }
+
+/// An id as `Name(slot)` for a slot's first generation (what every id was
+/// before slots were reused), `Name(slot, gen g)` after.
+pub(crate) fn fmt_id(
+    f: &mut core::fmt::Formatter<'_>,
+    name: &str,
+    slot: u32,
+    gen: u32,
+) -> core::fmt::Result {
+    if gen == 0 {
+        write!(f, "{name}({slot})")
+    } else {
+        write!(f, "{name}({slot}, gen {gen})")
+    }
+}
+
+macro_rules! id_debug {
+    ($($t:ident),*) => {$(
+        /// `Name(3)` for generation 0, `Name(3, gen 2)` after.
+        impl core::fmt::Debug for $t {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                fmt_id(f, stringify!($t), self.0, self.1)
+            }
+        }
+    )*};
+}
+id_debug!(ObjId, MutexId, CondId);
 
 /// What an object is, for the people reading errors, cycles and traces.
 /// The engine's behaviour comes from the rest of the [`Spec`], not from
@@ -53,18 +84,6 @@ pub enum ObjKind {
     Gang,
     /// A kind defined outside the engine (tests, experiments).
     Other(&'static str),
-}
-
-/// How a mutex's waiters affect its owner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    /// No inheritance: waiters wait, the owner runs at its own urgency.
-    None,
-    /// Priority inheritance: the owner inherits its top waiter's urgency.
-    Inherit,
-    /// Immediate priority ceiling (IPCP): the owner runs at least at the
-    /// ceiling from the moment it locks. Waiters do not donate.
-    Ceiling(Urgency),
 }
 
 /// What an object does in the wait-for graph: its targets, its contribution
@@ -87,6 +106,7 @@ pub enum Protocol {
 ///     donates: true,
 ///     max_targets: Some(1),
 ///     floor: None,
+///     lends_budget: false,
 /// };
 /// let mut e = Engine::new();
 /// let opener = e.add_task(Urgency::fixed(10));
@@ -107,6 +127,11 @@ pub struct Spec {
     /// A floor under every target while set, whoever waits (a ceiling, or
     /// a running gang's priority).
     pub floor: Option<Urgency>,
+    /// Waiters lend their budget too, not only their urgency: a
+    /// [`Protocol::Bwi`] mutex (M-BWI). Only with `donates`. The engine's
+    /// walk and [`crate::Engine::donors`] treat it as any donating object;
+    /// the faces that run time charge the budget (see [`Protocol`]).
+    pub lends_budget: bool,
 }
 
 impl Spec {
@@ -116,6 +141,7 @@ impl Spec {
         donates: true,
         max_targets: None,
         floor: None,
+        lends_budget: false,
     };
 
     /// An IPC request endpoint: the caller donates to the one server that
@@ -125,6 +151,7 @@ impl Spec {
         donates: true,
         max_targets: Some(1),
         floor: None,
+        lends_budget: false,
     };
 
     /// A gang: no donation; the floor is set while the gang runs
@@ -135,21 +162,25 @@ impl Spec {
         donates: false,
         max_targets: None,
         floor: None,
+        lends_budget: false,
     };
 
-    /// A mutex with `protocol`: one target, the owner; `Inherit` donates,
-    /// `Ceiling(c)` puts the floor `c` under the owner.
+    /// A mutex with `protocol`: one target, the owner; `Inherit` and `Bwi`
+    /// donate (`Bwi` also lends its budget), `Ceiling(c)` puts the floor
+    /// `c` under the owner.
     pub const fn mutex(protocol: Protocol) -> Spec {
-        let (donates, floor) = match protocol {
-            Protocol::None => (false, None),
-            Protocol::Inherit => (true, None),
-            Protocol::Ceiling(c) => (false, Some(c)),
+        let (donates, lends_budget, floor) = match protocol {
+            Protocol::None => (false, false, None),
+            Protocol::Inherit => (true, false, None),
+            Protocol::Bwi => (true, true, None),
+            Protocol::Ceiling(c) => (false, false, Some(c)),
         };
         Spec {
             kind: ObjKind::Mutex,
             donates,
             max_targets: Some(1),
             floor,
+            lends_budget,
         }
     }
 
@@ -158,10 +189,11 @@ impl Spec {
         if self.kind != ObjKind::Mutex {
             return None;
         }
-        Some(match (self.donates, self.floor) {
-            (true, _) => Protocol::Inherit,
-            (false, Some(c)) => Protocol::Ceiling(c),
-            (false, None) => Protocol::None,
+        Some(match (self.donates, self.lends_budget, self.floor) {
+            (true, true, _) => Protocol::Bwi,
+            (true, false, _) => Protocol::Inherit,
+            (false, _, Some(c)) => Protocol::Ceiling(c),
+            (false, _, None) => Protocol::None,
         })
     }
 }

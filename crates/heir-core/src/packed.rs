@@ -55,9 +55,11 @@ impl Key {
     }
 }
 
-/// A [`Source`] in one word: the object in the high half (`u32::MAX` for
-/// a task's base: no arena object has that id, ids being arena indices),
-/// the task in the low half.
+/// A [`Source`] in one word: the object's slot in the high half
+/// (`u32::MAX` for a task's base: no arena slot has that index), the
+/// task's slot in the low half. Generations are not kept: a source names
+/// live tasks and objects only (the invariants check it), whose
+/// generations the arenas hold ([`Src::source`] reads them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Src(u64);
 
@@ -74,13 +76,15 @@ impl Src {
         Src((u64::from(object.0) << 32) | u64::from(task.0))
     }
 
+    /// The source, with the generations of the slots it names.
     #[inline]
-    pub fn source(self) -> Source {
-        let task = TaskId(self.0 as u32);
+    pub fn source(self, task_gen: impl Fn(u32) -> u32, obj_gen: impl Fn(u32) -> u32) -> Source {
+        let slot = self.0 as u32;
+        let task = TaskId(slot, task_gen(slot));
         match (self.0 >> 32) as u32 {
             u32::MAX => Source::Task(task),
             o => Source::Floor {
-                object: ObjId(o),
+                object: ObjId(o, obj_gen(o)),
                 task,
             },
         }
@@ -112,19 +116,13 @@ impl Eff {
         }
     }
 
+    /// The public form, with the generations of the slots its source
+    /// names (see [`Src::source`]).
     #[inline]
-    pub fn public(self) -> Effective {
+    pub fn public(self, task_gen: impl Fn(u32) -> u32, obj_gen: impl Fn(u32) -> u32) -> Effective {
         Effective {
             urgency: self.key.urgency(),
-            source: self.src.source(),
-        }
-    }
-
-    #[cfg(test)]
-    pub fn of(e: Effective) -> Eff {
-        Eff {
-            key: Key::of(e.urgency),
-            src: Src::of(e.source),
+            source: self.src.source(task_gen, obj_gen),
         }
     }
 }
@@ -156,18 +154,22 @@ mod tests {
     #[test]
     fn sources_convert_back() {
         for s in [
-            Source::Task(TaskId(0)),
-            Source::Task(TaskId(u32::MAX)),
+            Source::Task(TaskId(0, 0)),
+            Source::Task(TaskId(u32::MAX, 3)),
             Source::Floor {
-                object: ObjId(0),
-                task: TaskId(7),
+                object: ObjId(0, 5),
+                task: TaskId(7, 3),
             },
             Source::Floor {
-                object: ObjId(u32::MAX - 1),
-                task: TaskId(u32::MAX),
+                object: ObjId(u32::MAX - 1, 5),
+                task: TaskId(u32::MAX, 3),
             },
         ] {
-            assert_eq!(Src::of(s).source(), s);
+            // The generations come from the arenas: 3 for tasks, 5 for
+            // objects here.
+            let gens = |t: TaskId| if t.0 == 0 { 0 } else { 3 };
+            let back = Src::of(s).source(|t| gens(TaskId(t, 0)), |_| 5);
+            assert_eq!(back, s);
         }
     }
 }

@@ -34,14 +34,17 @@ pub(crate) struct TaskState {
     /// The scheduling context the task owns (`None`: it runs only on lent
     /// time).
     pub context: Option<ContextId>,
-    /// False once removed; ids are never reused.
+    /// False once removed (the slot is free until a new task takes it).
     pub alive: bool,
+    /// The slot's generation: the `.1` of the id of the task in it.
+    pub gen: u32,
 }
 
 impl TaskState {
     pub fn new(id: TaskId, base: Urgency, context: Option<ContextId>) -> TaskState {
         TaskState {
             alive: true,
+            gen: id.1,
             base,
             eff: Eff::own(id, base),
             context,
@@ -71,6 +74,25 @@ pub(crate) struct ObjState {
     /// applied to a target since the later of this and `floor_seq`: among
     /// equal floors the one that applied first wins.
     pub joined: SmallVec<[u64; 2]>,
+    /// False once removed (the slot is free until a new object takes it).
+    pub alive: bool,
+    /// The slot's generation: the `.1` of the id of the object in it.
+    pub gen: u32,
+}
+
+impl ObjState {
+    /// A new object in generation `gen` of its slot.
+    pub fn new(spec: Spec, gen: u32) -> ObjState {
+        ObjState {
+            spec,
+            floor_seq: 0,
+            targets: SmallVec::new(),
+            joined: SmallVec::new(),
+            queue: WaitQueue::default(),
+            alive: true,
+            gen,
+        }
+    }
 }
 
 impl ObjState {
@@ -250,7 +272,7 @@ mod tests {
         Waiter {
             key: Key::of(Urgency::fixed(prio)),
             seq,
-            task: TaskId(t),
+            task: TaskId(t, 0),
         }
     }
 
@@ -266,7 +288,7 @@ mod tests {
         q.insert(w(2, 5, 3));
         q.insert(w(3, 7, 4));
         assert_eq!(order(&q), vec![1, 3, 0, 2]);
-        assert_eq!(q.top().map(|e| e.task), Some(TaskId(1)));
+        assert_eq!(q.top().map(|e| e.task), Some(TaskId(1, 0)));
     }
 
     #[test]
@@ -276,14 +298,14 @@ mod tests {
         q.insert(w(1, 5, 2));
         q.insert(w(2, 9, 3));
         // Task 2 drops to 5: it goes behind the older waiters of urgency 5.
-        q.requeue(TaskId(2), Key::of(Urgency::fixed(5)));
+        q.requeue(TaskId(2, 0), Key::of(Urgency::fixed(5)));
         assert_eq!(order(&q), vec![0, 1, 2]);
         // Task 1 rises to 6: it passes task 0.
-        q.requeue(TaskId(1), Key::of(Urgency::fixed(6)));
+        q.requeue(TaskId(1, 0), Key::of(Urgency::fixed(6)));
         assert_eq!(order(&q), vec![1, 0, 2]);
-        assert_eq!(q.remove(TaskId(1)).map(|e| e.seq), Some(2));
-        assert_eq!(q.remove(TaskId(2)).map(|e| e.seq), Some(3));
+        assert_eq!(q.remove(TaskId(1, 0)).map(|e| e.seq), Some(2));
+        assert_eq!(q.remove(TaskId(2, 0)).map(|e| e.seq), Some(3));
         assert_eq!(order(&q), vec![0]);
-        assert_eq!(q.remove(TaskId(7)), None);
+        assert_eq!(q.remove(TaskId(7, 0)), None);
     }
 }

@@ -18,9 +18,23 @@ impl Engine {
 
     /// Adds a task whose own scheduling context has `reservation`
     /// (`SCHED_DEADLINE`: runtime, relative deadline, period).
+    ///
+    /// The task takes the slot of the last task removed, if any (in the
+    /// slot's next generation), else a new slot; its context has the same
+    /// slot and generation.
     pub fn add_task_with(&mut self, base: Urgency, reservation: Option<Reservation>) -> TaskId {
-        let id = TaskId(self.tasks.len() as u32);
-        let ctx = ContextId(self.contexts.len() as u32);
+        if let Some(slot) = self.free_tasks.pop() {
+            let gen = self.tasks[slot as usize].gen;
+            let id = TaskId(slot, gen);
+            self.contexts[slot as usize] = ContextState {
+                owner: id,
+                reservation,
+            };
+            self.tasks[slot as usize] = TaskState::new(id, base, Some(ContextId(slot, gen)));
+            return id;
+        }
+        let id = TaskId(self.tasks.len() as u32, 0);
+        let ctx = ContextId(self.contexts.len() as u32, 0);
         self.contexts.push(ContextState {
             owner: id,
             reservation,
@@ -35,9 +49,11 @@ impl Engine {
     /// object (helper sets, endpoints, gangs), revoking what it inherited
     /// through them. Returns the changes of other tasks.
     ///
-    /// Pre: `t` is live, not blocked, owns no mutex. Post: `t` is unknown to
-    /// every query; no object targets it. Since a task that is not blocked
-    /// donates to nobody, no other task changes: the result is empty.
+    /// Pre: `t` is live, not blocked, owns no mutex. Post: `t` (and its
+    /// context) is refused by every query ([`EngineError::StaleTask`]); no
+    /// object targets it; its slot is free for a later task. Since a task
+    /// that is not blocked donates to nobody, no other task changes: the
+    /// result is empty.
     pub fn remove_task(&mut self, t: TaskId) -> Result<Changes, EngineError> {
         let ts = self.live(t)?;
         let owns = ts
@@ -55,6 +71,12 @@ impl Engine {
         ts.alive = false;
         ts.inputs.clear();
         ts.eff = Eff::own(t, ts.base);
+        // A slot whose generations ran out is retired, never reused.
+        if let Some(gen) = ts.gen.checked_add(1) {
+            ts.gen = gen;
+            self.free_tasks.push(t.0);
+        }
+        self.contexts[t.0 as usize].reservation = None;
         self.debug_validate();
         Ok(Changes::new())
     }
@@ -78,7 +100,7 @@ impl Engine {
 
     /// The task's effective urgency and its source.
     pub fn effective(&self, t: TaskId) -> Result<Effective, EngineError> {
-        Ok(self.live(t)?.eff.public())
+        Ok(self.public(self.live(t)?.eff))
     }
 
     /// What the task is blocked on, if anything.
@@ -93,12 +115,12 @@ impl Engine {
 
     /// The mutexes `t` owns, in acquisition order.
     pub fn owned(&self, t: TaskId) -> Result<impl Iterator<Item = MutexId> + '_, EngineError> {
-        Ok(self.of_kind(t, ObjKind::Mutex)?.map(|o| MutexId(o.0)))
+        Ok(self.of_kind(t, ObjKind::Mutex)?.map(|o| MutexId(o.0, o.1)))
     }
 
     /// The condvars `t` helps, in the order it was added to them.
     pub fn helping(&self, t: TaskId) -> Result<impl Iterator<Item = CondId> + '_, EngineError> {
-        Ok(self.of_kind(t, ObjKind::Cond)?.map(|o| CondId(o.0)))
+        Ok(self.of_kind(t, ObjKind::Cond)?.map(|o| CondId(o.0, o.1)))
     }
 
     /// The objects of `kind` that `t` is a target of.
@@ -121,6 +143,6 @@ impl Engine {
             .iter()
             .enumerate()
             .filter(|(_, ts)| ts.alive)
-            .map(|(i, _)| TaskId(i as u32))
+            .map(|(i, ts)| TaskId(i as u32, ts.gen))
     }
 }

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use crate::packed::{Eff, Key, Src};
 use crate::state::Waiter;
-use crate::{Change, Changes, Engine, ObjId, TaskId, Urgency};
+use crate::{Change, Changes, Effective, Engine, ObjId, TaskId, Urgency};
 
 /// Buffers reused across operations so that the common path does not
 /// allocate. Not part of the engine's logical state.
@@ -70,9 +70,9 @@ impl Scratch {
 
 /// Records that `task`, already recorded, is now at `new` (its first `old`
 /// is kept; it may now be back at that value: the caller then filters).
-fn record_again(changes: &mut [Change], task: TaskId, new: Eff) {
+fn record_again(changes: &mut [Change], task: TaskId, new: Effective) {
     if let Some(c) = changes.iter_mut().find(|c| c.task == task) {
-        c.new = new.public();
+        c.new = new;
     }
 }
 
@@ -432,9 +432,9 @@ impl Engine {
         // Step 3.
         ts.eff = new;
         let blocked = ts.blocked;
-        let seen = &mut self.scratch.recorded[t.0 as usize];
-        if *seen {
+        if self.scratch.recorded[t.0 as usize] {
             // Reached again through a diamond: keep the first old value.
+            let new = self.public(new);
             if self.scratch.spilled {
                 record_again(&mut self.scratch.changes, t, new);
             } else {
@@ -442,11 +442,11 @@ impl Engine {
             }
             self.scratch.revisited = true;
         } else {
-            *seen = true;
+            self.scratch.recorded[t.0 as usize] = true;
             let c = Change {
                 task: t,
-                old: old.public(),
-                new: new.public(),
+                old: self.public(old),
+                new: self.public(new),
             };
             self.record_first(c, out);
         }
@@ -485,18 +485,14 @@ mod tests {
     fn eff(p: u8, d: u32) -> Effective {
         Effective {
             urgency: Urgency::fixed(p),
-            source: Source::Task(TaskId(d)),
+            source: Source::Task(TaskId(d, 0)),
         }
-    }
-
-    fn packed(p: u8, d: u32) -> Eff {
-        Eff::of(eff(p, d))
     }
 
     #[test]
     fn record_again_keeps_the_first_old_and_the_last_new() {
         let first = |t, old: Effective, new: Effective| Change {
-            task: TaskId(t),
+            task: TaskId(t, 0),
             old,
             new,
         };
@@ -504,7 +500,7 @@ mod tests {
             first(1, eff(10, 1), eff(50, 2)),
             first(3, eff(5, 3), eff(50, 2)),
         ];
-        record_again(&mut ch, TaskId(1), packed(40, 4));
+        record_again(&mut ch, TaskId(1, 0), eff(40, 4));
         assert_eq!(
             ch,
             vec![

@@ -4,11 +4,11 @@
 use heir_analysis::gen::{
     generate as gen_set, to_scenario, GenParams, ScenarioOptions, UtilGenerator,
 };
-use heir_analysis::model::{Class, LockProtocol, TaskSet};
+use heir_analysis::model::{Class, TaskSet};
 use heir_analysis::rng::Rng;
 use heir_analysis::{
     analyze_scenario_cancellable, analyze_set_cancellable, AnalysisError, AnalysisReport,
-    CancelFlag, Options, Protocol,
+    CancelFlag, Family, Options,
 };
 use std::sync::atomic::Ordering;
 
@@ -25,11 +25,11 @@ pub(crate) const GENERATORS: [&str; 2] = ["uunifast", "randfixedsum"];
 
 /// A protocol family by name (`heir analyze --protocol FAMILY`'s parser:
 /// `none`, `inherit`, `ceiling`, `pi-cv`).
-fn family(name: Option<&str>) -> PyResult<Option<Protocol>> {
+fn family(name: Option<&str>) -> PyResult<Option<Family>> {
     match name {
         None => Ok(None),
-        Some(n) => Protocol::parse(n).map(Some).ok_or_else(|| {
-            let names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
+        Some(n) => Family::parse(n).map(Some).ok_or_else(|| {
+            let names: Vec<&str> = Family::ALL.iter().map(|p| p.name()).collect();
             PyValueError::new_err(format!(
                 "unknown protocol {n:?}: expected one of {}",
                 names.join(", ")
@@ -162,12 +162,7 @@ impl NativeTaskSet {
             "servers": s.servers.iter().map(|x| json!({"name": x.name, "cpu": x.cpu, "priority": x.priority})).collect::<Vec<_>>(),
             "mutexes": s.mutexes.iter().map(|m| json!({
                 "name": m.name,
-                "protocol": match m.protocol {
-                    LockProtocol::None => "none".to_string(),
-                    LockProtocol::Inherit => "inherit".to_string(),
-                    LockProtocol::Bwi => "bwi".to_string(),
-                    LockProtocol::Ceiling(c) => format!("ceiling:{c}"),
-                },
+                "protocol": m.protocol.to_string(),
             })).collect::<Vec<_>>(),
             "pi_cv": s.pi_cv,
         })

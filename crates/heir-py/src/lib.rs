@@ -82,7 +82,7 @@ fn _heir(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MUTEX_PROTOCOLS", heir_scenario::protocols::NAMES.to_vec())?;
     m.add(
         "ANALYSIS_PROTOCOLS",
-        heir_analysis::Protocol::ALL
+        heir_analysis::Family::ALL
             .iter()
             .map(|p| p.name())
             .collect::<Vec<_>>(),

@@ -270,7 +270,7 @@ impl Drop for RawEngineMutex {
             }
         }
         st.engine_robust.remove(&self.id);
-        st.free_mutex(self.id, self.protocol);
+        st.free_mutex(self.id);
     }
 }
 

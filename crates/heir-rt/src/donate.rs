@@ -13,7 +13,20 @@
 //! on along the server's own PI chain — a server blocked on a
 //! [`crate::PiMutex`] (or any glibc `PTHREAD_PRIO_INHERIT` mutex), or
 //! calling another donating endpoint, passes it on. heir-rt makes no
-//! `sched_setattr` call and takes no engine lock on the call path.
+//! `sched_setattr` call for it.
+//!
+//! # In the engine
+//!
+//! The wait goes through heir's engine first, like every other wait: the
+//! caller blocks on an engine object of the ticket (an endpoint object,
+//! whose one target is the server the ticket names), under the engine
+//! lock, before it sleeps on the ticket, and leaves it when it wakes. The
+//! engine's cycle check runs there: a call that would close a cycle is
+//! refused before the kernel sees it, with the cycle named
+//! ([`Error::CallCycle`]) and nothing changed. The engine's urgencies then
+//! include what callers lend (a server's, and downstream of it a PI mutex
+//! owner's); the wait is marked as carried by the kernel, so its boost is
+//! not also written with `sched_setattr` onto the server.
 //!
 //! - **Donation.** A caller that finds a server with no request (sleeping
 //!   in [`Endpoint::receive_until`], or between a reply and its next
@@ -45,12 +58,14 @@
 //!   endpoint's lock, which the caller's abort also takes), so a caller
 //!   gets the reply, or `TimedOut` with its request either never run or
 //!   taken in time and aborted mid-request.
-//! - **Cycles.** The kernel refuses a `FUTEX_LOCK_PI` that would close a PI
-//!   chain cycle (`EDEADLK`) — servers calling each other (the NOVA paper's Fig. 7).
-//!   heir names the cycle from its own record of which thread sleeps on
-//!   which server ([`Error::CallCycle`]): a *livelock* in the NOVA paper's terms
-//!   when one edge of it is helping (NOVA's helping callers would help each other
-//!   forever), a *deadlock* when every edge is a donation.
+//! - **Cycles.** The engine refuses a wait that would close a cycle —
+//!   servers calling each other (the NOVA paper's Fig. 7) — before the caller
+//!   sleeps, naming it ([`Error::CallCycle`]): a *livelock* in the NOVA
+//!   paper's terms when one edge of it is helping (NOVA's helping callers would help
+//!   each other forever), a *deadlock* when every edge is a donation. A cycle
+//!   the engine cannot see (through a glibc mutex outside heir) is still
+//!   refused by the kernel (`EDEADLK` from `FUTEX_LOCK_PI`), named from
+//!   heir's record of which thread sleeps on which server.
 //! - **Passive servers.** [`Endpoint::join_server`] with `passive` switches
 //!   the server to `SCHED_IDLE`: it runs on what callers lend it (the
 //!   kernel's boost) and otherwise only on CPU time nobody else wants.
@@ -67,10 +82,7 @@
 //! runtime is not charged for the server's work (docs/DEADLINE.md §3); the
 //! order of queued requests is by the callers' urgency as heir's engine
 //! knows it (its base and user-space boosts, not a kernel PI boost it has
-//! at the time of the call); heir's engine does not see these waits, so a
-//! server blocked on a [`crate::PiCondvar`] in the default
-//! [`crate::Boost::User`] mode lends its helpers its own urgency, not what
-//! the kernel lent it.
+//! at the time of the call).
 
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -321,6 +333,15 @@ fn name_cycle(me: i32, first: Edge) -> Option<(Vec<i32>, bool)> {
     None
 }
 
+/// Whether a thread of a cycle the engine named sleeps on a helping edge.
+fn helping_among(tids: &[i32]) -> bool {
+    let Ok(g) = BLOCKED.lock() else {
+        return false;
+    };
+    g.as_ref()
+        .is_some_and(|map| tids.iter().any(|t| map.get(t).is_some_and(|e| e.helping)))
+}
+
 /// A donating RPC endpoint: callers lend their priority or deadline to the
 /// thread serving their request, through the kernel (see the module docs).
 /// Requests of type `Req`, replies of type `Resp`.
@@ -524,12 +545,35 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
                     }
                 }
             };
+            // The wait goes through the engine first, like every other
+            // wait: a cycle is refused there, named, before the kernel
+            // sees it (and nothing is left blocked).
+            let key = Arc::as_ptr(&ticket) as usize;
+            let blocked = rt::state().donate_block(key, edge.owner);
+            if let Err(Error::NoSuchThread(_)) = blocked {
+                // The server exited (as `ESRCH` from the kernel below):
+                // its requests go elsewhere, and this one is placed again.
+                self.gone(edge.owner)?;
+                continue;
+            }
+            if let Err(err) = blocked {
+                let err = match err {
+                    Error::Deadlock { cycle } => {
+                        let tids = rt::state().cycle_tids(&cycle);
+                        let livelock = edge.helping || helping_among(&tids);
+                        Error::CallCycle { tids, livelock }
+                    }
+                    e => e,
+                };
+                return self.abort(id, err);
+            }
             blocked_set(me, Some(edge));
             let mut r = sys::futex_lock_pi(&ticket.word, deadline_ns);
             while r == libc::EINTR {
                 r = sys::futex_lock_pi(&ticket.word, deadline_ns);
             }
             blocked_set(me, None);
+            rt::state().donate_unblock(key);
             match r {
                 0 => {
                     let died = ticket.word.load(Ordering::Acquire) & FUTEX_OWNER_DIED != 0;

@@ -342,8 +342,6 @@ pub(crate) struct Gangs {
     recs: HashMap<GangId, GangRec>,
     member_of: HashMap<TaskId, GangId>,
     next: u32,
-    /// Engine objects of freed gangs (the engine cannot delete one).
-    free_objs: Vec<ObjId>,
 }
 
 /// A gang (`gang_create`; dropping it is `gang_close`: the gang goes away
@@ -377,10 +375,7 @@ impl Gang {
             efd,
         });
         let mut st = rt::state();
-        let obj = match st.gangs.free_objs.pop() {
-            Some(o) => o,
-            None => st.engine.add_object(Spec::GANG),
-        };
+        let obj = st.engine.add_object(Spec::GANG);
         let g = &mut st.gangs;
         g.next += 1;
         let id = GangId(g.next);
@@ -612,15 +607,11 @@ impl Drop for Gang {
     }
 }
 
-/// Drops a closed gang without members; its engine object goes to the
-/// pool with no floor.
+/// Drops a closed gang without members; its engine object is removed
+/// (its floor goes with it; its slot is reused by a later object).
 fn free_gang(st: &mut State, id: GangId) {
     if let Some(rec) = st.gangs.recs.remove(&id) {
-        match st.engine.set_floor(rec.obj, None) {
-            Ok(ch) => st.apply(&ch),
-            Err(e) => st.engine_failed(e),
-        }
-        st.gangs.free_objs.push(rec.obj);
+        st.remove_object(rec.obj);
     }
 }
 

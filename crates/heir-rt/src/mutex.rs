@@ -50,7 +50,7 @@
 
 use std::sync::atomic::Ordering;
 
-use heir_core::{LockResult, MutexId, Protocol, TaskId};
+use heir_core::{LockResult, MutexId, TaskId};
 
 use crate::lock::{Acquired, Mutex, MutexGuard, RawLock, RawTryLock};
 use crate::robust::{self, List, RobustWord, CONSISTENT, INCONSISTENT, NOT_RECOVERABLE};
@@ -675,7 +675,7 @@ impl Default for RawPiMutex {
 
 impl Drop for RawPiMutex {
     fn drop(&mut self) {
-        rt::state().free_mutex(self.id, Protocol::Inherit);
+        rt::state().free_mutex(self.id);
         let owner = self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK;
         if owner == rt::tid() as u32 {
             // Dropped by its owner while held: off the owner's list first.

@@ -186,6 +186,9 @@ struct ThreadRec {
     /// While the thread sleeps in a kernel-boosted condition-variable wait:
     /// the helper its word names (the kernel boosts that helper).
     kernel_helper: Option<TaskId>,
+    /// While the thread sleeps in a donating call ([`crate::donate`]): the
+    /// server its request ticket names (the kernel boosts that server).
+    donation_server: Option<TaskId>,
     /// How many threads' kernel waits name this thread: while not zero,
     /// part of its engine urgency is the kernel's to apply
     /// ([`State::wanted`]).
@@ -389,10 +392,12 @@ pub(crate) struct State {
     pub engine: Engine,
     threads: HashMap<TaskId, ThreadRec>,
     by_tid: HashMap<i32, TaskId>,
-    free_mutexes: Vec<(Protocol, MutexId)>,
-    free_conds: Vec<CondId>,
     /// The engine mutexes that are [`crate::PiMutex`]es (PI futexes).
     pi_futex: std::collections::HashSet<MutexId>,
+    /// The engine objects of donating calls' waits ([`crate::donate`]): one
+    /// per request ticket somebody sleeps on (keyed by the ticket's
+    /// address), its one target the server the ticket names.
+    donate_objs: HashMap<usize, ObjId>,
     /// The robustness state of each live [`crate::RawEngineMutex`] (its
     /// `CONSISTENT` / `INCONSISTENT` / `NOT_RECOVERABLE` word): marked
     /// inconsistent by [`State::purge`] when its owner goes.
@@ -610,9 +615,8 @@ fn lock_state(heir: bool) -> StateGuard {
             engine: Engine::new(),
             threads: HashMap::new(),
             by_tid: HashMap::new(),
-            free_mutexes: Vec::new(),
-            free_conds: Vec::new(),
             pi_futex: std::collections::HashSet::new(),
+            donate_objs: HashMap::new(),
             engine_robust: HashMap::new(),
             stats: ApplyStats::default(),
             gangs: crate::gang::Gangs::default(),
@@ -724,7 +728,7 @@ impl State {
             .any(|&t| match self.engine.blocked_on(t) {
                 Ok(Some(o)) => {
                     !(matches!(self.engine.spec(o).map(|s| s.kind), Ok(ObjKind::Mutex))
-                        && self.pi_futex.contains(&MutexId(o.0)))
+                        && self.pi_futex.contains(&MutexId(o.0, o.1)))
                 }
                 _ => false,
             })
@@ -763,6 +767,7 @@ impl State {
                 base_urgency,
                 applied: base_urgency,
                 kernel_helper: None,
+                donation_server: None,
                 carried: 0,
                 hooked: false,
             },
@@ -830,7 +835,10 @@ impl State {
             let Some(top) = self.engine.waiters(o).ok().and_then(|mut w| w.next()) else {
                 continue;
             };
-            let carried = self.threads.get(&top).and_then(|r| r.kernel_helper) == Some(t);
+            let carried = self
+                .threads
+                .get(&top)
+                .is_some_and(|r| r.kernel_helper == Some(t) || r.donation_server == Some(t));
             if !carried {
                 if let Ok(e) = self.engine.effective(top) {
                     u = u.max(e.urgency);
@@ -863,10 +871,13 @@ impl State {
             }
             let next = match self.engine.blocked_on(cur) {
                 Ok(Some(o)) => match self.engine.spec(o).map(|s| (s.kind, s.protocol())) {
-                    Ok((ObjKind::Mutex, Some(Protocol::Inherit))) => {
-                        self.engine.owner(MutexId(o.0)).ok().flatten()
+                    Ok((ObjKind::Mutex, Some(Protocol::Inherit | Protocol::Bwi))) => {
+                        self.engine.owner(MutexId(o.0, o.1)).ok().flatten()
                     }
                     Ok((ObjKind::Cond, _)) => self.threads.get(&cur).and_then(|r| r.kernel_helper),
+                    Ok((ObjKind::Endpoint, _)) => {
+                        self.threads.get(&cur).and_then(|r| r.donation_server)
+                    }
                     _ => None,
                 },
                 _ => None,
@@ -1113,15 +1124,10 @@ impl State {
         }
     }
 
-    /// A new engine mutex with `protocol` (recycled when possible: the engine
-    /// has no way to delete one).
+    /// A new engine mutex with `protocol` (in the slot of the last object
+    /// removed, if any: the engine reuses slots, with a new generation).
     pub(crate) fn new_mutex(&mut self, protocol: Protocol) -> MutexId {
-        let m = match self.free_mutexes.iter().position(|(p, _)| *p == protocol) {
-            Some(i) => self.free_mutexes.swap_remove(i).1,
-            None => self.engine.add_mutex(protocol),
-        };
-        self.pi_futex.remove(&m);
-        m
+        self.engine.add_mutex(protocol)
     }
 
     /// A new engine mutex for a [`crate::PiMutex`] (a PI futex).
@@ -1131,22 +1137,35 @@ impl State {
         m
     }
 
-    /// Returns a mutex to the pool if nobody owns or waits on it.
-    pub(crate) fn free_mutex(&mut self, m: MutexId, protocol: Protocol) {
-        if self.engine.owner(m).ok().flatten().is_some() {
-            return;
+    /// Removes a mutex from the engine if nobody owns or waits on it (else
+    /// it stays, owned or waited on, as the kernel's word does).
+    pub(crate) fn free_mutex(&mut self, m: MutexId) {
+        if self.remove_object(m.into()) {
+            self.pi_futex.remove(&m);
         }
-        if self.waited(m.into()) {
-            return;
-        }
-        self.free_mutexes.push((protocol, m));
     }
 
-    /// A new engine condition variable (recycled when possible).
+    /// Removes object `o` from the engine unless it is busy (waited on,
+    /// owned): its slot is reused by a later object, and its id is refused
+    /// from then on.
+    /// True if it was removed.
+    pub(crate) fn remove_object(&mut self, o: ObjId) -> bool {
+        match self.engine.remove_object(o) {
+            Ok(ch) => {
+                self.apply(&ch);
+                true
+            }
+            Err(EngineError::ObjectBusy { .. }) => false,
+            Err(e) => {
+                self.stats.engine_failed(e);
+                false
+            }
+        }
+    }
+
+    /// A new engine condition variable.
     pub(crate) fn new_cond(&mut self) -> CondId {
-        self.free_conds
-            .pop()
-            .unwrap_or_else(|| self.engine.add_cond())
+        self.engine.add_cond()
     }
 
     /// Drops every helper of `c` and returns it to the pool if nobody waits.
@@ -1162,9 +1181,7 @@ impl State {
                 Err(e) => self.stats.engine_failed(e),
             }
         }
-        if !self.waited(c.into()) {
-            self.free_conds.push(c);
-        }
+        self.remove_object(c.into());
     }
 
     /// Checks the engine's invariants and that the kernel holds, for every
@@ -1240,6 +1257,91 @@ impl State {
     /// Number of registered threads.
     pub(crate) fn registered(&self) -> usize {
         self.threads.len()
+    }
+
+    /// A donating call's wait, in the engine ([`crate::donate`]): the
+    /// calling thread blocks on the engine object of the request ticket
+    /// `key`, whose target is the server `server_tid` the ticket names.
+    /// The kernel lends the urgency (the caller sleeps in `FUTEX_LOCK_PI`
+    /// on the ticket): the wait is marked as carried by the kernel, so
+    /// heir-rt makes no `sched_setattr` for it. A block that would close a
+    /// cycle (servers calling each other) is refused before the caller
+    /// sleeps: `Err(Deadlock)` with the cycle, nothing changed.
+    pub(crate) fn donate_block(&mut self, key: usize, server_tid: i32) -> Result<(), Error> {
+        let me = self.current()?;
+        let server = self.task_of_tid(server_tid)?;
+        let (o, new) = match self.donate_objs.get(&key) {
+            Some(&o) => (o, false),
+            None => (self.engine.add_object(heir_core::Spec::ENDPOINT), true),
+        };
+        let mut r = Ok(());
+        if new {
+            r = self.engine.add_target(o, server).map(|ch| self.apply(&ch));
+        }
+        let r = r.and_then(|()| {
+            // Marked before the changes are applied: `wanted` leaves out
+            // what the kernel carries.
+            let blocked = self.engine.block(me, o);
+            if blocked.is_ok() {
+                if let Some(rec) = self.threads.get_mut(&me) {
+                    rec.donation_server = Some(server);
+                }
+                if let Some(hr) = self.threads.get_mut(&server) {
+                    hr.carried += 1;
+                }
+            }
+            blocked.map(|ch| self.apply(&ch))
+        });
+        match r {
+            Ok(()) => {
+                self.donate_objs.insert(key, o);
+                Ok(())
+            }
+            Err(e) => {
+                if new {
+                    self.remove_object(o);
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Ends the calling thread's donating wait on ticket `key`
+    /// ([`State::donate_block`]): it leaves the engine object, which is
+    /// removed once nobody waits on it.
+    pub(crate) fn donate_unblock(&mut self, key: usize) {
+        let Ok(me) = self.current() else {
+            return;
+        };
+        let server = self
+            .threads
+            .get_mut(&me)
+            .and_then(|r| r.donation_server.take());
+        if let Some(hr) = server.and_then(|s| self.threads.get_mut(&s)) {
+            hr.carried = hr.carried.saturating_sub(1);
+        }
+        if matches!(self.engine.blocked_on(me), Ok(Some(_))) {
+            match self.engine.cancel_wait(me) {
+                Ok(ch) => self.apply(&ch),
+                Err(e) => self.stats.engine_failed(e),
+            }
+        }
+        if let Some(&o) = self.donate_objs.get(&key) {
+            if !self.waited(o) && self.remove_object(o) {
+                self.donate_objs.remove(&key);
+            }
+        }
+    }
+
+    /// The threads of a cycle the engine named, as tids (tasks only).
+    pub(crate) fn cycle_tids(&self, cycle: &[heir_core::Node]) -> Vec<i32> {
+        cycle
+            .iter()
+            .filter_map(|n| match n {
+                heir_core::Node::Task(t) => self.tid_of(*t),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Arms a kernel-boosted wait of `w` (just blocked on `c` in the

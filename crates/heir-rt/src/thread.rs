@@ -89,6 +89,15 @@ pub fn check_invariants() -> Result<(), Error> {
     rt::state().check()
 }
 
+/// The engine's arena sizes: (task slots, object slots). A slot is
+/// reused once what held it is gone (a thread's task when it leaves, a
+/// mutex's, condvar's or gang's object when it is dropped), so these stay
+/// at the most threads and objects ever alive at once.
+pub fn engine_slots() -> (usize, usize) {
+    let st = rt::state();
+    (st.engine.task_slots(), st.engine.object_slots())
+}
+
 /// Counters of what heir-rt applied to the kernel and of what it could
 /// not (failed `sched_setattr` calls, boosts it cannot express, vanished
 /// threads, engine errors during clean-up), with the last error of each

@@ -183,7 +183,7 @@ mod tests {
         set_sink(wr);
         assert!(tracing());
         mark(format_args!("prio {} {} {}", 7, 1234, 89));
-        mark_cond("signal", heir_core::CondId(3));
+        mark_cond("signal", heir_core::CondId(3, 0));
         mark(format_args!("{}", "x".repeat(300)));
         assert_eq!(take_sink(), wr);
         assert!(!tracing());

@@ -36,18 +36,13 @@ pub fn urgency(s: &Sched) -> Urgency {
     }
 }
 
-/// The engine's protocol of a scenario mutex (a ceiling is a real-time
-/// priority, clamped to 1..=99; `bwi` lends urgency as `inherit`).
+/// The engine's protocol of a scenario mutex: the same protocol, its
+/// ceiling (a real-time priority) clamped to 1..=99 and made an urgency
+/// ([`heir_core::Protocol::to_engine`]). `bwi` stays `bwi`: the engine
+/// lends urgency for it as for `inherit` and records that the budget is
+/// lent too; charging it is the faces' part (see [`Protocol`]).
 pub fn protocol(p: &MutexProtocol) -> Protocol {
-    match p {
-        MutexProtocol::None => Protocol::None,
-        // M-BWI lends urgency as inheritance does; what it adds (whose
-        // budget the owner consumes, spinning waiters) is the faces' part.
-        MutexProtocol::Inherit | MutexProtocol::Bwi => Protocol::Inherit,
-        MutexProtocol::Ceiling { ceiling } => {
-            Protocol::Ceiling(Urgency::fixed((*ceiling).clamp(1, 99) as u8))
-        }
-    }
+    p.to_engine()
 }
 
 /// The protocol of the mutexes inside barriers and suspend points:
@@ -176,9 +171,10 @@ mod tests {
         assert_eq!(urgency(&s(Policy::Batch, 5)), Urgency::other(5));
         assert_eq!(urgency(&s(Policy::Idle, 0)), Urgency::LOWEST);
         assert_eq!(
-            protocol(&MutexProtocol::Ceiling { ceiling: 300 }),
+            protocol(&MutexProtocol::Ceiling(300)),
             Protocol::Ceiling(Urgency::fixed(99))
         );
+        assert_eq!(protocol(&MutexProtocol::Bwi), Protocol::Bwi);
     }
 
     #[test]

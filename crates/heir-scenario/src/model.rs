@@ -492,37 +492,11 @@ impl GangOp {
     }
 }
 
-/// A mutex protocol, as the scenario names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MutexProtocol {
-    /// No protocol (`PTHREAD_PRIO_NONE`).
-    None,
-    /// Priority inheritance (`PTHREAD_PRIO_INHERIT`).
-    Inherit,
-    /// Immediate priority ceiling, with the ceiling's real-time priority.
-    Ceiling {
-        /// The real-time priority (1..=99) a holder runs at.
-        ceiling: i32,
-    },
-    /// heir: multiprocessor bandwidth inheritance (M-BWI): a
-    /// blocked `SCHED_DEADLINE` waiter lends its (budget, deadline) pair to
-    /// the owner, and busy-waits while the owner runs on another CPU. With
-    /// fixed priorities it behaves as [`MutexProtocol::Inherit`].
-    Bwi,
-}
-
-impl MutexProtocol {
-    /// The name the scenario file uses (`"none"`, `"inherit"`, `"ceiling"`,
-    /// `"bwi"`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            MutexProtocol::None => "none",
-            MutexProtocol::Inherit => "inherit",
-            MutexProtocol::Ceiling { .. } => "ceiling",
-            MutexProtocol::Bwi => "bwi",
-        }
-    }
-}
+/// A mutex protocol, as the scenario names it: the one vocabulary
+/// ([`heir_core::Protocol`]: `none`, `inherit`, `bwi`, `ceiling`) with a
+/// ceiling given as a real-time priority (1..=99). The engine's form is
+/// [`heir_core::Protocol::to_engine`]'s (`engine::protocol`).
+pub type MutexProtocol = heir_core::Protocol<i32>;
 
 /// A named resource.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,7 +6,10 @@
 //! `P` is `none`, `inherit`, `bwi`, `ceiling:N` (N a real-time priority,
 //! 1..=99) or `ceiling`: the file's own ceiling when the mutex has one,
 //! else the highest real-time priority among the tasks that lock it (the
-//! immediate priority ceiling's definition).
+//! immediate priority ceiling's definition). The names, their parsing
+//! and their spelling are the one vocabulary's ([`heir_core::protocol`]).
+
+use heir_core::protocol::{ParseProtocolError, Written, PROTOCOL_SPELLINGS};
 
 use crate::{EventKind, MutexProtocol, Policy, ResourceKind, Scenario};
 
@@ -15,62 +18,42 @@ use crate::{EventKind, MutexProtocol, Policy, ResourceKind, Scenario};
 pub struct Override {
     /// The mutex it applies to; `None` for `all`.
     pub mutex: Option<String>,
-    /// The protocol it chooses.
-    pub protocol: Choice,
-}
-
-/// The protocol an [`Override`] chooses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Choice {
-    /// A protocol given in full.
-    Exactly(MutexProtocol),
-    /// `ceiling` without a priority: the file's, or the highest locker's.
-    Ceiling,
+    /// The protocol it chooses, as written: `ceiling` without a priority
+    /// (`Ceiling(None)`) is the file's ceiling, or the highest locker's.
+    pub protocol: Written,
 }
 
 /// The protocol names `P` of `--protocol NAME=P`, in the order heir lists
 /// them; `ceiling:N` (N a real-time priority) is the one other spelling.
 /// The Python package's `MutexProtocol` type is tested against this list.
-pub const NAMES: [&str; 4] = ["none", "inherit", "bwi", "ceiling"];
-
-const EXPECTED: &str = "expected NAME=P or all=P, P one of none, inherit, bwi, ceiling, ceiling:N";
+pub use heir_core::protocol::PROTOCOL_NAMES as NAMES;
 
 impl Override {
     /// The override as `NAME=P` / `all=P` (canonical spelling: `ceiling`,
     /// `ceiling:N`, or the protocol's name), for the titles of outputs.
     pub fn shown(&self) -> String {
-        let p = match self.protocol {
-            Choice::Ceiling => "ceiling".to_string(),
-            Choice::Exactly(MutexProtocol::Ceiling { ceiling }) => format!("ceiling:{ceiling}"),
-            Choice::Exactly(p) => p.name().to_string(),
-        };
-        format!("{}={p}", self.mutex.as_deref().unwrap_or("all"))
+        format!(
+            "{}={}",
+            self.mutex.as_deref().unwrap_or("all"),
+            self.protocol.spelled()
+        )
     }
 
-    /// Parses `NAME=P` / `all=P`.
+    /// Parses `NAME=P` / `all=P`, `P` one of
+    /// [`heir_core::protocol::PROTOCOL_SPELLINGS`].
     pub fn parse(s: &str) -> Result<Override, String> {
+        let expected = format!("expected NAME=P or all=P, P one of {PROTOCOL_SPELLINGS}");
         let Some((name, p)) = s.split_once('=') else {
-            return Err(format!("{EXPECTED}; found {s:?}"));
+            return Err(format!("{expected}; found {s:?}"));
         };
         let name = name.trim();
         if name.is_empty() {
-            return Err(format!("{EXPECTED}; found {s:?} (no mutex name)"));
+            return Err(format!("{expected}; found {s:?} (no mutex name)"));
         }
-        let protocol = match p.trim() {
-            "none" => Choice::Exactly(MutexProtocol::None),
-            "inherit" => Choice::Exactly(MutexProtocol::Inherit),
-            "bwi" => Choice::Exactly(MutexProtocol::Bwi),
-            "ceiling" => Choice::Ceiling,
-            other => match other.strip_prefix("ceiling:").map(str::parse::<i32>) {
-                Some(Ok(n @ 1..=99)) => Choice::Exactly(MutexProtocol::Ceiling { ceiling: n }),
-                Some(_) => {
-                    return Err(format!(
-                        "a ceiling is a real-time priority, ceiling:1 to ceiling:99; found {s:?}"
-                    ))
-                }
-                None => return Err(format!("{EXPECTED}; found {s:?}")),
-            },
-        };
+        let protocol = Written::parse(p).map_err(|e| match e {
+            ParseProtocolError::BadCeiling => format!("{e}; found {s:?}"),
+            ParseProtocolError::Unknown => format!("{expected}; found {s:?}"),
+        })?;
         Ok(Override {
             mutex: (name != "all").then(|| name.to_string()),
             protocol,
@@ -119,10 +102,10 @@ pub fn apply(scenario: &mut Scenario, overrides: &[Override]) -> Result<(), Stri
             }
         };
         for i in targets {
-            let p = match o.protocol {
-                Choice::Exactly(p) => p,
-                Choice::Ceiling => ceiling_of(scenario, i)?,
-            };
+            let p = o.protocol.try_map_ceiling(|c| match c {
+                Some(c) => Ok(c),
+                None => ceiling_of(scenario, i),
+            })?;
             chosen.push((i, p));
         }
     }
@@ -135,13 +118,13 @@ pub fn apply(scenario: &mut Scenario, overrides: &[Override]) -> Result<(), Stri
 /// `ceiling` for mutex `i`: its own ceiling, or the highest real-time
 /// priority among the tasks that lock it (a `lock`, or the re-lock of a
 /// `wait`).
-fn ceiling_of(scenario: &Scenario, i: usize) -> Result<MutexProtocol, String> {
+fn ceiling_of(scenario: &Scenario, i: usize) -> Result<i32, String> {
     let r = &scenario.resources[i];
     if let ResourceKind::Mutex {
-        protocol: p @ MutexProtocol::Ceiling { .. },
+        protocol: MutexProtocol::Ceiling(c),
     } = r.kind
     {
-        return Ok(p);
+        return Ok(c);
     }
     let locks = |k: &EventKind| match k {
         EventKind::Lock(m) => m.0 == i,
@@ -164,7 +147,7 @@ fn ceiling_of(scenario: &Scenario, i: usize) -> Result<MutexProtocol, String> {
         .map(|s| s.priority.clamp(1, 99))
         .max();
     match top {
-        Some(c) => Ok(MutexProtocol::Ceiling { ceiling: c }),
+        Some(c) => Ok(c),
         None => Err(format!(
             "--protocol {}=ceiling: no SCHED_FIFO/SCHED_RR task locks it, so it has no ceiling to derive; give one as ceiling:N",
             r.name
@@ -204,7 +187,15 @@ mod tests {
             assert_eq!(o.shown(), format!("all={name}"));
         }
         // The message lists exactly these names (and ceiling:N).
-        assert!(EXPECTED.ends_with(&format!("P one of {}, ceiling:N", NAMES.join(", "))));
+        assert_eq!(
+            heir_core::protocol::PROTOCOL_SPELLINGS,
+            format!("{}, ceiling:N", NAMES.join(", "))
+        );
+        let refused = Override::parse("all=sideways").expect_err("refused");
+        assert!(
+            refused.contains(heir_core::protocol::PROTOCOL_SPELLINGS),
+            "{refused}"
+        );
         for other in ["pi-cv", "inheritance", "ceiling:0", ""] {
             assert!(Override::parse(&format!("all={other}")).is_err(), "{other}");
         }
@@ -218,7 +209,7 @@ mod tests {
             .map(|x| Override::parse(x).expect("parses"))
             .collect();
         apply(&mut s, &o).expect("applies");
-        assert_eq!(protocol_of(&s, "a"), MutexProtocol::Ceiling { ceiling: 40 });
+        assert_eq!(protocol_of(&s, "a"), MutexProtocol::Ceiling(40));
         assert_eq!(protocol_of(&s, "b"), MutexProtocol::None);
         assert_eq!(protocol_of(&s, "c"), MutexProtocol::Bwi);
     }
@@ -227,9 +218,9 @@ mod tests {
     fn ceiling_is_derived_from_the_highest_locker() {
         let mut s = scenario();
         apply(&mut s, &[Override::parse("b=ceiling").expect("parses")]).expect("applies");
-        assert_eq!(protocol_of(&s, "b"), MutexProtocol::Ceiling { ceiling: 20 });
+        assert_eq!(protocol_of(&s, "b"), MutexProtocol::Ceiling(20));
         apply(&mut s, &[Override::parse("b=ceiling:70").expect("parses")]).expect("applies");
-        assert_eq!(protocol_of(&s, "b"), MutexProtocol::Ceiling { ceiling: 70 });
+        assert_eq!(protocol_of(&s, "b"), MutexProtocol::Ceiling(70));
     }
 
     #[test]

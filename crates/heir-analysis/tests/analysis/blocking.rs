@@ -2,9 +2,9 @@
 //! (higher priority on top), then states B and R per task (µs).
 
 use heir_analysis::gen::{to_scenario, ScenarioOptions};
-use heir_analysis::model::{LockProtocol, Mutex, Section, Task, TaskSet};
+use heir_analysis::model::{Mutex, MutexProtocol, Section, Task, TaskSet};
 use heir_analysis::rng::Rng;
-use heir_analysis::{analyze_scenario, analyze_set, Options, Protocol};
+use heir_analysis::{analyze_scenario, analyze_set, Family, Options};
 use heir_sim::{simulate, NullObserver, SimConfig};
 
 use crate::{example, h_m_l_calling_s, US};
@@ -29,7 +29,7 @@ fn task(name: &str, prio: i32, period_us: u64, wcet_us: u64, sections: Vec<Secti
     )
 }
 
-fn mutexes(n: usize, protocol: LockProtocol) -> Vec<Mutex> {
+fn mutexes(n: usize, protocol: MutexProtocol) -> Vec<Mutex> {
     (0..n)
         .map(|k| Mutex {
             name: format!("R{k}"),
@@ -72,7 +72,7 @@ fn simulated_max_response_us(sc: &heir_scenario::Scenario, name: &str) -> f64 {
 ///   M (20)               (works 5)
 ///   L (10)  ──── R0 (3)
 /// ```
-fn hml(protocol: LockProtocol) -> TaskSet {
+fn hml(protocol: MutexProtocol) -> TaskSet {
     TaskSet {
         tasks: vec![
             task("H", 30, 100, 2, vec![cs(0, 1)]),
@@ -89,7 +89,7 @@ fn hml(protocol: LockProtocol) -> TaskSet {
 fn inheritance_direct_and_push_through() {
     // H: direct blocking by L's 3. M: push-through (L inherits H's 30).
     assert_bounds(
-        &hml(LockProtocol::Inherit),
+        &hml(MutexProtocol::Inherit),
         &[
             ("H", Some(3), Some(5)),
             ("M", Some(3), Some(10)),
@@ -102,7 +102,7 @@ fn inheritance_direct_and_push_through() {
 fn immediate_ceiling_blocks_once() {
     // Ceiling 30: L runs its section at 30 from the lock on.
     assert_bounds(
-        &hml(LockProtocol::Ceiling(30)),
+        &hml(MutexProtocol::Ceiling(30)),
         &[
             ("H", Some(3), Some(5)),
             ("M", Some(3), Some(10)),
@@ -125,13 +125,13 @@ fn immediate_ceiling_blocks_once() {
         mutexes: mutexes(2, p),
         pi_cv: true,
     };
-    assert_bounds(&two(LockProtocol::Inherit), &[("H", Some(8), Some(10))]);
-    assert_bounds(&two(LockProtocol::Ceiling(30)), &[("H", Some(5), Some(7))]);
+    assert_bounds(&two(MutexProtocol::Inherit), &[("H", Some(8), Some(10))]);
+    assert_bounds(&two(MutexProtocol::Ceiling(30)), &[("H", Some(5), Some(7))]);
 }
 
 #[test]
 fn no_protocol_is_unbounded_when_a_medium_task_exists() {
-    let set = hml(LockProtocol::None);
+    let set = hml(MutexProtocol::None);
     let r = analyze_set(&set).unwrap();
     let h = r.task("H").unwrap();
     assert_eq!(h.wcrt_us, None);
@@ -180,7 +180,7 @@ fn hand_off_lets_one_mutex_block_twice() {
             task("T4", 94, 55_000, 1858, vec![cs(0, 1858)]),
         ],
         servers: vec![],
-        mutexes: mutexes(1, LockProtocol::Inherit),
+        mutexes: mutexes(1, MutexProtocol::Inherit),
         pi_cv: false,
     };
     // T1: 829 + 158 (T0) + 602 + 1858.
@@ -239,7 +239,7 @@ fn calls_and_sections_of_one_lower_task_count_once() {
     let set = h_m_l_calling_s(
         vec![cs(0, 4)],
         vec![cs(0, 6)],
-        mutexes(1, LockProtocol::Inherit),
+        mutexes(1, MutexProtocol::Inherit),
     );
     // H: max(D_L = 7 (Q_H), cs_L = 6 (R0's ceiling is only 70)) = 7.
     // M: max(7 (P_M: S serves L at H's priority), 6 (direct)) = 7.
@@ -247,6 +247,6 @@ fn calls_and_sections_of_one_lower_task_count_once() {
     // Ceiling family: S at 90 (its highest caller), R0's ceiling 70.
     // H: L's request is served at 90 whoever waits: 7; R0 cannot block H.
     // M: L's request at 90 (7) or L's section at 70 (6): one of them, 7.
-    let c = set.with_protocol(Protocol::Ceiling);
+    let c = set.with_protocol(Family::Ceiling);
     assert_bounds(&c, &[("H", Some(7), Some(20)), ("M", Some(7), Some(30))]);
 }

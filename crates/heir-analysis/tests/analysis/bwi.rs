@@ -1,7 +1,7 @@
 //! `SCHED_DEADLINE` under M-BWI: interference over blocking
 //! chains, admission per CPU and global, guarantees — hand-computed.
 
-use heir_analysis::model::{Class, LockProtocol, Mutex, Nanos, Section, Task, TaskSet};
+use heir_analysis::model::{Class, Mutex, MutexProtocol, Nanos, Section, Task, TaskSet};
 use heir_analysis::{analyze_scenario, analyze_set, Options, Unbounded};
 
 use crate::{example, MS};
@@ -39,7 +39,7 @@ fn bwi(names: &[&str]) -> Vec<Mutex> {
         .iter()
         .map(|n| Mutex {
             name: n.to_string(),
-            protocol: LockProtocol::Bwi,
+            protocol: MutexProtocol::Bwi,
         })
         .collect()
 }

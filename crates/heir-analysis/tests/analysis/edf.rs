@@ -1,7 +1,7 @@
 //! EDF / CBS admission (the M-BWI paper's §3.3).
 
 use heir_analysis::edf::{blocking_test, utilisation_test, Reservation};
-use heir_analysis::model::{Class, LockProtocol, Mutex, Section, Task, TaskSet};
+use heir_analysis::model::{Class, Mutex, MutexProtocol, Section, Task, TaskSet};
 use heir_analysis::{analyze_set, Unbounded};
 
 use crate::MS;
@@ -74,7 +74,7 @@ fn deadline_inheritance_keeps_the_guarantees_of_the_other_reservations() {
         servers: vec![],
         mutexes: vec![Mutex {
             name: "m".into(),
-            protocol: LockProtocol::Inherit,
+            protocol: MutexProtocol::Inherit,
         }],
         pi_cv: true,
     };

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use heir_analysis::fp::{busy_window, MAX_ITERATIONS};
 use heir_analysis::gen::{self, GenParams, UtilGenerator};
 use heir_analysis::model::{
-    Call, Class, LockProtocol, Mutex, Protocol, Section, Server, Task, TaskSet,
+    Call, Class, Family, Mutex, MutexProtocol, Section, Server, Task, TaskSet,
 };
 use heir_analysis::rng::Rng;
 use heir_analysis::{analyze_set, Analyzer, Unbounded};
@@ -34,7 +34,7 @@ fn full_h_sharing_a_mutex() -> TaskSet {
         servers: vec![],
         mutexes: vec![Mutex {
             name: "M".into(),
-            protocol: LockProtocol::Inherit,
+            protocol: MutexProtocol::Inherit,
         }],
         pi_cv: true,
     }
@@ -106,12 +106,7 @@ fn full_load_with_a_reservation_is_unbounded() {
 #[test]
 fn every_protocol_reports_the_full_task_unbounded() {
     let set = full_h_sharing_a_mutex();
-    for p in [
-        Protocol::None,
-        Protocol::Inherit,
-        Protocol::Ceiling,
-        Protocol::PiCv,
-    ] {
+    for p in [Family::None, Family::Inherit, Family::Ceiling, Family::PiCv] {
         let start = Instant::now();
         let r = analyze_set(&set.with_protocol(p)).unwrap();
         assert!(

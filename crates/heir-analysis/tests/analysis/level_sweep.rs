@@ -7,9 +7,9 @@
 //! `SCHED_DEADLINE` reservations (pinned and global) sharing the CPUs.
 
 use heir_analysis::gen::{generate, generate_deadline, CsProfile, GenParams};
-use heir_analysis::model::{Class, LockProtocol, TaskSet};
+use heir_analysis::model::{Class, MutexProtocol, TaskSet};
 use heir_analysis::rng::Rng;
-use heir_analysis::{Analyzer, Protocol};
+use heir_analysis::{Analyzer, Family};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -69,18 +69,18 @@ fn fixed_part(rng: &mut Rng) -> TaskSet {
         }
     }
     match rng.range_u64(0, 5) {
-        0 => set.with_protocol(Protocol::None),
-        1 => set.with_protocol(Protocol::Inherit),
-        2 => set.with_protocol(Protocol::Ceiling),
-        3 => set.with_protocol(Protocol::PiCv),
+        0 => set.with_protocol(Family::None),
+        1 => set.with_protocol(Family::Inherit),
+        2 => set.with_protocol(Family::Ceiling),
+        3 => set.with_protocol(Family::PiCv),
         4 if nest == 0.0 => {
             // Mixed protocols (nesting across protocols is refused).
             for m in &mut set.mutexes {
                 m.protocol = match rng.range_u64(0, 3) {
-                    0 => LockProtocol::None,
-                    1 => LockProtocol::Inherit,
-                    2 => LockProtocol::Ceiling(rng.range_u64(1, 99) as i32),
-                    _ => LockProtocol::Bwi,
+                    0 => MutexProtocol::None,
+                    1 => MutexProtocol::Inherit,
+                    2 => MutexProtocol::Ceiling(rng.range_u64(1, 99) as i32),
+                    _ => MutexProtocol::Bwi,
                 };
             }
             set.pi_cv = rng.chance(0.5);

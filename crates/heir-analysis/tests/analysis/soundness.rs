@@ -4,7 +4,7 @@
 
 use heir_analysis::gen::{generate, to_scenario, GenParams, ScenarioOptions, UtilGenerator};
 use heir_analysis::rng::Rng;
-use heir_analysis::{analyze_scenario, analyze_set, Options, Protocol, TaskSet};
+use heir_analysis::{analyze_scenario, analyze_set, Family, Options, TaskSet};
 use heir_scenario::TimerMode;
 use heir_sim::{simulate, NullObserver, SimConfig};
 use proptest::prelude::*;
@@ -43,7 +43,7 @@ struct Tally {
 /// Checks one set under one protocol; `Err` describes the violation.
 fn check(
     set: &TaskSet,
-    protocol: Protocol,
+    protocol: Family,
     opts: &ScenarioOptions,
     seed: u64,
 ) -> Result<Tally, String> {
@@ -150,7 +150,7 @@ fn simulated_response_times_never_exceed_the_bounds() {
                         TimerMode::Absolute
                     },
                 };
-                for p in Protocol::ALL {
+                for p in Family::ALL {
                     let t = check(&set, p, &opts, seed).map_err(TestCaseError::fail)?;
                     let sum = tally.get();
                     tally.set(Tally {

@@ -12,7 +12,7 @@ use heir_analysis::analyze_set;
 use heir_analysis::gen::{
     generate_deadline_with, to_scenario, DlGen, DlPlacement, ScenarioOptions,
 };
-use heir_analysis::model::LockProtocol;
+use heir_analysis::model::MutexProtocol;
 use heir_analysis::rng::Rng;
 use heir_scenario::TimerMode;
 use heir_sim::{simulate, NullObserver, SimConfig};
@@ -45,9 +45,9 @@ fn sets_per_protocol() -> u64 {
 #[test]
 fn soundness_edf_constrained_deadlines_with_mutexes() {
     let protocols = [
-        ("none", LockProtocol::None),
-        ("inherit", LockProtocol::Inherit),
-        ("bwi", LockProtocol::Bwi),
+        ("none", MutexProtocol::None),
+        ("inherit", MutexProtocol::Inherit),
+        ("bwi", MutexProtocol::Bwi),
     ];
     let placements = [
         ("1 CPU", DlPlacement::OneCpu),

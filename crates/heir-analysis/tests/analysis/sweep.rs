@@ -2,7 +2,7 @@
 //! and the outputs.
 
 use heir_analysis::sweep::{count_items, result_from_counts, run, task_set, SweepConfig};
-use heir_analysis::{Analyzer, Protocol};
+use heir_analysis::{Analyzer, Family};
 
 use crate::example;
 
@@ -27,7 +27,7 @@ fn the_example_config_reads() {
     let cfg = SweepConfig::from_json_str(&text).unwrap();
     assert_eq!(cfg.points.len(), 20);
     assert!((cfg.points[19] - 1.0).abs() < 1e-9);
-    assert_eq!(cfg.protocols, Protocol::ALL);
+    assert_eq!(cfg.protocols, Family::ALL);
     assert_eq!(
         (cfg.csv.as_deref(), cfg.svg.as_deref()),
         (Some("sweep-small.csv"), Some("sweep-small.svg"))
@@ -88,20 +88,20 @@ fn pi_cv_dominates_inheritance_and_progress_counts_every_set() {
         // Same mutex analysis, and an RPC that PI-CV bounds whenever plain
         // inheritance does: per set, inherit ⇒ pi-cv.
         assert!(
-            pt.schedulable[k(Protocol::PiCv)] >= pt.schedulable[k(Protocol::Inherit)],
+            pt.schedulable[k(Family::PiCv)] >= pt.schedulable[k(Family::Inherit)],
             "{pt:?}"
         );
     }
     // At 5% everything but the unbounded inversions passes; at 100% with
     // blocking nothing does.
-    assert!(r.points[0].schedulable[k(Protocol::PiCv)] >= 55);
-    assert_eq!(r.points[19].schedulable[k(Protocol::PiCv)], 0);
+    assert!(r.points[0].schedulable[k(Family::PiCv)] >= 55);
+    assert_eq!(r.points[19].schedulable[k(Family::PiCv)], 0);
     // Per set, the same dominance holds exactly.
     let mut an = Analyzer::new();
     for i in 0..40 {
         let set = task_set(&cfg, 8, i);
-        if an.schedulable(&set.with_protocol(Protocol::Inherit)) {
-            assert!(an.schedulable(&set.with_protocol(Protocol::PiCv)));
+        if an.schedulable(&set.with_protocol(Family::Inherit)) {
+            assert!(an.schedulable(&set.with_protocol(Family::PiCv)));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The PI-CV paper's Table I / Table II: the analytic worst case of the client/server
 //! scenario, from the very file the simulator runs.
 
-use heir_analysis::{analyze_scenario, Options, Protocol};
+use heir_analysis::{analyze_scenario, Family, Options};
 
 use crate::example;
 
@@ -87,7 +87,7 @@ fn table1_without_pi_cv_is_unbounded_and_names_the_inversion() {
     let r = analyze_scenario(
         &sc,
         &Options {
-            protocol: Some(Protocol::PiCv),
+            protocol: Some(Family::PiCv),
         },
     )
     .unwrap();
@@ -102,7 +102,7 @@ fn table1_under_the_ceiling_alternative() {
     let r = analyze_scenario(
         &table1(),
         &Options {
-            protocol: Some(Protocol::Ceiling),
+            protocol: Some(Family::Ceiling),
         },
     )
     .unwrap();

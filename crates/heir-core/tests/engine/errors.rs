@@ -24,14 +24,14 @@ fn world() -> World {
 #[test]
 fn unknown_ids() {
     let mut w = world();
-    let ghost = TaskId(99);
+    let ghost = TaskId(99, 0);
     let gone = w.t("Gone");
     let (a, m, cv) = (w.t("A"), w.m("m"), w.c("cv"));
-    let (nm, nc) = (MutexId(7), CondId(7));
+    let (nm, nc) = (MutexId(7, 0), CondId(7, 0));
     let before = w.e.clone();
     let e = &mut w.e;
     assert_eq!(e.lock(ghost, m), Err(E::UnknownTask(ghost)));
-    assert_eq!(e.lock(gone, m), Err(E::UnknownTask(gone)));
+    assert_eq!(e.lock(gone, m), Err(E::StaleTask(gone)));
     assert_eq!(e.lock(a, nm), Err(E::UnknownMutex(nm)));
     assert_eq!(e.unlock(ghost, m), Err(E::UnknownTask(ghost)));
     assert_eq!(e.unlock(a, nm), Err(E::UnknownMutex(nm)));
@@ -47,11 +47,11 @@ fn unknown_ids() {
     assert_eq!(e.helper_add(nc, a), Err(E::UnknownCond(nc)));
     assert_eq!(e.helper_add(cv, ghost), Err(E::UnknownTask(ghost)));
     assert_eq!(e.helper_del(nc, a), Err(E::UnknownCond(nc)));
-    assert_eq!(e.helper_del(cv, gone), Err(E::UnknownTask(gone)));
+    assert_eq!(e.helper_del(cv, gone), Err(E::StaleTask(gone)));
     assert_eq!(e.set_base(ghost, fx(1)), Err(E::UnknownTask(ghost)));
-    assert_eq!(e.remove_task(gone), Err(E::UnknownTask(gone)));
+    assert_eq!(e.remove_task(gone), Err(E::StaleTask(gone)));
     assert_eq!(e.base(ghost), Err(E::UnknownTask(ghost)));
-    assert_eq!(e.effective(gone), Err(E::UnknownTask(gone)));
+    assert_eq!(e.effective(gone), Err(E::StaleTask(gone)));
     assert_eq!(e.blocked_on(ghost), Err(E::UnknownTask(ghost)));
     assert_eq!(e.owner(nm), Err(E::UnknownMutex(nm)));
     assert_eq!(e.helpers(nc), Err(E::UnknownCond(nc)));
@@ -88,8 +88,8 @@ fn state_errors() {
 #[test]
 fn errors_render_readably() {
     let msg = E::NotOwner {
-        task: TaskId(3),
-        mutex: MutexId(1),
+        task: TaskId(3, 0),
+        mutex: MutexId(1, 0),
     }
     .to_string();
     assert_eq!(msg, "task TaskId(3) does not own mutex MutexId(1)");

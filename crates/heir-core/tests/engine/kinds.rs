@@ -78,7 +78,7 @@ fn generic_operations_refuse_bad_arguments() {
     let mut e = Engine::new();
     let t = e.add_task(fx(10));
     let g = e.add_object(Spec::GANG);
-    let nowhere = ObjId(99);
+    let nowhere = ObjId(99, 0);
     assert_eq!(
         e.add_target(nowhere, t),
         Err(EngineError::UnknownObject(nowhere))

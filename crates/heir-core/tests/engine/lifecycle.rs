@@ -32,7 +32,7 @@ fn remove_task_revokes_what_a_helper_inherited() {
     let (p, q, o, cv, cv2) = (w.t("P"), w.t("Q"), w.t("O"), w.c("cv"), w.c("cv2"));
     let (_, ch) = w.apply(Remove("P")).unwrap();
     assert!(ch.is_empty(), "no other task changes: {ch:?}");
-    assert_eq!(w.e.effective(p), Err(EngineError::UnknownTask(p)));
+    assert_eq!(w.e.effective(p), Err(EngineError::StaleTask(p)));
     assert_eq!(w.e.helpers(cv).unwrap(), &[q]);
     assert!(w.e.helpers(cv2).unwrap().is_empty());
     assert!(w.e.tasks().all(|t| t != p));

@@ -19,6 +19,7 @@ mod cycles;
 mod errors;
 mod kinds;
 mod lifecycle;
+mod lifetimes;
 mod long_chains;
 mod ordering;
 mod picv;

@@ -53,6 +53,7 @@ const LATCH: Spec = Spec {
     donates: true,
     max_targets: Some(1),
     floor: None,
+    lends_budget: false,
 };
 
 #[derive(Clone, Debug)]
@@ -184,6 +185,8 @@ fn wait_cond(e: &Engine, conds: &[CondId], c: u8, m: MutexId, fallback: CondId) 
 struct Harness {
     e: Engine,
     ntasks: usize,
+    /// Every task id handed out, removed ones (stale ids) included.
+    tasks: Vec<TaskId>,
     mutexes: Vec<MutexId>,
     conds: Vec<CondId>,
     /// Every object, of every kind (mutexes and condvars included).
@@ -236,9 +239,11 @@ impl Harness {
         for spec in [Spec::ENDPOINT, Spec::GANG].iter().chain(extra) {
             objs.push(e.add_object(*spec));
         }
+        let tasks = e.tasks().collect();
         Harness {
             e,
             ntasks: INITIAL_TASKS,
+            tasks,
             mutexes,
             conds,
             objs,
@@ -258,14 +263,14 @@ impl Harness {
     /// buffer that starts out holding stale entries.
     fn new_into() -> Harness {
         let stale = heir_core::Change {
-            task: TaskId(0),
+            task: TaskId(0, 0),
             old: Effective {
                 urgency: Urgency::fixed(1),
-                source: Source::Task(TaskId(0)),
+                source: Source::Task(TaskId(0, 0)),
             },
             new: Effective {
                 urgency: Urgency::fixed(2),
-                source: Source::Task(TaskId(1)),
+                source: Source::Task(TaskId(1, 0)),
             },
         };
         Harness {
@@ -274,9 +279,10 @@ impl Harness {
         }
     }
 
-    /// A task id: mostly existing ids, sometimes one that never existed.
+    /// A task id: mostly ids handed out (live, or stale once removed),
+    /// sometimes one that never existed.
     fn task(&self, i: u8) -> TaskId {
-        TaskId((i as usize % (self.ntasks + 1)) as u32)
+        Self::pick(&self.tasks, i, TaskId(u32::MAX, 0))
     }
     /// An id from `ids`, or (one time in n+1) an id that names none.
     fn pick<T: Copy>(ids: &[T], i: u8, none: T) -> T {
@@ -285,27 +291,27 @@ impl Harness {
             .unwrap_or(none)
     }
     fn mutex(&self, i: u8) -> MutexId {
-        Self::pick(&self.mutexes, i, MutexId(u32::MAX))
+        Self::pick(&self.mutexes, i, MutexId(u32::MAX, 0))
     }
     fn cond(&self, i: u8) -> CondId {
-        Self::pick(&self.conds, i, CondId(u32::MAX))
+        Self::pick(&self.conds, i, CondId(u32::MAX, 0))
     }
     fn obj(&self, i: u8) -> ObjId {
-        Self::pick(&self.objs, i, ObjId(u32::MAX))
+        Self::pick(&self.objs, i, ObjId(u32::MAX, 0))
     }
 
     fn apply(&mut self, op: &Op) -> Result<(Value, heir_core::Changes), EngineError> {
         use Value::*;
-        let (nt, mutexes, conds, objs) = (
-            self.ntasks,
+        let (tasks, mutexes, conds, objs) = (
+            self.tasks.clone(),
             self.mutexes.clone(),
             self.conds.clone(),
             self.objs.clone(),
         );
-        let task = |i: u8| TaskId((i as usize % (nt + 1)) as u32);
-        let mutex = |i: u8| Self::pick(&mutexes, i, MutexId(u32::MAX));
-        let cond = |i: u8| Self::pick(&conds, i, CondId(u32::MAX));
-        let obj = |i: u8| Self::pick(&objs, i, ObjId(u32::MAX));
+        let task = |i: u8| Self::pick(&tasks, i, TaskId(u32::MAX, 0));
+        let mutex = |i: u8| Self::pick(&mutexes, i, MutexId(u32::MAX, 0));
+        let cond = |i: u8| Self::pick(&conds, i, CondId(u32::MAX, 0));
+        let obj = |i: u8| Self::pick(&objs, i, ObjId(u32::MAX, 0));
         // Arguments that depend on the state, picked before the call.
         let wait_args = self.wait_args(op);
         let helper_lock = match *op {
@@ -313,7 +319,7 @@ impl Harness {
             _ => None,
         };
         let owned_pick = |e: &Engine, t: u8, k: u8| owned_or(e, task(t), k, mutex(k));
-        let owner_of = |e: &Engine, m: MutexId| e.owner(m).ok().flatten().unwrap_or(TaskId(0));
+        let owner_of = |e: &Engine, m: MutexId| e.owner(m).ok().flatten().unwrap_or(TaskId(0, 0));
         let e = &mut self.e;
         if let Some(buf) = self.into.as_mut() {
             // The `*_into` variants: the value comes back, the changes are
@@ -341,7 +347,8 @@ impl Harness {
         Ok(match *op {
             Op::AddTask(u) => {
                 if self.ntasks < MAX_TASKS {
-                    e.add_task(PALETTE[u as usize % PALETTE.len()]);
+                    let t = e.add_task(PALETTE[u as usize % PALETTE.len()]);
+                    self.tasks.push(t);
                     self.ntasks += 1;
                 }
                 (Unit, Default::default())
@@ -880,7 +887,7 @@ fn postcondition(
         }
         (Op::WaitUnlock(t, ..) | Op::WaitRelease(t, ..), _) => {
             let t = h.task(*t);
-            let (c, m) = wait_args.unwrap_or((CondId(u32::MAX), MutexId(u32::MAX)));
+            let (c, m) = wait_args.unwrap_or((CondId(u32::MAX, 0), MutexId(u32::MAX, 0)));
             prop_assert_eq!(e.blocked_on(t).unwrap(), Some(c.into()));
             prop_assert!(!e.owned(t).unwrap().any(|x| x == m));
             match value {
@@ -932,7 +939,7 @@ fn postcondition(
         }
         (Op::Remove(t), _) => {
             let t = h.task(*t);
-            prop_assert_eq!(e.effective(t), Err(EngineError::UnknownTask(t)));
+            prop_assert_eq!(e.effective(t), Err(EngineError::StaleTask(t)));
             prop_assert!(changes.is_empty(), "step {step}: {changes:?}");
         }
         _ => {}

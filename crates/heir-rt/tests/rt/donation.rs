@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 
 use heir::donate::Endpoint;
 use heir::sys::{self, now_ns};
-use heir::PiMutex;
+use heir::{PiMutex, Urgency};
 
 use crate::common::*;
 
@@ -170,10 +170,10 @@ fn the_boost_goes_on_through_a_nested_call_and_a_pi_mutex() {
         "the outer server blocked on the PI mutex: its owner runs at FIFO 30 (kernel prio {})",
         kernel_prio(otid)
     );
-    // heir's engine records the contention too and lends the owner what it
-    // knows of the outer server — its own base, FIFO 10, by
-    // `sched_setattr`; the caller's 30 is the kernel's.
-    assert_eq!(set_prio(otid), 10);
+    // heir's engine records the contention too, and the donation through
+    // the calls (their waits go through the engine): it lends the owner
+    // the caller's FIFO 30 by `sched_setattr` as well.
+    assert_eq!(set_prio(otid), 30);
     assert!(eventually(limit, || kernel_prio(itid) == -6), "inner done");
     go_owner.store(true, Ordering::Release);
     assert_eq!(caller.join().expect("caller"), Ok(11));
@@ -328,4 +328,72 @@ fn servers_calling_each_other_are_reported_as_a_livelock_with_the_cycle() {
     );
     quit(&y, vec![hy]);
     quit(&z, vec![hz]);
+}
+
+/// Donation goes through the engine like every other wait: while Y serves
+/// the client's request by calling Z, the engine has the client (FIFO 30)
+/// lending to Y and Y lending to Z, so Z's engine urgency is 30; Z's call
+/// back to Y would close a cycle, and the engine refuses it before the
+/// kernel sees it — the cycle named (Z, Y, Z), Z's urgency and the
+/// engine's invariants unchanged, nothing left blocked.
+#[test]
+fn a_donation_cycle_is_refused_by_the_engine_with_the_state_unchanged() {
+    let Some(rt) = rt_or_skip("donation::engine_cycle", 20) else {
+        return;
+    };
+    let cpu = rt.cpu;
+    let limit = now_ns() + 5_000 * MS;
+    let y = Arc::new(Endpoint::<u32, u32>::new());
+    let z = Arc::new(Endpoint::<u32, u32>::new());
+    type Seen = Option<(
+        Urgency,
+        Option<Urgency>,
+        Result<u32, heir::Error>,
+        Urgency,
+        Result<(), heir::Error>,
+    )>;
+    let seen: Arc<Mutex<Seen>> = Arc::new(Mutex::new(None));
+    let zc = z.clone();
+    let (hy, ytid) = server(cpu, 10, y.clone(), limit, move |x| {
+        zc.call_until(x, Some(limit)).expect("Y's call to Z")
+    });
+    let (yc, s) = (y.clone(), seen.clone());
+    let (hz, ztid) = server(cpu, 10, z.clone(), limit, move |x| {
+        let before = heir::thread::current_urgency().expect("urgency");
+        let me = heir::thread::current_tid();
+        let applied = heir::thread::info(me).map(|i| i.applied);
+        let r = yc.call_until(x, Some(limit));
+        let after = heir::thread::current_urgency().expect("urgency");
+        let inv = heir::thread::check_invariants();
+        *s.lock().expect("seen") = Some((before, applied, r.clone(), after, inv));
+        r.unwrap_or(1000)
+    });
+    let e = y.clone();
+    let c = spawn_fifo(cpu, 30, move || e.call(1));
+    assert_eq!(c.join().expect("client"), Ok(1000));
+    let got = seen.lock().expect("seen").clone();
+    let Some((before, applied, r, after, inv)) = got else {
+        panic!("Z never ran its handler");
+    };
+    assert_eq!(before, Urgency::fixed(30), "the engine sees both donations");
+    assert_eq!(
+        applied,
+        Some(Urgency::fixed(10)),
+        "the kernel lends it: heir-rt makes no sched_setattr"
+    );
+    match r {
+        Err(heir::Error::CallCycle { tids, livelock }) => {
+            assert_eq!(tids, vec![ztid, ytid, ztid], "the cycle, named");
+            assert!(livelock, "Z helps busy Y: a helping edge");
+        }
+        other => panic!("expected a cycle, got {other:?}"),
+    }
+    assert_eq!(after, before, "the refusal changed Z's urgency");
+    assert_eq!(inv, Ok(()), "invariants after the refusal");
+    // Once the calls are over nobody is left boosted in the engine.
+    assert!(eventually(limit, || heir::thread::info(ztid)
+        .is_some_and(|i| i.effective == Urgency::fixed(10))));
+    quit(&y, vec![hy]);
+    quit(&z, vec![hz]);
+    heir::thread::check_invariants().expect("invariants at the end");
 }

@@ -20,6 +20,7 @@ mod fig6;
 mod fig7;
 mod gang;
 mod kernel_boost;
+mod lifetimes;
 mod queue_rpc;
 mod revoke;
 mod robust;

@@ -26,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 use crate::json::{push_path, quote_short, Kind, LineIndex, Member, PathSeg, Value};
 use crate::limits::*;
 use crate::model::*;
+use heir_core::protocol::{Protocol, CEILING_PRIORITIES};
 
 /// A failure: byte offset of the offending token, JSON path, message.
 #[derive(Debug)]

@@ -123,48 +123,42 @@ impl Builder<'_> {
         };
         let p_path = key_path(path, "protocol");
         let name = p.value.as_ref().and_then(Value::as_str);
-        match name {
-            Some(n @ ("inherit" | "none" | "bwi")) => {
-                if let Some(c) = ceiling {
-                    return fail(
-                        c.key_span.start,
-                        &key_path(path, "ceiling"),
-                        "\"ceiling\" needs \"protocol\": \"ceiling\"",
-                    );
-                }
-                Ok(match n {
-                    "inherit" => MutexProtocol::Inherit,
-                    "bwi" => MutexProtocol::Bwi,
-                    _ => MutexProtocol::None,
-                })
-            }
-            Some("ceiling") => {
-                let Some(c) = ceiling else {
-                    return fail(
-                        value_at(p),
-                        &p_path,
-                        "a \"ceiling\" mutex needs \"ceiling\": its real-time priority (1..=99)",
-                    );
-                };
-                let v = c.value.as_ref();
-                match int_of(v) {
-                    Some(n @ 1..=99) => Ok(MutexProtocol::Ceiling { ceiling: n as i32 }),
-                    _ => fail(
-                        value_at(c),
-                        &key_path(path, "ceiling"),
-                        format!(
-                            "expected a ceiling priority (an integer 1..=99), found {}",
-                            found(v)
-                        ),
-                    ),
-                }
-            }
-            _ => Err(expected(
+        let Some(named) = name.and_then(Protocol::from_name) else {
+            return Err(expected(
                 p,
                 p_path,
                 "\"inherit\", \"bwi\", \"ceiling\" or \"none\"",
-            )),
+            ));
+        };
+        if let (Some(c), None) = (ceiling, named.ceiling()) {
+            return fail(
+                c.key_span.start,
+                &key_path(path, "ceiling"),
+                "\"ceiling\" needs \"protocol\": \"ceiling\"",
+            );
         }
+        // The ceiling's priority, for a ceiling mutex only.
+        named.try_map_ceiling(|()| {
+            let Some(c) = ceiling else {
+                return fail(
+                    value_at(p),
+                    &p_path,
+                    "a \"ceiling\" mutex needs \"ceiling\": its real-time priority (1..=99)",
+                );
+            };
+            let v = c.value.as_ref();
+            match int_of(v).and_then(|n| i32::try_from(n).ok()) {
+                Some(n) if CEILING_PRIORITIES.contains(&n) => Ok(n),
+                _ => fail(
+                    value_at(c),
+                    &key_path(path, "ceiling"),
+                    format!(
+                        "expected a ceiling priority (an integer 1..=99), found {}",
+                        found(v)
+                    ),
+                ),
+            }
+        })
     }
 
     fn helpers(&self, h: &Member, path: &str) -> R<Vec<TaskIdx>> {

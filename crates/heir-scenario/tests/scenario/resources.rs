@@ -35,7 +35,7 @@ fn declared_first_in_order_then_first_use() {
     assert_eq!(
         s.resources[0].kind,
         ResourceKind::Mutex {
-            protocol: MutexProtocol::Ceiling { ceiling: 65 }
+            protocol: MutexProtocol::Ceiling(65)
         }
     );
     assert_eq!(

@@ -423,14 +423,7 @@ impl ResBuilder<'_> {
         let r = self.r;
         match kind {
             ResourceKind::Mutex { protocol } => {
-                let lends = match protocol {
-                    MutexProtocol::Bwi => dl::Lends::Reservation,
-                    MutexProtocol::Inherit => dl::Lends::Parameters,
-                    MutexProtocol::None | MutexProtocol::Ceiling { .. } => dl::Lends::No,
-                };
-                let m = self.mutex(None, engine::protocol(protocol));
-                self.names.lends_as(m.id.0, lends);
-                ResState::Mutex(m)
+                ResState::Mutex(self.mutex(None, engine::protocol(protocol)))
             }
             ResourceKind::Cond { helpers } => {
                 let c = self.cond(None);
@@ -596,11 +589,13 @@ impl ObjNamer {
     ) -> (MutexId, usize) {
         let m = engine.add_mutex(p);
         let idx = self.name(r, suffix);
-        // heir's own mutexes are pthread mutexes: Linux's inheritance.
-        let lends = if p == Protocol::Inherit {
-            dl::Lends::Parameters
-        } else {
-            dl::Lends::No
+        // How a deadline waiter's time goes to the owner: M-BWI's servers
+        // for `bwi`, Linux's inheritance of parameters for `inherit` (heir's
+        // own mutexes, inside barriers and queues, are pthread mutexes).
+        let lends = match p {
+            Protocol::Bwi => dl::Lends::Reservation,
+            Protocol::Inherit => dl::Lends::Parameters,
+            Protocol::None | Protocol::Ceiling(_) => dl::Lends::No,
         };
         self.lends_as(m.0, lends);
         (m, record(&mut self.obj_res, m.0, idx))

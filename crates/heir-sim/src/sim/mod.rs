@@ -34,8 +34,7 @@ use heir_scenario::limits::{
     beyond_time_limit_s, beyond_time_limit_us, seconds_to_us, MAX_TIME_NS, MAX_TIME_S, MAX_TIME_US,
 };
 use heir_scenario::{
-    Event, EventKind, Global, Micros, MutexProtocol, Policy, ResourceKind, Scenario, Sched, Task,
-    TimerMode,
+    Event, EventKind, Global, Micros, Policy, ResourceKind, Scenario, Sched, Task, TimerMode,
 };
 
 use crate::queue::{EvKind, EventQueue, Rank, RunQueue};

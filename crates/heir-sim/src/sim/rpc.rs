@@ -176,6 +176,7 @@ pub(super) fn help_spec(donates: bool) -> Spec {
         donates,
         max_targets: None,
         floor: None,
+        lends_budget: false,
     }
 }
 

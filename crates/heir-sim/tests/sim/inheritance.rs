@@ -91,7 +91,7 @@ fn immediate_priority_ceiling() {
     // 5 ms, 4 ms after its release, as with inheritance, but without ever
     // blocking).
     let (r, rec) = run(
-        &three_tasks(MutexProtocol::Ceiling { ceiling: 30 }),
+        &three_tasks(MutexProtocol::Ceiling(30)),
         &SimConfig::default(),
     );
     assert_eq!(

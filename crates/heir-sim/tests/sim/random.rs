@@ -16,7 +16,7 @@ pub fn gen(seed: u64) -> Scenario {
     let protocols = [
         MutexProtocol::Inherit,
         MutexProtocol::None,
-        MutexProtocol::Ceiling { ceiling: 60 },
+        MutexProtocol::Ceiling(60),
     ];
     let mutexes: Vec<ResIdx> = (0..r.uniform(1, 2))
         .map(|i| {
