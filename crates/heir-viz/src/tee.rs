@@ -69,4 +69,14 @@ impl Observer for Tee<'_> {
             o.finish(end_ns);
         }
     }
+
+    /// Only if one of its observers does: a tee of none (`heir sim` without
+    /// `--trace` or `--svg`) lets the simulator skip building events.
+    fn wants_events(&self) -> bool {
+        self.observers.iter().any(|o| o.wants_events())
+    }
+
+    fn cancelled(&self) -> bool {
+        self.observers.iter().any(|o| o.cancelled())
+    }
 }
