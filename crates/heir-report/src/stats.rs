@@ -68,8 +68,10 @@ const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 /// the top 16 bits, count in the low 48), at most
 /// [`ResponseStats::MAX_BUCKETS`] of them (1 KiB). Recording is a binary
 /// search among them; memory grows with the number of distinct buckets up
-/// to that bound, never with the number of values.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// to that bound, never with the number of values. A value in the same
+/// bucket as the one before it (a periodic task's usual response) is
+/// counted without the search.
+#[derive(Clone, Debug)]
 pub struct ResponseStats {
     count: u64,
     min: u64,
@@ -79,7 +81,24 @@ pub struct ResponseStats {
     bits: u32,
     /// Non-empty buckets, ascending: `index << 48 | count`.
     buckets: Vec<u64>,
+    /// Where the last value was counted in `buckets` (a hint: checked
+    /// before use, not part of the value).
+    hint: usize,
 }
+
+/// Equal when they hold the same values (the search hint aside).
+impl PartialEq for ResponseStats {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count
+            && self.min == other.min
+            && self.max == other.max
+            && self.sum == other.sum
+            && self.bits == other.bits
+            && self.buckets == other.buckets
+    }
+}
+
+impl Eq for ResponseStats {}
 
 impl Default for ResponseStats {
     fn default() -> Self {
@@ -90,6 +109,7 @@ impl Default for ResponseStats {
             sum: 0,
             bits: MAX_BITS,
             buckets: Vec::new(),
+            hint: 0,
         }
     }
 }
@@ -124,12 +144,17 @@ impl ResponseStats {
     fn add(&mut self, mut idx: u32, n: u64) {
         loop {
             let key = u64::from(idx) << COUNT_BITS;
+            if let Some(e) = self.buckets.get_mut(self.hint) {
+                if *e >> COUNT_BITS == u64::from(idx) {
+                    bump(e, key, n);
+                    return;
+                }
+            }
             let pos = self.buckets.partition_point(|&e| e < key);
+            self.hint = pos;
             if let Some(e) = self.buckets.get_mut(pos) {
                 if *e >> COUNT_BITS == u64::from(idx) {
-                    let c = (*e & COUNT_MASK).saturating_add(n);
-                    debug_assert!(c <= COUNT_MASK, "histogram bucket count past 2^48");
-                    *e = key | c.min(COUNT_MASK);
+                    bump(e, key, n);
                     return;
                 }
             }
@@ -308,6 +333,13 @@ fn bucket_index(v: u64, bits: u32) -> u32 {
     let e = 63 - v.leading_zeros(); // > bits
     let sub = (v >> (e - bits)) as u32 - (1 << bits); // 0..2^bits
     linear as u32 + (e - bits - 1) * (1 << bits) + sub
+}
+
+/// Adds `n` to the count of bucket entry `e` (whose index is `key`'s).
+fn bump(e: &mut u64, key: u64, n: u64) {
+    let c = (*e & COUNT_MASK).saturating_add(n);
+    debug_assert!(c <= COUNT_MASK, "histogram bucket count past 2^48");
+    *e = key | c.min(COUNT_MASK);
 }
 
 /// The smallest value of bucket `idx` at resolution `bits`.

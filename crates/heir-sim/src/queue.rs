@@ -136,7 +136,7 @@ impl EventQueue {
                 self.small.insert(at, ev);
                 return;
             }
-            self.to_radix();
+            self.grow_to_radix();
         }
         self.radix_push(ev);
     }
@@ -144,7 +144,7 @@ impl EventQueue {
     /// Moves the events of the sorted vector into the radix heap, around
     /// the earliest one's time.
     #[cold]
-    fn to_radix(&mut self) {
+    fn grow_to_radix(&mut self) {
         self.radix = true;
         self.nonempty = 0;
         self.front.clear();
@@ -159,7 +159,7 @@ impl EventQueue {
 
     /// Moves the radix heap's events back into the sorted vector.
     #[cold]
-    fn to_small(&mut self) {
+    fn shrink_to_small(&mut self) {
         self.radix = false;
         self.small.clear();
         self.small.extend(self.front.drain(..));
@@ -168,7 +168,8 @@ impl EventQueue {
             self.nonempty &= !(1 << b);
             self.small.append(&mut self.buckets[b]);
         }
-        self.small.sort_unstable_by(|a, b| b.key.cmp(&a.key));
+        self.small
+            .sort_unstable_by_key(|e| std::cmp::Reverse(e.key));
     }
 
     fn radix_push(&mut self, ev: Ev) {
@@ -244,7 +245,7 @@ impl EventQueue {
         let ev = self.front.pop_front()?;
         self.len -= 1;
         if self.len <= SMALL_LOW {
-            self.to_small();
+            self.shrink_to_small();
         }
         Some(ev)
     }
