@@ -359,6 +359,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn repeated_values_count_like_any_order() {
+        // Runs of equal responses (the hint's fast path) interleaved with
+        // others, past the bucket bound (coarsening moves entries): the
+        // same histogram as the values recorded sorted, and the same as
+        // in reverse.
+        let mut vals = Vec::new();
+        for i in 0..400u64 {
+            let v = 1_000 + (i * 7919) % 300 * 1_013;
+            vals.extend(std::iter::repeat_n(v, 1 + (i % 4) as usize));
+            vals.push(6_000_000);
+        }
+        let mut a = ResponseStats::new();
+        vals.iter().for_each(|&v| a.record(v));
+        let mut sorted = vals.clone();
+        sorted.sort_unstable();
+        let mut b = ResponseStats::new();
+        sorted.iter().for_each(|&v| b.record(v));
+        let mut c = ResponseStats::new();
+        sorted.iter().rev().for_each(|&v| c.record(v));
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert_eq!(a.summary(), b.summary());
+        assert_eq!(a.count, vals.len() as u64);
+    }
+
+    #[test]
     fn empty_summary_is_all_none() {
         let s = ResponseStats::new();
         assert_eq!(s.count(), 0);
