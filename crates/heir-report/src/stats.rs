@@ -68,8 +68,10 @@ const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 /// the top 16 bits, count in the low 48), at most
 /// [`ResponseStats::MAX_BUCKETS`] of them (1 KiB). Recording is a binary
 /// search among them; memory grows with the number of distinct buckets up
-/// to that bound, never with the number of values.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// to that bound, never with the number of values. A value in the same
+/// bucket as the one before it (a periodic task's usual response) is
+/// counted without the search.
+#[derive(Clone, Debug)]
 pub struct ResponseStats {
     count: u64,
     min: u64,
@@ -79,7 +81,24 @@ pub struct ResponseStats {
     bits: u32,
     /// Non-empty buckets, ascending: `index << 48 | count`.
     buckets: Vec<u64>,
+    /// Where the last value was counted in `buckets` (a hint: checked
+    /// before use, not part of the value).
+    hint: usize,
 }
+
+/// Equal when they hold the same values (the search hint aside).
+impl PartialEq for ResponseStats {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count
+            && self.min == other.min
+            && self.max == other.max
+            && self.sum == other.sum
+            && self.bits == other.bits
+            && self.buckets == other.buckets
+    }
+}
+
+impl Eq for ResponseStats {}
 
 impl Default for ResponseStats {
     fn default() -> Self {
@@ -90,6 +109,7 @@ impl Default for ResponseStats {
             sum: 0,
             bits: MAX_BITS,
             buckets: Vec::new(),
+            hint: 0,
         }
     }
 }
@@ -124,12 +144,17 @@ impl ResponseStats {
     fn add(&mut self, mut idx: u32, n: u64) {
         loop {
             let key = u64::from(idx) << COUNT_BITS;
+            if let Some(e) = self.buckets.get_mut(self.hint) {
+                if *e >> COUNT_BITS == u64::from(idx) {
+                    bump(e, key, n);
+                    return;
+                }
+            }
             let pos = self.buckets.partition_point(|&e| e < key);
+            self.hint = pos;
             if let Some(e) = self.buckets.get_mut(pos) {
                 if *e >> COUNT_BITS == u64::from(idx) {
-                    let c = (*e & COUNT_MASK).saturating_add(n);
-                    debug_assert!(c <= COUNT_MASK, "histogram bucket count past 2^48");
-                    *e = key | c.min(COUNT_MASK);
+                    bump(e, key, n);
                     return;
                 }
             }
@@ -310,6 +335,13 @@ fn bucket_index(v: u64, bits: u32) -> u32 {
     linear as u32 + (e - bits - 1) * (1 << bits) + sub
 }
 
+/// Adds `n` to the count of bucket entry `e` (whose index is `key`'s).
+fn bump(e: &mut u64, key: u64, n: u64) {
+    let c = (*e & COUNT_MASK).saturating_add(n);
+    debug_assert!(c <= COUNT_MASK, "histogram bucket count past 2^48");
+    *e = key | c.min(COUNT_MASK);
+}
+
 /// The smallest value of bucket `idx` at resolution `bits`.
 fn bucket_lower(idx: u32, bits: u32) -> u64 {
     let linear = 2u32 << bits;
@@ -325,6 +357,32 @@ fn bucket_lower(idx: u32, bits: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_values_count_like_any_order() {
+        // Runs of equal responses (the hint's fast path) interleaved with
+        // others, past the bucket bound (coarsening moves entries): the
+        // same histogram as the values recorded sorted, and the same as
+        // in reverse.
+        let mut vals = Vec::new();
+        for i in 0..400u64 {
+            let v = 1_000 + (i * 7919) % 300 * 1_013;
+            vals.extend(std::iter::repeat_n(v, 1 + (i % 4) as usize));
+            vals.push(6_000_000);
+        }
+        let mut a = ResponseStats::new();
+        vals.iter().for_each(|&v| a.record(v));
+        let mut sorted = vals.clone();
+        sorted.sort_unstable();
+        let mut b = ResponseStats::new();
+        sorted.iter().for_each(|&v| b.record(v));
+        let mut c = ResponseStats::new();
+        sorted.iter().rev().for_each(|&v| c.record(v));
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert_eq!(a.summary(), b.summary());
+        assert_eq!(a.count, vals.len() as u64);
+    }
 
     #[test]
     fn empty_summary_is_all_none() {

@@ -20,7 +20,8 @@
 //!   pass it stops with an error. Time arithmetic saturates, so a scenario
 //!   built in code with larger values cannot overflow.
 //! - Future events (thread starts, end of `run` work, wake-ups of `sleep` and
-//!   `timer`, ends of `runtime`, slice expiries) sit in a priority queue (a radix heap) ordered by
+//!   `timer`, ends of `runtime`, slice expiries) sit in a priority queue (a
+//!   sorted vector, a radix heap beyond 32 pending events) ordered by
 //!   `(time, sequence)`, `sequence` being the insertion counter: **events at
 //!   the same instant fire in the order they were scheduled**.
 //! - Each event is processed to completion before the next one: its

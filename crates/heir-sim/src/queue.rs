@@ -1,5 +1,5 @@
-//! The two queues of the simulator: the future-event list (a radix heap
-//! popping by `(time, sequence)`) and the SCHED_FIFO-style run queues (one FIFO per
+//! The two queues of the simulator: the future-event list (a sorted
+//! vector, or a radix heap when many events are pending, popping by `(time, sequence)`) and the SCHED_FIFO-style run queues (one FIFO per
 //! urgency level, a bitmap of non-empty levels).
 
 use std::cmp::Ordering;
@@ -54,13 +54,24 @@ impl Ev {
     }
 }
 
-/// The future-event list: a radix heap (Ahuja, Mehlhorn, Orlin & Tarjan
-/// 1990) on the event time, which never goes below the time of the last
-/// event popped in a simulation. Events pop in `(time, seq)` order exactly
-/// as from a heap on the key (keys are unique, so the order is total and
-/// deterministic); the cost does not grow with the number of pending
-/// events the way a binary heap's `log n` cache-missing levels do.
+/// The future-event list. Events pop in `(time, seq)` order (keys are
+/// unique, so the order is total and deterministic), whichever of its two
+/// forms holds them:
 ///
+/// - few pending events (the common case: a handful of periodic tasks
+///   have one timer and at most one `run` end each pending): a vector
+///   sorted by key, latest first, so that a pop takes the last element
+///   and a push shifts the few later ones — no bucket walk, no sort;
+/// - more than [`SMALL_MAX`]: a radix heap (Ahuja, Mehlhorn, Orlin &
+///   Tarjan 1990) on the event time, which never goes below the time of
+///   the last event popped in a simulation; its cost does not grow with
+///   the number of pending events the way a binary heap's `log n`
+///   cache-missing levels do. It goes back to the vector once no more
+///   than [`SMALL_LOW`] events are left (the gap between the two bounds
+///   keeps a queue whose size hovers at one of them from switching at
+///   every event).
+///
+/// The radix heap:
 /// - `front`: events at `last`, the time of the last refill (or earlier:
 ///   an event scheduled in the past goes here too), sorted by key;
 /// - `buckets[i]`: events whose time first differs from `last` in bit `i`
@@ -73,6 +84,11 @@ impl Ev {
 /// An event moves down at most 64 times, and in practice a few times.
 #[derive(Debug)]
 pub(crate) struct EventQueue {
+    /// The few-events form: every pending event, sorted by key, latest
+    /// first (empty while `radix`).
+    small: Vec<Ev>,
+    /// The radix heap holds the events (`small` is empty).
+    radix: bool,
     front: VecDeque<Ev>,
     buckets: [Vec<Ev>; 64],
     /// Bit `i` set: `buckets[i]` is not empty.
@@ -85,10 +101,17 @@ pub(crate) struct EventQueue {
 /// The class bit of events [`EventQueue::push`]ed (those of
 /// [`EventQueue::push_first`] have it clear).
 const LATER: u64 = 1 << 63;
+/// Pending events beyond which the queue becomes a radix heap.
+pub(crate) const SMALL_MAX: usize = 32;
+/// Pending events at or below which a radix heap becomes a sorted vector
+/// again.
+pub(crate) const SMALL_LOW: usize = 8;
 
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
+            small: Vec::with_capacity(SMALL_MAX),
+            radix: false,
             front: VecDeque::new(),
             buckets: std::array::from_fn(|_| Vec::new()),
             nonempty: 0,
@@ -101,6 +124,7 @@ impl Default for EventQueue {
 
 impl EventQueue {
     /// Schedules an event; same-time events keep insertion order.
+    #[inline]
     pub fn push(&mut self, time: u64, kind: EvKind, thread: u32, gen: u32) {
         self.push_keyed(time, LATER, kind, thread, gen);
     }
@@ -125,6 +149,51 @@ impl EventQueue {
             gen,
         };
         self.len += 1;
+        if !self.radix {
+            if self.small.len() < SMALL_MAX {
+                // After every later event (greater keys come first).
+                let at = self.small.partition_point(|e| e.key > ev.key);
+                self.small.insert(at, ev);
+                return;
+            }
+            self.grow_to_radix();
+        }
+        self.radix_push(ev);
+    }
+
+    /// Moves the events of the sorted vector into the radix heap, around
+    /// the earliest one's time.
+    #[cold]
+    fn grow_to_radix(&mut self) {
+        self.radix = true;
+        self.nonempty = 0;
+        self.front.clear();
+        if let Some(first) = self.small.last() {
+            self.last = first.time();
+        }
+        // Earliest first: events at `last` reach `front` in key order.
+        while let Some(ev) = self.small.pop() {
+            self.radix_push(ev);
+        }
+    }
+
+    /// Moves the radix heap's events back into the sorted vector.
+    #[cold]
+    fn shrink_to_small(&mut self) {
+        self.radix = false;
+        self.small.clear();
+        self.small.extend(self.front.drain(..));
+        while self.nonempty != 0 {
+            let b = self.nonempty.trailing_zeros() as usize;
+            self.nonempty &= !(1 << b);
+            self.small.append(&mut self.buckets[b]);
+        }
+        self.small
+            .sort_unstable_by_key(|e| std::cmp::Reverse(e.key));
+    }
+
+    fn radix_push(&mut self, ev: Ev) {
+        let time = ev.time();
         if time > self.last {
             let b = 63 - (time ^ self.last).leading_zeros();
             self.buckets[b as usize].push(ev);
@@ -176,16 +245,29 @@ impl EventQueue {
     }
 
     /// The earliest event's time.
+    #[inline]
     pub fn peek_time(&mut self) -> Option<u64> {
+        if !self.radix {
+            return self.small.last().map(Ev::time);
+        }
         self.refill();
         self.front.front().map(Ev::time)
     }
 
     /// Removes the earliest event.
+    #[inline]
     pub fn pop(&mut self) -> Option<Ev> {
+        if !self.radix {
+            let ev = self.small.pop()?;
+            self.len -= 1;
+            return Some(ev);
+        }
         self.refill();
         let ev = self.front.pop_front()?;
         self.len -= 1;
+        if self.len <= SMALL_LOW {
+            self.shrink_to_small();
+        }
         Some(ev)
     }
 
@@ -286,6 +368,7 @@ impl RunQueue {
     /// the deadline level, in deadline order after equal deadlines (`head`
     /// does not apply: Linux re-inserts a preempted deadline task by its
     /// deadline).
+    #[inline]
     pub fn push(&mut self, rank: Rank, t: u32, head: bool) {
         let q = &mut self.levels[usize::from(rank.level)];
         if rank.level == DL_LEVEL {
@@ -301,6 +384,7 @@ impl RunQueue {
     }
 
     /// Removes `t` from `rank`'s level; false if it was not there.
+    #[inline]
     pub fn remove(&mut self, rank: Rank, t: u32) -> bool {
         let level = rank.level;
         let q = &mut self.levels[usize::from(level)];
@@ -321,11 +405,13 @@ impl RunQueue {
     }
 
     /// The most urgent level that has threads.
+    #[inline]
     pub fn top_level(&self) -> Option<u8> {
         (self.bitmap != 0).then(|| (127 - self.bitmap.leading_zeros()) as u8)
     }
 
     /// The head of the most urgent non-empty level, with its rank.
+    #[inline]
     pub fn top(&self) -> Option<(Rank, u32)> {
         let l = self.top_level()?;
         self.levels[usize::from(l)].front().map(|&(d, t)| {
@@ -474,6 +560,53 @@ mod tests {
         }
         assert_eq!(rest, expect);
         assert_eq!(q.len(), 0);
+    }
+
+    #[test]
+    fn queue_pops_in_order_across_its_two_forms() {
+        // The number of pending events swings across SMALL_MAX and
+        // SMALL_LOW again and again (each swing switches the form), with
+        // same-time events and a few in the past; the reference is a
+        // sorted list of (time, insertion index).
+        let mut q = EventQueue::default();
+        let mut rng = crate::rng::SplitMix64::new(5);
+        let mut expect: Vec<(u64, u32)> = Vec::new();
+        let mut now = 0u64;
+        let mut i = 0u32;
+        for round in 0..200 {
+            let target = if round % 2 == 0 {
+                SMALL_MAX + 1 + rng.uniform(0, 20) as usize
+            } else {
+                rng.uniform(0, SMALL_LOW as u64) as usize
+            };
+            while expect.len() != target {
+                if expect.len() < target {
+                    let t = match rng.uniform(0, 5) {
+                        0 => now,
+                        1 => now.saturating_sub(rng.uniform(0, 3)),
+                        _ => {
+                            let bits = rng.uniform(0, 20);
+                            now + rng.uniform(0, 1 << bits)
+                        }
+                    };
+                    q.push(t, EvKind::Wall, i, 0);
+                    expect.push((t, i));
+                    i += 1;
+                } else {
+                    expect.sort();
+                    assert_eq!(q.peek_time(), Some(expect[0].0));
+                    let e = q.pop().unwrap();
+                    assert_eq!((e.time(), e.thread), expect.remove(0), "round {round}");
+                    now = e.time();
+                }
+                assert_eq!(q.len(), expect.len());
+            }
+        }
+        expect.sort();
+        let rest: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop())
+            .map(|e| (e.time(), e.thread))
+            .collect();
+        assert_eq!(rest, expect);
     }
 
     #[test]

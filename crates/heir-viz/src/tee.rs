@@ -69,4 +69,52 @@ impl Observer for Tee<'_> {
             o.finish(end_ns);
         }
     }
+
+    /// Only if one of its observers does: a tee of none (`heir sim` without
+    /// `--trace` or `--svg`) lets the simulator skip building events.
+    fn wants_events(&self) -> bool {
+        self.observers.iter().any(|o| o.wants_events())
+    }
+
+    fn cancelled(&self) -> bool {
+        self.observers.iter().any(|o| o.cancelled())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heir_report::NullObserver;
+
+    /// Counts the events it is given; wants them (the trait's default).
+    #[derive(Default)]
+    struct Count(usize);
+
+    impl Observer for Count {
+        fn event(&mut self, _: &TraceEvent) {
+            self.0 += 1;
+        }
+    }
+
+    #[test]
+    fn wants_events_only_if_an_observer_does() {
+        // `heir sim` without --trace or --svg: an empty tee, so the
+        // simulator may skip building events.
+        assert!(!Tee::new().wants_events());
+        let mut null = NullObserver;
+        assert!(!Tee::new().with(&mut null).wants_events());
+        let mut null = NullObserver;
+        let mut count = Count::default();
+        let mut tee = Tee::new().with(&mut null).with(&mut count);
+        assert!(tee.wants_events());
+        assert!(!tee.cancelled());
+        tee.event(&TraceEvent::Instant {
+            thread: 0,
+            at_ns: 1,
+            kind: heir_report::InstantKind::Lock,
+            resource: None,
+        });
+        drop(tee);
+        assert_eq!(count.0, 1);
+    }
 }

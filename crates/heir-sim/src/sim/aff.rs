@@ -39,6 +39,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// `global.bwi_affinity` is on, and threads do not all have the same
     /// affinity (else every reservation may run wherever its owner may, and
     /// the usual rule is the same, at less cost).
+    #[inline]
     pub(super) fn aff_on(&self) -> bool {
         self.bwi_affinity && self.has_bwi && self.mixed_homes
     }

@@ -831,9 +831,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 EvKind::Timeout => self.timeout_event(t, ev.gen)?,
                 EvKind::GangTimeout => self.gang_timeout(t, ev.gen)?,
             }
-            self.dl_refresh();
+            if self.has_dl {
+                self.dl_refresh();
+            }
             self.schedule()?;
-            while self.settle_spinners()? {
+            while self.has_bwi && self.settle_spinners()? {
                 self.schedule()?;
             }
             // Debug builds validate the simulator's and the engine's

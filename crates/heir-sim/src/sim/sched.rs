@@ -4,6 +4,7 @@
 use super::*;
 
 impl<'s, 'o> Simulator<'s, 'o> {
+    #[inline]
     pub(super) fn mark_dirty(&mut self, c: u32) {
         let cpu = &mut self.cpus[c as usize];
         if !cpu.dirty {
@@ -29,7 +30,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             self.stamp_tail += 1;
             self.stamp_tail
         };
-        if self.spread(t) {
+        // Spread threads exist only with affinity inheritance on.
+        if self.aff_on() && self.spread(t) {
             self.spread_push(t, stamp);
             return;
         }
@@ -43,7 +45,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     pub(super) fn dequeue(&mut self, t: u32) {
-        if self.spread_remove(t) {
+        if self.threads[t as usize].dl.in_spread && self.spread_remove(t) {
             return;
         }
         let th = &mut self.threads[t as usize];
@@ -60,6 +62,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// After `t` became ready: its CPU must reschedule if idle or running a
     /// less urgent thread (global and spread threads are placed by the
     /// balancing passes).
+    #[inline]
     pub(super) fn wake_check(&mut self, t: u32) {
         let th = &self.threads[t as usize];
         if th.dl.in_spread {
@@ -184,7 +187,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
             }
             let placed = !self.global.is_empty() && self.balance();
-            if !(self.balance_spread() || placed) {
+            if !((self.aff_on() && self.balance_spread()) || placed) {
                 break;
             }
         }
@@ -341,7 +344,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 self.threads[t as usize].rank = r;
             }
         }
-        self.take_reservation(t);
+        if self.has_dl {
+            self.take_reservation(t);
+        }
         self.open_slice(c, t);
         self.arm_slice(t);
         let now = self.now;
@@ -369,7 +374,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// Takes the running thread `t` off its CPU (the CPU becomes dirty).
     pub(super) fn undispatch(&mut self, t: u32) {
         let c = self.threads[t as usize].cpu;
-        self.release_reservation(t);
+        if self.has_dl {
+            self.release_reservation(t);
+        }
         self.close_slice(c);
         self.disarm_slice(t);
         let now = self.now;
@@ -425,6 +432,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         self.evq.push(when, EvKind::Wall, t, gen);
     }
 
+    #[inline]
     pub(super) fn open_slice(&mut self, c: u32, t: u32) {
         // What the slice shows is read only by the trace.
         let (urgency, donor) = if self.trace {
@@ -440,6 +448,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         });
     }
 
+    #[inline]
     pub(super) fn close_slice(&mut self, c: u32) {
         if let Some(s) = self.cpus[c as usize].slice.take() {
             if self.now > s.start {
@@ -460,6 +469,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// The time slice of `t` in its current class, if it has one:
     /// `SCHED_RR` at a fixed priority → 100 ms; any `SCHED_OTHER`-class
     /// urgency → 4 ms × weight(nice) / 1024 (SCHED_IDLE: weight 3).
+    #[inline]
     pub(super) fn slice_len(&self, t: u32) -> Option<u64> {
         let th = &self.threads[t as usize];
         match th.eff.urgency {
@@ -492,6 +502,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         self.evq.push(when, EvKind::Slice, t, gen);
     }
 
+    #[inline]
     pub(super) fn disarm_slice(&mut self, t: u32) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
