@@ -61,6 +61,15 @@ impl Drop for MainThread {
     }
 }
 
+/// This binary's real-time tests' lock, for a test that is not one but
+/// would disturb them: one that holds the process-wide engine lock
+/// hundreds of thousands of times (a real-time test's waiter would block
+/// on it for a moment between stamping the start of its wait and
+/// registering it, and its helper would run unboosted in that gap).
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Returns the environment, or `None` (after printing why) when real-time
 /// scheduling is unavailable; under `CI=true` that panics instead.
 ///

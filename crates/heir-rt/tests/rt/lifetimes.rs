@@ -46,6 +46,8 @@ fn a_million_objects_created_and_destroyed_keep_memory_flat() {
     // 5 kinds per round, 7 engine objects (an endpoint is a mutex and a
     // condvar): 200,000 rounds are 10^6 objects of the API, 1.4·10^6 of
     // the engine.
+    // Not beside this binary's real-time tests: see `serial`.
+    let _serial = crate::common::serial();
     const ROUNDS: usize = 200_000;
     const WARM_UP: usize = 1_000;
     let tid = heir::thread::current_tid();
@@ -53,12 +55,19 @@ fn a_million_objects_created_and_destroyed_keep_memory_flat() {
     for _ in 0..WARM_UP {
         round(tid, &word);
     }
+    // The engine is the process's: the other tests of this binary, running
+    // beside this one, make and free objects and threads too. Their share
+    // of the arenas is bounded (a few dozen at a time); 1.4·10^6 objects
+    // never freed would be 1.4·10^6 slots.
+    const OTHERS: usize = 256;
     let slots = heir::thread::engine_slots();
+    let grew = |now: (usize, usize)| now.0 > slots.0 + OTHERS || now.1 > slots.1 + OTHERS;
     let rss = resident_kib();
     for i in 0..ROUNDS {
         round(tid, &word);
         if i % 50_000 == 0 {
-            assert_eq!(heir::thread::engine_slots(), slots, "round {i}");
+            let now = heir::thread::engine_slots();
+            assert!(!grew(now), "round {i}: engine slots {slots:?} -> {now:?}");
         }
     }
     let after = heir::thread::engine_slots();
@@ -66,9 +75,10 @@ fn a_million_objects_created_and_destroyed_keep_memory_flat() {
     eprintln!(
         "lifetimes: {ROUNDS} rounds; engine slots (tasks, objects) {slots:?} -> {after:?}; RSS {rss} -> {rss_after} KiB"
     );
-    assert_eq!(after, slots, "the engine's arenas grew");
-    // Each round freed all it made: a few objects' worth of slots at most.
-    assert!(slots.1 <= 16, "{slots:?}");
+    assert!(
+        !grew(after),
+        "the engine's arenas grew: {slots:?} -> {after:?}"
+    );
     // 1.4·10^6 engine objects never freed would be ~250 MB of arena.
     assert!(
         rss_after <= rss + 4096,
