@@ -18,8 +18,12 @@ use crate::support::*;
 /// The CPU the runs below use: the machine's last (the file's CPU number,
 /// `--placement as-written`).
 fn run_cpu() -> u32 {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (n - 1) as u32
+    // The CPU with the least real-time load of other programs (surveyed
+    // for 50 ms; the highest numbered among equals): another program's
+    // real-time loop on a CPU would disturb every attempt of a run there.
+    let cpus = heir::sys::allowed_cpus();
+    let survey = heir_runner::cpus::Survey::take(&cpus, 50_000_000);
+    heir_runner::cpus::quietest(&cpus, &survey).unwrap_or(cpus[cpus.len() - 1])
 }
 
 /// Spawns a thread named `name`, pinned to `cpu` with `attr`, that spins

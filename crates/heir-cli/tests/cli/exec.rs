@@ -69,13 +69,14 @@ fn summary(o: &Output) -> Value {
 /// The CPU the test's threads share: the last allowed CPU not claimed by
 /// another heir run or test.
 fn claim_cpu() -> heir_runner::cpus::CpuClaim {
+    // The CPU no other heir test claims with the least real-time load of
+    // other programs (surveyed for 50 ms): a real-time loop of another
+    // program on the program's CPU would stretch the latencies it prints.
     let cpus = heir::sys::allowed_cpus();
-    for &c in cpus.iter().rev() {
-        if let Some(claim) = heir_runner::cpus::CpuClaim::try_claim(c) {
-            return claim;
-        }
-    }
-    panic!("no CPU free of other heir real-time tests among {cpus:?}");
+    let survey = heir_runner::cpus::Survey::take(&cpus, 50_000_000);
+    let cpu = heir_runner::cpus::quietest(&cpus, &survey);
+    cpu.and_then(|c| survey.keep(&[c]).pop())
+        .unwrap_or_else(|| panic!("no CPU free of other heir real-time tests among {cpus:?}"))
 }
 
 #[test]
