@@ -326,25 +326,12 @@ pub fn analyze_group(
         .collect();
     // The guaranteed self-sufficient tasks: fitting ones whose interferers
     // are all in the set (greatest fixed point).
+    let ok = self_sufficient(
+        members,
+        &inter,
+        pre.iter().map(|p| matches!(p, Pre::Fits)).collect(),
+    );
     let pos = |x: usize| members.iter().position(|&y| y == x);
-    let mut ok: Vec<bool> = pre.iter().map(|p| matches!(p, Pre::Fits)).collect();
-    loop {
-        let mut changed = false;
-        for k in 0..members.len() {
-            if ok[k]
-                && inter[k]
-                    .gamma
-                    .iter()
-                    .any(|&x| pos(x).is_some_and(|p| !ok[p]))
-            {
-                ok[k] = false;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
     for (k, &i) in members.iter().enumerate() {
         let t = &set.tasks[i];
         let f = &inter[k];
@@ -481,25 +468,12 @@ fn analyze_pinned(
         .zip(&inter)
         .map(|(&i, f)| pinned_pre(&set.tasks[i], f))
         .collect();
+    let ok = self_sufficient(
+        members,
+        &inter,
+        pre.iter().map(|p| matches!(p, PinnedPre::Fits)).collect(),
+    );
     let pos = |x: usize| members.iter().position(|&y| y == x);
-    let mut ok: Vec<bool> = pre.iter().map(|p| matches!(p, PinnedPre::Fits)).collect();
-    loop {
-        let mut changed = false;
-        for k in 0..members.len() {
-            if ok[k]
-                && inter[k]
-                    .gamma
-                    .iter()
-                    .any(|&x| pos(x).is_some_and(|p| !ok[p]))
-            {
-                ok[k] = false;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
     // The reservations' chunks: P apart for a guaranteed job that fits its
     // budget and never waits without bandwidth inheritance; otherwise its
     // deadline can be renewed (D = P), or (D < P) its chunks come P apart
@@ -662,4 +636,29 @@ fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
         return PinnedPre::Out(Unbounded::JobsOverlap { bound: r }, Some(f.b));
     }
     PinnedPre::Spans(r)
+}
+
+/// The greatest fixed point of "fits and every interferer is in the set":
+/// starting from `ok` (the tasks that fit on their own), drops each task
+/// with an interferer (`gamma`) among `members` that is not ok, until
+/// nothing changes.
+fn self_sufficient(members: &[usize], inter: &[Interf], mut ok: Vec<bool>) -> Vec<bool> {
+    let pos = |x: usize| members.iter().position(|&y| y == x);
+    loop {
+        let mut changed = false;
+        for k in 0..members.len() {
+            if ok[k]
+                && inter[k]
+                    .gamma
+                    .iter()
+                    .any(|&x| pos(x).is_some_and(|p| !ok[p]))
+            {
+                ok[k] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            return ok;
+        }
+    }
 }
