@@ -148,9 +148,10 @@ pub(crate) struct CondState {
     /// Waits with a mutex left to glibc: a sequence futex.
     seq: AtomicU32,
     seq_waiters: AtomicU32,
-    /// Threads inside [`CondState::wait`]: counted while they hold the
-    /// mutex, so a signaller that changed the predicate under it sees
-    /// them, and a signal without waiters skips the engine.
+    /// Threads inside [`CondState::wait`], its retry without helpers
+    /// included: what `pthread_cond_destroy` must not destroy under them
+    /// ([`CondState::busy`]). A signal's fast path is `PiCondvar`'s own
+    /// count.
     waiters: AtomicU32,
     /// The last signaller the learner saw and when: a helper that signals
     /// again within a quarter of the time to live skips the learner.
@@ -312,13 +313,11 @@ impl CondState {
     pub fn signal(&self) -> c_int {
         // Learning after the wake: dropping an expired helper may lower
         // the caller itself, which must not happen before the wake.
-        let r = if self.waiters.load(Ordering::SeqCst) == 0 {
-            0
-        } else {
-            match self.cv.signal() {
-                Ok(_) => 0,
-                Err(e) => e.errno(),
-            }
+        // Without waiters `PiCondvar::signal` returns at once (its own
+        // count of waiters, no engine lock).
+        let r = match self.cv.signal() {
+            Ok(_) => 0,
+            Err(e) => e.errno(),
         };
         if self.seq_waiters.load(Ordering::Acquire) > 0 {
             self.seq.fetch_add(1, Ordering::AcqRel);
@@ -329,13 +328,11 @@ impl CondState {
     }
 
     pub fn broadcast(&self) -> c_int {
-        let r = if self.waiters.load(Ordering::SeqCst) == 0 {
-            0
-        } else {
-            match self.cv.broadcast() {
-                Ok(_) => 0,
-                Err(e) => e.errno(),
-            }
+        // Without waiters `PiCondvar::broadcast` returns at once (its own
+        // count of waiters, no engine lock).
+        let r = match self.cv.broadcast() {
+            Ok(_) => 0,
+            Err(e) => e.errno(),
         };
         if self.seq_waiters.load(Ordering::Acquire) > 0 {
             self.seq.fetch_add(1, Ordering::AcqRel);
