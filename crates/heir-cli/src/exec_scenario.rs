@@ -16,8 +16,11 @@
 //! | `pthread_cond_*wait` | `wait` `{ref, mutex}` |
 //! | `pthread_cond_signal` / `broadcast` | `signal` / `broad` |
 //! | `pthread_barrier_wait` | `barrier` |
-//! | `sem_post` / `sem_wait` | `push` / `pop` of a queue (capacity 65536) |
-//! | `nanosleep`, `clock_nanosleep` | `sleep` of the requested time, or `timer` when the thread was periodic |
+//! | `sem_post` / `sem_wait` (and `sem_trywait`, `sem_timedwait`, `sem_clockwait` that took a unit) | `push` / `pop` of a queue (capacity 65536) |
+//! | `sem_init` with value N | N `push`es of its queue |
+//! | `nanosleep`, `clock_nanosleep`, `usleep`, `sleep` | `sleep` of the requested time, or `timer` when the thread was periodic |
+//! | a timed wait, lock or semaphore wait that timed out | `sleep` of the time it blocked (a cond wait: between an `unlock` and a `lock` of its mutex) |
+//! | the thread's exit | the `run` of the CPU time since its last operation |
 //!
 //! **Periodic threads.** A thread is periodic when it slept at least
 //! [`PERIODIC_MIN_SLEEPS`] times and the intervals between the ends of
@@ -59,7 +62,16 @@ mod kind {
     pub const SEM_POST: u8 = 9;
     pub const SEM_WAIT: u8 = 10;
     pub const SLEEP: u8 = 11;
+    pub const SEM_INIT: u8 = 12;
+    pub const EXIT: u8 = 13;
+    pub const GAVE_UP: u8 = 14;
+    /// Flag (byte 53 of a non-`SCHED` record): a timed wait timed out.
+    pub const TIMED_OUT: u8 = 1;
 }
+
+/// Items a semaphore's initial value puts in its queue at most (the
+/// queue's capacity).
+const QUEUE_CAPACITY: u64 = 65536;
 
 /// One record.
 #[derive(Clone, Copy, Debug)]
@@ -72,8 +84,20 @@ struct Rec {
     obj2: u64,
     tid: i32,
     kind: u8,
+    /// `SCHED`: the policy; other kinds: flags (`kind::TIMED_OUT`).
     policy: u8,
     prio: i16,
+}
+
+impl Rec {
+    fn timed_out(&self) -> bool {
+        self.kind != kind::SCHED && self.policy & kind::TIMED_OUT != 0
+    }
+
+    /// How long the operation took (wall time, µs).
+    fn elapsed_us(&self) -> u64 {
+        us(self.mono_out.saturating_sub(self.mono_in))
+    }
 }
 
 fn u64_at(b: &[u8], o: usize) -> u64 {
@@ -344,34 +368,48 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
         for r in &t.ops {
             let run = us(r.cpu_in.saturating_sub(cpu_end));
             cpu_end = r.cpu_out;
-            let e: Option<(&str, Value)> = match r.kind {
+            let mut e: Vec<(&str, Value)> = Vec::new();
+            match r.kind {
                 kind::LOCK => {
                     let m = o.get(t.pid, r.obj, "mutex");
                     let c = held.entry(m).or_insert(0);
                     *c += 1;
-                    (*c == 1).then(|| ("lock", json!(o.decl[m].0)))
+                    if *c == 1 {
+                        e.push(("lock", json!(o.decl[m].0)));
+                    }
                 }
                 kind::UNLOCK => {
                     let m = o.get(t.pid, r.obj, "mutex");
                     match held.get_mut(&m) {
-                        Some(c) if *c > 1 => {
-                            *c -= 1;
-                            None
-                        }
+                        Some(c) if *c > 1 => *c -= 1,
                         Some(_) => {
                             held.remove(&m);
-                            Some(("unlock", json!(o.decl[m].0)))
+                            e.push(("unlock", json!(o.decl[m].0)));
                         }
                         // Not seen locked (locked before recording, or
                         // by another thread): nothing to model.
-                        None => None,
+                        None => {}
+                    }
+                }
+                kind::WAIT if r.timed_out() => {
+                    // A wait that timed out: the mutex released, the
+                    // thread blocked as long as it waited, the mutex taken
+                    // again (no signal woke it: no wait to model).
+                    let m = o.get(t.pid, r.obj2, "mutex");
+                    if held.contains_key(&m) {
+                        e.push(("unlock", json!(o.decl[m].0)));
+                        e.push(("sleep", json!(r.elapsed_us())));
+                        e.push(("lock", json!(o.decl[m].0)));
+                    } else {
+                        e.push(("sleep", json!(r.elapsed_us())));
                     }
                 }
                 kind::WAIT => {
                     let c = o.get(t.pid, r.obj, "cond");
                     let m = o.get(t.pid, r.obj2, "mutex");
-                    held.contains_key(&m)
-                        .then(|| ("wait", json!({"ref": o.decl[c].0, "mutex": o.decl[m].0})))
+                    if held.contains_key(&m) {
+                        e.push(("wait", json!({"ref": o.decl[c].0, "mutex": o.decl[m].0})));
+                    }
                 }
                 kind::SIGNAL | kind::BROADCAST => {
                     let c = o.get(t.pid, r.obj, "cond");
@@ -379,33 +417,47 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
                     if !h.contains(&name) {
                         h.push(name.clone());
                     }
-                    Some((
+                    e.push((
                         if r.kind == kind::SIGNAL {
                             "signal"
                         } else {
                             "broad"
                         },
                         json!(o.decl[c].0),
-                    ))
+                    ));
                 }
                 kind::BARRIER => {
                     let b = o.get(t.pid, r.obj, "barrier");
-                    Some(("barrier", json!(o.decl[b].0)))
+                    e.push(("barrier", json!(o.decl[b].0)));
+                }
+                kind::SEM_INIT => {
+                    // The initial value: as many items pushed when the
+                    // semaphore is initialised.
+                    let q = o.get(t.pid, r.obj, "queue");
+                    for _ in 0..r.obj2.min(QUEUE_CAPACITY) {
+                        e.push(("push", json!(o.decl[q].0)));
+                    }
                 }
                 kind::SEM_POST => {
                     let q = o.get(t.pid, r.obj, "queue");
-                    Some(("push", json!(o.decl[q].0)))
+                    e.push(("push", json!(o.decl[q].0)));
                 }
                 kind::SEM_WAIT => {
                     let q = o.get(t.pid, r.obj, "queue");
-                    Some(("pop", json!(o.decl[q].0)))
+                    e.push(("pop", json!(o.decl[q].0)));
                 }
-                kind::SLEEP => Some(match period {
+                kind::SLEEP => e.push(match period {
                     Some(p) => ("timer", json!({"ref": "unique", "period": p})),
                     None => ("sleep", json!(us(r.obj))),
                 }),
-                _ => None,
-            };
+                // A timed lock or semaphore wait that gave up: the thread
+                // was blocked that long.
+                kind::GAVE_UP => e.push(("sleep", json!(r.elapsed_us()))),
+                // Only the run before it: the CPU time after the thread's
+                // last operation.
+                kind::EXIT => {}
+                _ => {}
+            }
             if run > 0 {
                 // Operations that model nothing (an unlock by a non-owner,
                 // a recursive relock) leave runs side by side: one run.
@@ -414,9 +466,7 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
                     _ => ev.push(("run", json!(run))),
                 }
             }
-            if let Some(e) = e {
-                ev.push(e);
-            }
+            ev.extend(e);
         }
         let _ = write!(
             tasks,

@@ -250,11 +250,14 @@ unsafe fn recorded_lock(m: *mut pthread_mutex_t) -> c_int {
     }
 }
 
-/// Marks and records a lock of `m` that returned `r` (when it got it).
+/// Marks and records a lock of `m` that returned `r` (when it got it;
+/// a timed lock that timed out is recorded as given up).
 fn locked(b: record::Begin, m: *mut pthread_mutex_t, r: c_int) -> c_int {
     if r == 0 || r == libc::EOWNERDEAD {
         record::mark("lock", m as usize);
         record::end(b, Kind::Lock, m as u64, 0);
+    } else if r == libc::ETIMEDOUT {
+        record::end_flagged(b, Kind::GaveUp, m as u64, 0, record::TIMED_OUT);
     }
     r
 }
@@ -570,11 +573,17 @@ fn waiting(c: *mut pthread_cond_t) -> record::Begin {
     record::begin()
 }
 
-/// After a wait on `c` with `m` that returned `r`.
+/// After a wait on `c` with `m` that returned `r` (a timed wait that
+/// timed out is flagged).
 fn woken(b: record::Begin, c: *mut pthread_cond_t, m: *mut pthread_mutex_t, r: c_int) -> c_int {
     if record::active() {
         record::mark("woken", c as usize);
-        record::end(b, Kind::Wait, c as u64, m as u64);
+        let flags = if r == libc::ETIMEDOUT {
+            record::TIMED_OUT
+        } else {
+            0
+        };
+        record::end_flagged(b, Kind::Wait, c as u64, m as u64, flags);
     }
     r
 }
@@ -892,6 +901,83 @@ pub unsafe extern "C" fn sem_wait(s: *mut libc::sem_t) -> c_int {
     r
 }
 
+/// glibc's `sem_init`, recorded with the initial value.
+///
+/// # Safety
+///
+/// glibc's contract for `sem_init`.
+#[no_mangle]
+pub unsafe extern "C" fn sem_init(
+    s: *mut libc::sem_t,
+    pshared: c_int,
+    value: libc::c_uint,
+) -> c_int {
+    // SAFETY: the caller's semaphore.
+    let r = unsafe { real::sem_init(s, pshared, value) };
+    if r == 0 {
+        keep_errno(|| record::instant(Kind::SemInit, s as u64, u64::from(value)));
+    }
+    r
+}
+
+/// glibc's `sem_trywait`, recorded when it took a unit.
+///
+/// # Safety
+///
+/// glibc's contract for `sem_trywait`.
+#[no_mangle]
+pub unsafe extern "C" fn sem_trywait(s: *mut libc::sem_t) -> c_int {
+    // SAFETY: the caller's semaphore.
+    let r = unsafe { real::sem_trywait(s) };
+    if r == 0 {
+        keep_errno(|| record::instant(Kind::SemWait, s as u64, 0));
+    }
+    r
+}
+
+/// A timed semaphore wait that returned `r`: a unit taken, or a wait
+/// that gave up (its time is recorded: a thread blocked there).
+fn sem_timed(b: record::Begin, s: *mut libc::sem_t, r: c_int) -> c_int {
+    // SAFETY: __errno_location returns the calling thread's errno.
+    let timed_out = r != 0 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT;
+    if r == 0 {
+        keep_errno(|| record::end(b, Kind::SemWait, s as u64, 0));
+    } else if timed_out {
+        keep_errno(|| record::end_flagged(b, Kind::GaveUp, s as u64, 0, record::TIMED_OUT));
+    }
+    r
+}
+
+/// glibc's `sem_timedwait`, recorded.
+///
+/// # Safety
+///
+/// glibc's contract for `sem_timedwait`.
+#[no_mangle]
+pub unsafe extern "C" fn sem_timedwait(s: *mut libc::sem_t, abs: *const timespec) -> c_int {
+    let b = record::begin();
+    // SAFETY: the caller's arguments.
+    let r = unsafe { real::sem_timedwait(s, abs) };
+    sem_timed(b, s, r)
+}
+
+/// glibc's `sem_clockwait`, recorded.
+///
+/// # Safety
+///
+/// glibc's contract for `sem_clockwait`.
+#[no_mangle]
+pub unsafe extern "C" fn sem_clockwait(
+    s: *mut libc::sem_t,
+    clock: clockid_t,
+    abs: *const timespec,
+) -> c_int {
+    let b = record::begin();
+    // SAFETY: the caller's arguments.
+    let r = unsafe { real::sem_clockwait(s, clock, abs) };
+    sem_timed(b, s, r)
+}
+
 /// Runs `f` (recording), leaving `errno` as the forwarded call set it.
 fn keep_errno(f: impl FnOnce()) {
     // SAFETY: __errno_location returns the calling thread's errno.
@@ -951,4 +1037,43 @@ pub unsafe extern "C" fn clock_nanosleep(
     let asked = unsafe { ts_ns(req) };
     keep_errno(|| record::end(b, Kind::Sleep, asked, abs));
     r
+}
+
+/// `usleep`, through glibc's `nanosleep` and recorded: glibc's own
+/// `usleep` calls its internal `nanosleep`, which no interposer sees.
+///
+/// # Safety
+///
+/// None beyond `usleep`'s (no pointer argument).
+#[no_mangle]
+pub unsafe extern "C" fn usleep(usec: libc::useconds_t) -> c_int {
+    let req = timespec {
+        tv_sec: (usec / 1_000_000) as libc::time_t,
+        tv_nsec: (usec % 1_000_000) as libc::c_long * 1000,
+    };
+    // SAFETY: a local request, no remainder wanted.
+    unsafe { nanosleep(&req, ptr::null_mut()) }
+}
+
+/// `sleep`, through glibc's `nanosleep` and recorded (as [`usleep`]):
+/// the seconds left when a signal interrupted it, rounded up, else 0.
+///
+/// # Safety
+///
+/// None beyond `sleep`'s (no pointer argument).
+#[no_mangle]
+pub unsafe extern "C" fn sleep(secs: libc::c_uint) -> libc::c_uint {
+    let req = timespec {
+        tv_sec: secs as libc::time_t,
+        tv_nsec: 0,
+    };
+    let mut rem = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: local request and remainder.
+    if unsafe { nanosleep(&req, &mut rem) } == 0 {
+        return 0;
+    }
+    (rem.tv_sec.max(0) as libc::c_uint).saturating_add(libc::c_uint::from(rem.tv_nsec > 0))
 }

@@ -47,7 +47,7 @@ macro_rules! reals {
     };
 }
 
-const COUNT: usize = 24;
+const COUNT: usize = 28;
 
 reals! {
     0 mutex_init = c"pthread_mutex_init": fn(m: *mut pthread_mutex_t, a: *const pthread_mutexattr_t);
@@ -74,6 +74,10 @@ reals! {
     21 clock_nanosleep = c"clock_nanosleep": fn(c: clockid_t, f: c_int, req: *const timespec, rem: *mut timespec);
     22 sem_wait = c"sem_wait": fn(s: *mut libc::sem_t);
     23 sem_post = c"sem_post": fn(s: *mut libc::sem_t);
+    24 sem_init = c"sem_init": fn(s: *mut libc::sem_t, pshared: c_int, value: libc::c_uint);
+    25 sem_trywait = c"sem_trywait": fn(s: *mut libc::sem_t);
+    26 sem_timedwait = c"sem_timedwait": fn(s: *mut libc::sem_t, t: *const timespec);
+    27 sem_clockwait = c"sem_clockwait": fn(s: *mut libc::sem_t, c: clockid_t, t: *const timespec);
 }
 
 fn addr(i: usize) -> Option<usize> {

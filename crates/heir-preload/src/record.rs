@@ -28,12 +28,16 @@
 //! | 40 | a second object (the mutex of a wait; a barrier's count; [`Kind::Name`]: the name's last 8 bytes; [`Kind::Sleep`]: 1 when the time was absolute) |
 //! | 48 | the thread id (`i32`) |
 //! | 52 | the [`Kind`] (`u8`, written last: 0 is a record not finished) |
-//! | 53 | [`Kind::Sched`]: the policy (`u8`) |
+//! | 53 | [`Kind::Sched`]: the policy (`u8`); other kinds: flags ([`TIMED_OUT`]) |
 //! | 54 | [`Kind::Sched`]: the real-time priority or the nice value (`i16`) |
 //!
 //! A thread's first record is preceded by its [`Kind::Sched`] and
 //! [`Kind::Name`] records, and so is the record after its own
-//! `pthread_setschedparam`/`pthread_setschedprio`.
+//! `pthread_setschedparam`/`pthread_setschedprio`. A thread that made a
+//! record makes a last one, [`Kind::Exit`], when it exits (a thread-local
+//! destructor: at `pthread_exit`, the return of its start routine, or the
+//! process's `exit` for the thread that calls it), so that the CPU time it
+//! used after its last operation is known.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
@@ -70,9 +74,21 @@ pub enum Kind {
     SemPost = 9,
     /// `sem_wait`.
     SemWait = 10,
-    /// `nanosleep` / `clock_nanosleep`.
+    /// `nanosleep` / `clock_nanosleep` / `usleep` / `sleep`.
     Sleep = 11,
+    /// `sem_init`: the object, and its initial value (second object).
+    SemInit = 12,
+    /// The thread exits (its CPU time then).
+    Exit = 13,
+    /// A timed operation that gave up ([`TIMED_OUT`]): a timed mutex
+    /// lock (`pthread_mutex_timedlock`/`clocklock`) or `sem_timedwait`/
+    /// `sem_clockwait`; begin and end say how long it blocked.
+    GaveUp = 14,
 }
+
+/// Flag (byte 53) of a [`Kind::Wait`] that timed out, and of every
+/// [`Kind::GaveUp`].
+pub const TIMED_OUT: u8 = 1;
 
 /// The mapped file of this process (null: not recording).
 static MAP: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
@@ -81,6 +97,27 @@ thread_local! {
     /// The thread's scheduling and name are recorded (cleared by its own
     /// scheduling changes).
     static SEEN: Cell<bool> = const { Cell::new(false) };
+    /// Armed with the thread's id at its first record: its destructor
+    /// records [`Kind::Exit`].
+    static EXIT: ExitGuard = const { ExitGuard { tid: Cell::new(0) } };
+}
+
+/// Records [`Kind::Exit`] when the thread's thread-locals are destroyed.
+struct ExitGuard {
+    /// 0: not armed (the thread made no record in this process).
+    tid: Cell<i32>,
+}
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let tid = self.tid.get();
+        let base = MAP.load(Ordering::Acquire);
+        if tid == 0 || base.is_null() {
+            return;
+        }
+        let (mono, cpu) = (heir::sys::now_ns(), cpu_ns());
+        write(base, [mono, cpu, mono, cpu, 0, 0], tid, Kind::Exit, 0, 0);
+    }
 }
 
 /// Maps `DIR/PID.rec` when `HEIR_EXEC_RECORD` names a directory (the
@@ -88,8 +125,9 @@ thread_local! {
 pub fn open() {
     MAP.store(std::ptr::null_mut(), Ordering::Release);
     // A fork child's thread starts its own file: its scheduling and name
-    // come first there too.
+    // come first there too, and its exit is its own (a new tid).
     sched_changed();
+    let _ = EXIT.try_with(|e| e.tid.set(0));
     let Some(dir) = crate::config::get().record.as_deref() else {
         return;
     };
@@ -197,12 +235,17 @@ pub fn sched_changed() {
 
 /// Records an operation that began at `b` and ends now.
 pub fn end(b: Begin, kind: Kind, obj: u64, obj2: u64) {
+    end_flagged(b, kind, obj, obj2, 0);
+}
+
+/// [`end`] with flags ([`TIMED_OUT`]).
+pub fn end_flagged(b: Begin, kind: Kind, obj: u64, obj2: u64, flags: u8) {
     let base = MAP.load(Ordering::Acquire);
     if base.is_null() {
         return;
     }
     let (mono, cpu) = (heir::sys::now_ns(), cpu_ns());
-    put(base, b, (mono, cpu), kind, obj, obj2);
+    put(base, b, (mono, cpu), kind, obj, obj2, flags);
 }
 
 /// Records an operation that does not block (an unlock, a signal, a
@@ -214,7 +257,7 @@ pub fn instant(kind: Kind, obj: u64, obj2: u64) {
         return;
     }
     let b = begin();
-    put(base, b, (b.mono, b.cpu), kind, obj, obj2);
+    put(base, b, (b.mono, b.cpu), kind, obj, obj2, 0);
 }
 
 /// Records an operation that began at `b` and did not block (a lock
@@ -222,13 +265,22 @@ pub fn instant(kind: Kind, obj: u64, obj2: u64) {
 pub fn end_at_begin(b: Begin, kind: Kind, obj: u64, obj2: u64) {
     let base = MAP.load(Ordering::Acquire);
     if !base.is_null() {
-        put(base, b, (b.mono, b.cpu), kind, obj, obj2);
+        put(base, b, (b.mono, b.cpu), kind, obj, obj2, 0);
     }
 }
 
-fn put(base: *mut u8, b: Begin, (mono, cpu): (u64, u64), kind: Kind, obj: u64, obj2: u64) {
+fn put(
+    base: *mut u8,
+    b: Begin,
+    (mono, cpu): (u64, u64),
+    kind: Kind,
+    obj: u64,
+    obj2: u64,
+    flags: u8,
+) {
     let tid = heir::rt::tid();
     if !SEEN.try_with(|s| s.replace(true)).unwrap_or(true) {
+        let _ = EXIT.try_with(|e| e.tid.set(tid));
         let (policy, prio, mask) = sched_of(tid);
         write(
             base,
@@ -255,7 +307,14 @@ fn put(base: *mut u8, b: Begin, (mono, cpu): (u64, u64), kind: Kind, obj: u64, o
             0,
         );
     }
-    write(base, [b.mono, b.cpu, mono, cpu, obj, obj2], tid, kind, 0, 0);
+    write(
+        base,
+        [b.mono, b.cpu, mono, cpu, obj, obj2],
+        tid,
+        kind,
+        flags,
+        0,
+    );
 }
 
 /// The thread's policy, priority (real-time priority or nice) and the
@@ -289,6 +348,8 @@ fn sched_of(tid: i32) -> (u8, i16, u64) {
     (policy, prio, mask)
 }
 
+/// Writes one record; `policy` is byte 53 (a [`Kind::Sched`]'s policy,
+/// other kinds' flags).
 fn write(base: *mut u8, w: [u64; 6], tid: i32, kind: Kind, policy: u8, prio: i16) {
     // SAFETY: the header's count is an aligned u64 of the mapping.
     let slots = unsafe { &*(base.add(8) as *const AtomicU64) };

@@ -739,3 +739,100 @@ fn exec_trace_and_scenario_follow_the_program_across_fork_and_exec() {
         "{v}"
     );
 }
+
+/// The events of task `task` in a `--scenario` file, in order (the file
+/// repeats keys, which a JSON map would merge): (key, value as written).
+fn scenario_events(text: &str, task: &str) -> Vec<(String, String)> {
+    let head = format!("\"{task}\": {{");
+    let start = text
+        .find(&head)
+        .unwrap_or_else(|| panic!("no task {task}: {text}"));
+    text[start + head.len()..]
+        .lines()
+        .skip(2) // the rest of the task's line, and loop/delay/policy
+        .take_while(|l| !l.trim_start().starts_with('}'))
+        .filter_map(|l| {
+            let l = l.trim().trim_end_matches(',');
+            let (k, v) = l.split_once(": ")?;
+            Some((k.trim_matches('"').to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// What `--scenario` models beyond locks, waits and signals, on a plain
+/// program (`heir-preload/tests/c/record_model.c`): a semaphore's initial
+/// value (two pushes where it is initialised, popped by the other
+/// thread), `usleep` (a sleep of the time asked), a condition-variable
+/// wait that timed out (the mutex released, a sleep at least as long as
+/// the timeout, the mutex taken again: no signal, so no wait), a
+/// semaphore wait that timed out (a sleep), and the CPU time each thread
+/// used after its last operation (a last run of at least its 5 and 7 ms of
+/// work). `heir sim` runs the file.
+#[test]
+fn exec_scenario_models_semaphore_values_timeouts_sleeps_and_the_last_run() {
+    let dir = TempDir::new("exec-record-model");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../heir-preload/tests/c/record_model.c");
+    let prog = dir.join("record_model");
+    cc(&src, &prog);
+    let scenario = dir.join("s.json");
+    let o = heir_exec(&[
+        "--scenario",
+        scenario.to_str().expect("utf-8"),
+        "--",
+        prog.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(&scenario).expect("scenario");
+    let v: Value = serde_json::from_str(&text).expect("scenario JSON");
+    let names: Vec<&String> = v["tasks"].as_object().expect("tasks").keys().collect();
+    assert_eq!(names.len(), 2, "{text}");
+    // The main thread is the one that initialised the semaphore (pushes).
+    let pushes = |n: &str| scenario_events(&text, n).iter().any(|(k, _)| k == "push");
+    let (main, taker) = if pushes(names[0]) {
+        (names[0].clone(), names[1].clone())
+    } else {
+        (names[1].clone(), names[0].clone())
+    };
+    let num = |s: &str| s.parse::<u64>().unwrap_or_else(|_| panic!("{s}: {text}"));
+    let keys = |ev: &[(String, String)]| {
+        ev.iter()
+            .filter(|(k, _)| !k.starts_with("run"))
+            .map(|(k, _)| k.clone())
+            .collect::<Vec<_>>()
+    };
+    let m = scenario_events(&text, &main);
+    assert_eq!(
+        keys(&m),
+        ["push", "push", "sleep", "lock", "unlock", "sleep", "lock", "unlock", "sleep"],
+        "{text}"
+    );
+    let sleeps: Vec<u64> = m
+        .iter()
+        .filter(|(k, _)| k == "sleep")
+        .map(|(_, v)| num(v))
+        .collect();
+    assert_eq!(sleeps[0], 3000, "usleep(3000): {text}");
+    assert!(sleeps[1] >= 4000, "the 4 ms timed wait: {text}");
+    assert!(sleeps[2] >= 2000, "the 2 ms semaphore wait: {text}");
+    let last = m.last().expect("events");
+    assert!(
+        last.0 == "run" && num(&last.1) >= 6999,
+        "7 ms after the last operation: {text}"
+    );
+    let t = scenario_events(&text, &taker);
+    assert_eq!(keys(&t), ["pop", "pop"], "{text}");
+    let last = t.last().expect("events");
+    assert!(
+        last.0 == "run" && num(&last.1) >= 4999,
+        "5 ms after the last operation: {text}"
+    );
+    // The semaphore is one queue, pushed by main and popped by the taker.
+    let q = &m[m.iter().position(|(k, _)| k == "push").expect("push")].1;
+    assert!(t.iter().all(|(k, v)| k != "pop" || v == q), "{text}");
+    let o = Command::new(env!("CARGO_BIN_EXE_heir"))
+        .args(["sim", "--json"])
+        .arg(&scenario)
+        .output()
+        .expect("heir sim");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
