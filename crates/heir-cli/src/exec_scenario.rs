@@ -22,6 +22,9 @@
 //! | a timed wait, lock or semaphore wait that timed out | `sleep` of the time it blocked (a cond wait: between an `unlock` and a `lock` of its mutex) |
 //! | the thread's exit | the `run` of the CPU time since its last operation |
 //!
+//! A thread that changes its own scheduling after its first operation
+//! gets a phase per scheduling (docs/EXEC.md, "Phases").
+//!
 //! **Periodic threads.** A thread is periodic when it slept at least
 //! [`PERIODIC_MIN_SLEEPS`] times and the intervals between the ends of
 //! consecutive sleeps are all within [`PERIODIC_TOLERANCE`] of their
@@ -226,6 +229,15 @@ struct Thread {
     ops: Vec<Rec>,
 }
 
+/// A thread's scheduling as recorded: policy, priority (or nice),
+/// affinity mask of CPUs 0..63 (0: unknown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sched {
+    policy: u8,
+    prio: i16,
+    mask: u64,
+}
+
 fn policy_name(p: u8) -> &'static str {
     match p {
         1 => "SCHED_FIFO",
@@ -299,7 +311,9 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
             });
             let t = &mut threads[i];
             match r.kind {
-                kind::SCHED => {
+                // Before its first operation: the thread's scheduling;
+                // after: a change it made (a new phase).
+                kind::SCHED if t.ops.is_empty() => {
                     t.policy = r.policy;
                     t.prio = r.prio;
                     t.mask = r.obj;
@@ -362,14 +376,35 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
             periodic.push((name.clone(), p));
         }
         let start = t.ops[0].mono_in.saturating_sub(t.ops[0].cpu_in);
-        let mut ev: Vec<(&str, Value)> = Vec::new();
+        // Phases: the thread's scheduling, and its events until it
+        // changed it.
+        let mut phases: Vec<(Sched, Vec<(&str, Value)>)> = vec![(
+            Sched {
+                policy: t.policy,
+                prio: t.prio,
+                mask: t.mask,
+            },
+            Vec::new(),
+        )];
         let mut cpu_end = 0u64;
         let mut held: HashMap<usize, u32> = HashMap::new();
+        // When the thread changed its scheduling (phase k + 1 starts at
+        // most at changed_at[k]).
+        let mut changed_at: Vec<u64> = Vec::new();
         for r in &t.ops {
             let run = us(r.cpu_in.saturating_sub(cpu_end));
             cpu_end = r.cpu_out;
             let mut e: Vec<(&str, Value)> = Vec::new();
+            let mut next: Option<Sched> = None;
             match r.kind {
+                kind::SCHED => {
+                    next = Some(Sched {
+                        policy: r.policy,
+                        prio: r.prio,
+                        mask: r.obj,
+                    });
+                    changed_at.push(r.mono_in);
+                }
                 kind::LOCK => {
                     let m = o.get(t.pid, r.obj, "mutex");
                     let c = held.entry(m).or_insert(0);
@@ -458,6 +493,9 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
                 kind::EXIT => {}
                 _ => {}
             }
+            let Some((sched, ev)) = phases.last_mut() else {
+                break;
+            };
             if run > 0 {
                 // Operations that model nothing (an unlock by a non-owner,
                 // a recursive relock) leave runs side by side: one run.
@@ -467,7 +505,28 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
                 }
             }
             ev.extend(e);
+            match next {
+                Some(n) if n == *sched => {}
+                // A change before any event of the phase: the phase's own.
+                Some(n) if ev.is_empty() => *sched = n,
+                Some(n) => phases.push((n, Vec::new())),
+                None => {}
+            }
         }
+        // A change after the thread's last event and run: no phase.
+        if phases.len() > 1 && phases.last().is_some_and(|(_, ev)| ev.is_empty()) {
+            phases.pop();
+        }
+        // Work before the thread's first synchronisation, at a scheduling
+        // it then changed, is its set-up (the main thread's start, a
+        // thread setting its own priority): the task starts with the
+        // scheduling it chose, when it chose it.
+        let mut start = start;
+        if phases.len() > 1 && phases[0].1.iter().all(|(k, _)| *k == "run") {
+            phases.remove(0);
+            start = changed_at.first().copied().unwrap_or(start);
+        }
+        let first = phases[0].0;
         let _ = write!(
             tasks,
             "{}\n    {}: {{",
@@ -478,15 +537,53 @@ pub fn write(dir: &Path, out: &Path, t0: u64, end: u64) -> Result<Written> {
             tasks,
             "\n      \"loop\": 1, \"delay\": {}, \"policy\": {}, \"priority\": {}",
             us(start.saturating_sub(t0)),
-            json!(policy_name(t.policy)),
-            t.prio
+            json!(policy_name(first.policy)),
+            first.prio
         );
-        if t.mask != 0 && t.mask & all_mask != all_mask {
-            let cpus: Vec<u32> = (0..64).filter(|c| t.mask & (1 << c) != 0).collect();
-            let _ = write!(tasks, ", \"cpus\": {}", json!(cpus));
+        let cpus_of = |mask: u64| -> Vec<u32> {
+            let mask = if mask == 0 { all_mask } else { mask };
+            (0..64).filter(|c| mask & (1 << c) != 0).collect()
+        };
+        if first.mask != 0 && first.mask & all_mask != all_mask {
+            let _ = write!(tasks, ", \"cpus\": {}", json!(cpus_of(first.mask)));
         }
-        for (key, v) in ev {
-            let _ = write!(tasks, ",\n      \"{key}\": {v}");
+        let events = |out: &mut String, ev: &[(&str, Value)], indent: &str| {
+            for (key, v) in ev {
+                let _ = write!(out, ",\n{indent}\"{key}\": {v}");
+            }
+        };
+        if let [(_, ev)] = phases.as_slice() {
+            events(&mut tasks, ev, "      ");
+        } else {
+            // One phase per scheduling the thread gave itself: each
+            // phase after the first says what changed.
+            tasks.push_str(",\n      \"phases\": {");
+            let mut before = phases[0].0;
+            for (n, (sc, ev)) in phases.iter().enumerate() {
+                let mut props = String::new();
+                if n > 0 {
+                    if (sc.policy, sc.prio) != (before.policy, before.prio) {
+                        let _ = write!(
+                            props,
+                            ", \"policy\": {}, \"priority\": {}",
+                            json!(policy_name(sc.policy)),
+                            sc.prio
+                        );
+                    }
+                    if sc.mask != before.mask {
+                        let _ = write!(props, ", \"cpus\": {}", json!(cpus_of(sc.mask)));
+                    }
+                }
+                let _ = write!(
+                    tasks,
+                    "{}\n        \"p{n}\": {{ \"loop\": 1{props}",
+                    if n == 0 { "" } else { "," }
+                );
+                events(&mut tasks, ev, "          ");
+                tasks.push_str("\n        }");
+                before = *sc;
+            }
+            tasks.push_str("\n      }");
         }
         tasks.push_str("\n    }");
     }

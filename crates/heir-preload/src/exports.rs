@@ -822,7 +822,7 @@ pub unsafe extern "C" fn pthread_barrier_destroy(b: *mut pthread_barrier_t) -> c
 /// After the calling thread changed its own scheduling attributes: heir's
 /// saved base follows, if heir has it registered (else nothing to do).
 fn own_sched_changed() {
-    record::sched_changed();
+    record::sched_now();
     let me = heir::rt::tid();
     if heir::thread::info(me).is_none() {
         return;

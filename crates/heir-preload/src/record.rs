@@ -32,8 +32,8 @@
 //! | 54 | [`Kind::Sched`]: the real-time priority or the nice value (`i16`) |
 //!
 //! A thread's first record is preceded by its [`Kind::Sched`] and
-//! [`Kind::Name`] records, and so is the record after its own
-//! `pthread_setschedparam`/`pthread_setschedprio`. A thread that made a
+//! [`Kind::Name`] records; its own `pthread_setschedparam`/
+//! `pthread_setschedprio` after that makes a [`Kind::Sched`] record at once. A thread that made a
 //! record makes a last one, [`Kind::Exit`], when it exits (a thread-local
 //! destructor: at `pthread_exit`, the return of its start routine, or the
 //! process's `exit` for the thread that calls it), so that the CPU time it
@@ -227,10 +227,32 @@ pub fn begin() -> Begin {
     }
 }
 
-/// The calling thread changed its own scheduling: its next record is
-/// preceded by a new [`Kind::Sched`].
+/// The calling thread's next record is preceded by a new [`Kind::Sched`]
+/// (a fork child's first).
 pub fn sched_changed() {
     let _ = SEEN.try_with(|s| s.set(false));
+}
+
+/// The calling thread just changed its own scheduling: a [`Kind::Sched`]
+/// record now, with the clocks now (where in its run the change happened),
+/// if it already made records; else its first record will say it.
+pub fn sched_now() {
+    let base = MAP.load(Ordering::Acquire);
+    if base.is_null() || !SEEN.try_with(|s| s.get()).unwrap_or(false) {
+        sched_changed();
+        return;
+    }
+    let tid = heir::rt::tid();
+    let (policy, prio, mask) = sched_of(tid);
+    let (mono, cpu) = (heir::sys::now_ns(), cpu_ns());
+    write(
+        base,
+        [mono, cpu, mono, cpu, mask, 0],
+        tid,
+        Kind::Sched,
+        policy,
+        prio,
+    );
 }
 
 /// Records an operation that began at `b` and ends now.

@@ -836,3 +836,74 @@ fn exec_scenario_models_semaphore_values_timeouts_sleeps_and_the_last_run() {
         .expect("heir sim");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
+
+/// A thread that changes its own priority mid-run
+/// (`heir-preload/tests/c/sched_change.c`: FIFO 10, a critical section and
+/// 2 ms of work, then FIFO 20, a critical section and 3 ms): the scenario
+/// has a phase per scheduling, the second saying what changed, each with
+/// its critical section and its work; `heir sim` runs it.
+#[test]
+fn exec_scenario_writes_a_phase_per_scheduling_change() {
+    let Some(_rt) = rt_or_skip("exec_scenario_phases") else {
+        return;
+    };
+    let claim = claim_cpu();
+    let dir = TempDir::new("exec-sched-change");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../heir-preload/tests/c/sched_change.c");
+    let prog = dir.join("sched_change");
+    cc(&src, &prog);
+    let scenario = dir.join("s.json");
+    let cpu = claim.cpu().to_string();
+    let o = heir_exec(&[
+        "--scenario",
+        scenario.to_str().expect("utf-8"),
+        "--",
+        prog.to_str().expect("utf-8"),
+        &cpu,
+    ]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(&scenario).expect("scenario");
+    let v: Value = serde_json::from_str(&text).expect("scenario JSON");
+    let tasks = v["tasks"].as_object().expect("tasks");
+    assert_eq!(tasks.len(), 1, "{text}");
+    let t = tasks.values().next().expect("task");
+    assert_eq!(
+        (&t["policy"], &t["priority"], &t["cpus"]),
+        (
+            &serde_json::json!("SCHED_FIFO"),
+            &serde_json::json!(10),
+            &serde_json::json!([claim.cpu()])
+        ),
+        "{text}"
+    );
+    let phases = t["phases"].as_object().expect("phases");
+    assert_eq!(phases.len(), 2, "{text}");
+    assert!(phases["p0"].get("priority").is_none(), "{text}");
+    assert_eq!(phases["p1"]["priority"], 20, "{text}");
+    assert_eq!(phases["p1"]["policy"], "SCHED_FIFO", "{text}");
+    // Each phase: its lock and unlock; its work last (repeated "run" keys
+    // merge in a JSON map: the last one is the phase's last run).
+    let body = |p: &str| {
+        let a = text.find(&format!("\"{p}\": {{")).expect("phase");
+        let b = a + text[a..].find('}').expect("end of phase");
+        text[a..b].to_string()
+    };
+    for (p, work_us) in [("p0", 2000), ("p1", 3000)] {
+        let b = body(p);
+        let keys: Vec<&str> = b
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.trim().split_once(':').map(|(k, _)| k.trim_matches('"')))
+            .filter(|k| *k != "run")
+            .collect();
+        assert_eq!(keys, ["lock", "unlock"], "{p}: {text}");
+        let last = phases[p]["run"].as_u64().expect("run");
+        assert!(last >= work_us - 1, "{p}: {last} µs of work: {text}");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_heir"))
+        .args(["sim", "--json"])
+        .arg(&scenario)
+        .output()
+        .expect("heir sim");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
