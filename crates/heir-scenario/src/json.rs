@@ -348,6 +348,11 @@ impl<'a> LineIndex<'a> {
         LineIndex { text, starts }
     }
 
+    /// The text it indexes.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
     /// 1-based (line, column) of byte `offset`; the column counts characters
     /// from the start of the line. Offsets past the end map to the end.
     pub fn line_col(&self, offset: usize) -> (u32, u32) {
@@ -387,14 +392,40 @@ fn to_u32(n: usize) -> u32 {
 
 /// Reads one JSON document (with rt-app's leniencies, see the module docs).
 pub fn parse(text: &str) -> Result<Value, SyntaxError> {
-    parse_inner(text).0
+    parse_inner(text, false).0
+}
+
+/// [`parse`], keeping the tree small for a scenario of many tasks: the
+/// value of each member of the top-level `tasks` object that is an object
+/// is read (every syntax error is found, in the same order, with the same
+/// message) and then left out — an empty object in the tree, its span
+/// kept — and its offset is returned. [`parse_value_at`] reads it again
+/// when it is needed, one task at a time.
+pub fn parse_deferring_tasks(text: &str) -> Result<(Value, HashSet<usize>), SyntaxError> {
+    let mut p = Parser::new(text, true);
+    let result = p.document();
+    result.map(|v| (v, std::mem::take(&mut p.deferred)))
+}
+
+/// The value at byte `at` of `text`, nested `depth` deep at JSON path
+/// `path` (its syntax errors are those [`parse`] would report there).
+pub fn parse_value_at(
+    text: &str,
+    at: usize,
+    path: Vec<PathSeg>,
+    depth: usize,
+) -> Result<Value, SyntaxError> {
+    let mut p = Parser::new(text, false);
+    p.pos = at.min(text.len());
+    p.path = path;
+    p.value(depth)
 }
 
 /// For `text` cut short where the file stops being UTF-8: the JSON path of
 /// the value the cut falls in (empty outside any value), or the syntax
 /// error that comes before the cut, if there is one.
 pub fn path_at_end(text: &str) -> Result<String, SyntaxError> {
-    match parse_inner(text) {
+    match parse_inner(text, false) {
         (Ok(_), _) => Ok(String::new()),
         (Err(e), true) => Ok(e.path),
         (Err(e), false) => Err(e),
@@ -403,17 +434,8 @@ pub fn path_at_end(text: &str) -> Result<String, SyntaxError> {
 
 /// The document, and whether the reader ran into the end of the text (an
 /// error caused by the end: an unterminated string, a missing value).
-fn parse_inner(text: &str) -> (Result<Value, SyntaxError>, bool) {
-    let mut p = Parser {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-        path: Vec::new(),
-        hit_end: Cell::new(false),
-    };
-    if p.bytes.starts_with(b"\xEF\xBB\xBF") {
-        p.pos = 3;
-    }
+fn parse_inner(text: &str, defer_tasks: bool) -> (Result<Value, SyntaxError>, bool) {
+    let mut p = Parser::new(text, defer_tasks);
     let result = p.document();
     (result, p.hit_end.get())
 }
@@ -425,9 +447,28 @@ struct Parser<'a> {
     path: Vec<PathSeg>,
     /// Set when an error is caused by the end of the text.
     hit_end: Cell<bool>,
+    /// Leave the objects of the top-level `tasks` out of the tree
+    /// ([`parse_deferring_tasks`]).
+    defer_tasks: bool,
+    /// Their offsets.
+    deferred: HashSet<usize>,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    /// A parser at the start of `text` (after a UTF-8 byte-order mark).
+    fn new(text: &'a str, defer_tasks: bool) -> Self {
+        let bom = text.as_bytes().starts_with(b"\xEF\xBB\xBF");
+        Parser {
+            text,
+            bytes: text.as_bytes(),
+            pos: if bom { 3 } else { 0 },
+            path: Vec::new(),
+            hit_end: Cell::new(false),
+            defer_tasks,
+            deferred: HashSet::new(),
+        }
+    }
+
     fn document(&mut self) -> Result<Value, SyntaxError> {
         self.skip_ws()?;
         let value = self.value(0)?;
@@ -528,13 +569,8 @@ impl Parser<'_> {
     }
 
     fn found_at(&self, pos: usize) -> String {
-        let saved = Parser {
-            text: self.text,
-            bytes: self.bytes,
-            pos: pos.min(self.bytes.len()),
-            path: Vec::new(),
-            hit_end: Cell::new(false),
-        };
+        let mut saved = Parser::new(self.text, false);
+        saved.pos = pos.min(self.bytes.len());
         let found = saved.found();
         if saved.hit_end.get() {
             self.hit_end.set(true);
@@ -839,7 +875,16 @@ impl Parser<'_> {
                 self.pos += 1;
                 self.path.push(PathSeg::Key(name.clone()));
                 self.skip_ws()?;
-                let v = self.value(depth + 1)?;
+                let mut v = self.value(depth + 1)?;
+                if self.defer_tasks
+                    && depth == 1
+                    && matches!(self.path.as_slice(), [PathSeg::Key(t), _] if t == "tasks")
+                    && matches!(v.kind, Kind::Object(_))
+                {
+                    // A task: read (checked), then left out of the tree.
+                    self.deferred.insert(v.span.start);
+                    v.kind = Kind::Object(Vec::new());
+                }
                 self.path.pop();
                 Some(v)
             }

@@ -116,9 +116,11 @@ pub fn parse_str_with(
 ) -> Result<Scenario, ScenarioError> {
     check_size(text.len(), file)?;
     let lines = json::LineIndex::new(text);
-    let root = json::parse(text)
+    // The tasks' objects are read again one at a time while they are
+    // built: the whole file's tree never exists at once.
+    let (root, deferred) = json::parse_deferring_tasks(text)
         .map_err(|e| ScenarioError::at(&lines, file, e.offset, e.path, e.message))?;
-    build::build(&root, &lines, threads)
+    build::build(&root, &deferred, &lines, threads)
         .map_err(|f| ScenarioError::at(&lines, file, f.at, f.path, f.msg))
 }
 

@@ -23,7 +23,7 @@ mod task;
 
 use std::collections::{HashMap, HashSet};
 
-use crate::json::{push_path, quote_short, Kind, LineIndex, Member, PathSeg, Value};
+use crate::json::{self, push_path, quote_short, Kind, LineIndex, Member, PathSeg, Value};
 use crate::limits::*;
 use crate::model::*;
 use heir_core::protocol::{Protocol, CEILING_PRIORITIES};
@@ -273,9 +273,18 @@ fn push_unique(v: &mut Vec<TaskIdx>, t: TaskIdx) {
 }
 
 /// Reads the JSON tree of a scenario into the model.
-pub(crate) fn build(root: &Value, lines: &LineIndex<'_>, limit: &ThreadLimit) -> R<Scenario> {
+///
+/// `deferred`: the offsets of the tasks' objects that the tree leaves out
+/// (`json::parse_deferring_tasks`), read again here one task at a time.
+pub(crate) fn build(
+    root: &Value,
+    deferred: &HashSet<usize>,
+    lines: &LineIndex<'_>,
+    limit: &ThreadLimit,
+) -> R<Scenario> {
     let mut b = Builder {
         lines,
+        deferred,
         limit,
         global: Global {
             duration_s: None,
@@ -306,6 +315,8 @@ pub(crate) fn build(root: &Value, lines: &LineIndex<'_>, limit: &ThreadLimit) ->
 
 struct Builder<'a> {
     lines: &'a LineIndex<'a>,
+    /// Offsets of the tasks' objects left out of the tree.
+    deferred: &'a HashSet<usize>,
     /// The face's thread limit.
     limit: &'a ThreadLimit,
     global: Global,
@@ -386,6 +397,14 @@ impl Builder<'_> {
         // Step 4: the tasks.
         let mut out = Vec::with_capacity(tasks_obj.len());
         for (i, m) in tasks_obj.iter().enumerate() {
+            let read;
+            let m = match self.read_deferred(m)? {
+                Some(full) => {
+                    read = full;
+                    &read
+                }
+                None => m,
+            };
             out.push(self.task(TaskIdx(i), m)?);
         }
         // Step 5: whole-scenario checks and derived lists.
@@ -399,6 +418,28 @@ impl Builder<'_> {
             warnings: std::mem::take(&mut self.warnings),
             rpc: std::mem::take(&mut self.rpc),
         })
+    }
+
+    /// Task member `m` with its object read again, when the tree left it
+    /// out (`deferred`); `None` when the tree has it.
+    fn read_deferred(&self, m: &Member) -> R<Option<Member>> {
+        let Some(v) = m.value.as_ref().filter(|v| self.deferred.contains(&v.span.start)) else {
+            return Ok(None);
+        };
+        let path = vec![PathSeg::Key("tasks".into()), PathSeg::Key(m.name.clone())];
+        let value = json::parse_value_at(self.lines.text(), v.span.start, path, 2)
+            // The first reading found no error here: this one cannot.
+            .map_err(|e| Fail {
+                at: e.offset,
+                path: e.path,
+                msg: e.message,
+            })?;
+        Ok(Some(Member {
+            key: m.key.clone(),
+            name: m.name.clone(),
+            key_span: m.key_span,
+            value: Some(value),
+        }))
     }
 
     /// Step 1: the top-level object, its keys each at most once and among

@@ -224,13 +224,26 @@ impl<'s> ThreadSet<'s> {
     /// One thread per instance of every task, each an engine task at the
     /// task's base urgency.
     fn build(scenario: &'s Scenario, engine: &mut Engine, ncpus: usize) -> ThreadSet<'s> {
+        // Sized once: at 100,000 threads a growing vector of threads would
+        // hold up to twice their size, and copy them at each doubling.
+        let nthreads: usize = scenario
+            .tasks
+            .iter()
+            .map(|t| t.instance as usize)
+            .sum();
+        let nops: usize = scenario
+            .tasks
+            .iter()
+            .flat_map(|t| &t.phases)
+            .map(|p| p.events.len())
+            .sum();
         let mut set = ThreadSet {
-            threads: Vec::new(),
-            cold: Vec::new(),
-            info: Vec::new(),
+            threads: Vec::with_capacity(nthreads),
+            cold: Vec::with_capacity(nthreads),
+            info: Vec::with_capacity(nthreads),
             task_thread: Vec::new(),
-            of_task: Vec::new(),
-            ops: Vec::new(),
+            of_task: Vec::with_capacity(scenario.tasks.len()),
+            ops: Vec::with_capacity(nops),
         };
         for (ti, task) in scenario.tasks.iter().enumerate() {
             let first = set.threads.len() as u32;
