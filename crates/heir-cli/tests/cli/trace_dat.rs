@@ -1,8 +1,8 @@
 //! `heir run --trace-dat OUT.dat`: the kernel's records of a real run in
-//! trace-cmd's file format, read back by `trace-cmd` itself (the parser
-//! KernelShark uses, libtracecmd) — and, from the same run, `--trace`'s
-//! JSON, whose counts of the run's kernel records and heir markers the
-//! trace.dat must match.
+//! trace-cmd's file format, read back by `trace-cmd` itself (libtracecmd)
+//! and by KernelShark's data library (libkshark, where installed) — and,
+//! from the same run, `--trace`'s JSON, whose counts of the run's kernel
+//! records and heir markers the trace.dat must match.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -175,6 +175,86 @@ fn num(fields: &str, key: &str) -> Option<i64> {
     r[..e].parse().ok()
 }
 
+/// A C program that loads a trace.dat with libkshark (KernelShark 2's
+/// data library, `libkshark.so.2`: what its GUI loads a file with) and
+/// prints `entries N`, then `task PID COMM` per task it found. The
+/// declarations are those of its public API (libkshark.h, not installed
+/// by Debian's `libkshark2`).
+const KSHARK_C: &str = r#"
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+struct kshark_context;
+struct kshark_entry;
+bool kshark_instance(struct kshark_context **ctx);
+int kshark_open(struct kshark_context *ctx, const char *file);
+ssize_t kshark_load_entries(struct kshark_context *ctx, int sd, struct kshark_entry ***rows);
+ssize_t kshark_get_task_pids(struct kshark_context *ctx, int sd, int **pids);
+char *kshark_comm_from_pid(int sd, int pid);
+int main(int argc, char **argv)
+{
+	struct kshark_context *ctx = NULL;
+	struct kshark_entry **rows = NULL;
+	int *pids = NULL;
+	if (argc != 2 || !kshark_instance(&ctx))
+		return 2;
+	int sd = kshark_open(ctx, argv[1]);
+	if (sd < 0) {
+		fprintf(stderr, "kshark_open: %d\n", sd);
+		return 1;
+	}
+	printf("entries %zd\n", kshark_load_entries(ctx, sd, &rows));
+	ssize_t n = kshark_get_task_pids(ctx, sd, &pids);
+	for (ssize_t i = 0; i < n; i++)
+		printf("task %d %s\n", pids[i], kshark_comm_from_pid(sd, pids[i]));
+	return 0;
+}
+"#;
+
+/// `dat` loaded by libkshark ([`KSHARK_C`]): its entry count and each
+/// task's name; `None` where libkshark is not installed.
+fn kshark_load(dir: &TempDir, dat: &std::path::Path) -> Option<(u64, BTreeMap<i64, String>)> {
+    let ldconfig = ["ldconfig", "/sbin/ldconfig"]
+        .iter()
+        .find_map(|c| Command::new(c).arg("-p").output().ok())?;
+    let lib = String::from_utf8_lossy(&ldconfig.stdout)
+        .lines()
+        .filter(|l| l.trim_start().starts_with("libkshark.so.2 "))
+        .find_map(|l| l.rsplit_once("=> ").map(|x| x.1.trim().to_string()))?;
+    let src = dir.write("kshark.c", KSHARK_C);
+    let exe = dir.join("kshark");
+    let o = Command::new("cc")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&lib)
+        .output()
+        .expect("cc");
+    assert!(
+        o.status.success(),
+        "cc: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = Command::new(&exe).arg(dat).output().expect("kshark");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "libkshark: {}\n{out}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut entries = None;
+    let mut tasks = BTreeMap::new();
+    for l in out.lines() {
+        if let Some(n) = l.strip_prefix("entries ") {
+            entries = n.parse().ok();
+        } else if let Some((pid, comm)) = l.strip_prefix("task ").and_then(|t| t.split_once(' ')) {
+            tasks.insert(pid.parse().expect("pid"), comm.to_string());
+        }
+    }
+    Some((entries.expect("entries"), tasks))
+}
+
 #[test]
 fn a_real_run_as_a_trace_dat_that_trace_cmd_reads_with_the_json_traces_counts() {
     let Some(_rt) = rt_or_skip("trace_dat") else {
@@ -340,6 +420,31 @@ fn a_real_run_as_a_trace_dat_that_trace_cmd_reads_with_the_json_traces_counts() 
         summary.contains(&format!("{cpus} [CPUs with tracing data]")),
         "{summary}"
     );
+
+    // KernelShark's own loader: every event, the threads by name.
+    match kshark_load(&dir, &dat) {
+        Some((entries, tasks)) => {
+            eprintln!(
+                "trace_dat: libkshark loaded {entries} entries, {} tasks",
+                tasks.len()
+            );
+            assert_eq!(entries, evs.len() as u64, "libkshark's entries");
+            for (tid, name) in &tids {
+                assert_eq!(
+                    tasks.get(tid),
+                    Some(name),
+                    "libkshark's task {tid}: {tasks:?}"
+                );
+            }
+        }
+        None => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "trace_dat: libkshark (KernelShark's library) is not installed under CI=true (test.sh installs libkshark2)"
+            );
+            eprintln!("trace_dat: libkshark SKIPPED: not installed (apt-get install libkshark2)");
+        }
+    }
 }
 
 /// `heir exec --trace-dat`: a program's processes (a shell, and the
