@@ -131,6 +131,17 @@ fn read_raw(path: &Path, page_size: usize) -> Result<Vec<u8>, TraceError> {
     Ok(out)
 }
 
+/// The page size a `header_page` format implies: its `data` field's
+/// offset plus size.
+fn page_from_header(header: &str) -> Option<u32> {
+    let line = header.lines().find(|l| l.contains(" data;"))?;
+    let value = |key: &str| -> Option<u32> {
+        let rest = &line[line.find(key)? + key.len()..];
+        rest[..rest.find(';')?].trim().parse().ok()
+    };
+    Some(value("offset:")? + value("size:")?)
+}
+
 /// From `/proc/kallsyms`, the function whose address heir's markers
 /// (`print` events) carry, `tracing_mark_write`, and the text symbol
 /// after it (where it ends): a reader names the marker's `ip` by them.
@@ -193,13 +204,19 @@ impl DatCapture {
     /// A tracefs file that cannot be read.
     pub fn read(dir: &Path, text: &str) -> Result<DatCapture, TraceError> {
         let events = dir.join("events");
+        let header_page = read(&events.join("header_page"))?;
+        // The instance's sub-buffer (a page, unless resized); a kernel
+        // without `buffer_subbuf_size_kb` (before 6.8) says it in the page
+        // header's `data` field, else 4 KiB.
         let page_size = fs::read_to_string(dir.join("buffer_subbuf_size_kb"))
             .ok()
             .and_then(|s| s.trim().parse::<u32>().ok())
-            .map_or(4096, |kb| kb * 1024);
+            .map(|kb| kb * 1024)
+            .or_else(|| page_from_header(&String::from_utf8_lossy(&header_page)))
+            .unwrap_or(4096);
         let mut c = DatCapture {
             page_size,
-            header_page: read(&events.join("header_page"))?,
+            header_page,
             header_event: read(&events.join("header_event"))?,
             ftrace: formats(&events.join("ftrace"))?,
             ..DatCapture::default()
@@ -423,6 +440,16 @@ mod tests {
             "ffffffff81000100 t tracing_mark_write\nffffffff81000200 t after\n"
         );
         assert!(marker_symbols("0000000000000000 t tracing_mark_write\n").is_empty());
+    }
+
+    #[test]
+    fn the_page_size_from_the_page_header() {
+        let h = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+                 \tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+                 \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+                 \tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+        assert_eq!(page_from_header(h), Some(4096));
+        assert_eq!(page_from_header("nothing"), None);
     }
 
     #[test]
