@@ -35,6 +35,9 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 [ -d /usr/share/doc/rt-app/examples ] || need+=(rt-app)
 # rt-tests' pi_stress runs under `heir exec` (heir-cli's exec tests).
 command -v pi_stress >/dev/null 2>&1 || need+=(rt-tests)
+# trace-cmd and KernelShark's library read heir run --trace-dat's file back (heir-cli's trace_dat test; skipped without them outside CI).
+[ "${CI:-}" != true ] || command -v trace-cmd >/dev/null 2>&1 || need+=(trace-cmd)
+[ "${CI:-}" != true ] || ldconfig -p 2>/dev/null | grep 'libkshark\.so\.2 ' >/dev/null || need+=(libkshark2)
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         need+=(chromium)

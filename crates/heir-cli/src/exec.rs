@@ -71,6 +71,11 @@ pub struct Args {
     /// Write an SVG Gantt chart of the same trace.
     #[arg(long, value_name = "OUT.svg")]
     pub svg: Option<PathBuf>,
+    /// Also write the kernel's records of the program's threads (with
+    /// heir's markers) as a trace.dat in trace-cmd's format, for
+    /// `trace-cmd report` and KernelShark (docs/TRACING.md).
+    #[arg(long, value_name = "OUT.dat")]
+    pub trace_dat: Option<PathBuf>,
     /// The ftrace instance's buffer per CPU, in KiB.
     #[arg(long, default_value_t = crate::exec_trace::DEFAULT_BUFFER_KB)]
     pub trace_buffer_kb: u32,
@@ -180,7 +185,10 @@ pub fn main(a: Args) -> CliResult {
         preload.push(old);
     }
     // Output paths are checked before the program runs.
-    for p in [&a.trace, &a.svg, &a.scenario].into_iter().flatten() {
+    for p in [&a.trace, &a.svg, &a.scenario, &a.trace_dat]
+        .into_iter()
+        .flatten()
+    {
         drop(crate::output::PendingFile::create(p).map_err(CliError::bad_input)?);
     }
     let record_dir = match &a.scenario {
@@ -192,7 +200,7 @@ pub fn main(a: Args) -> CliResult {
         }
         None => None,
     };
-    let tracing = if a.trace.is_some() || a.svg.is_some() {
+    let tracing = if a.trace.is_some() || a.svg.is_some() || a.trace_dat.is_some() {
         Some(
             crate::exec_trace::Tracing::start(a.trace_buffer_kb)
                 .map_err(|e| CliError::failure(anyhow!("--trace: {e}")))?,
@@ -278,8 +286,8 @@ pub fn main(a: Args) -> CliResult {
     }
     let mut extra = Map::new();
     if let Some(tr) = tracing {
-        let trace = tr
-            .finish(root)
+        let (trace, dat) = tr
+            .finish(root, a.trace_dat.is_some())
             .map_err(|e| CliError::failure(anyhow!("--trace: {e}")))?;
         let title = format!(
             "heir exec {}: kernel trace, --cond {}",
@@ -297,7 +305,10 @@ pub fn main(a: Args) -> CliResult {
         )?;
         outputs.trace_metadata("trace", crate::run::trace_metadata(&trace));
         trace.replay(&mut outputs.observer());
-        let written = outputs.commit().map_err(CliError::failure)?;
+        let mut written = outputs.commit().map_err(CliError::failure)?;
+        if let (Some(path), Some(dat)) = (&a.trace_dat, &dat) {
+            written.push(crate::trace_dat::write(path, dat)?);
+        }
         eprintln!("{}", crate::run::trace_line(&trace));
         if let Some(w) = crate::run::dropped_warning(&trace) {
             eprintln!("heir: warning: {w}");

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 
 use heir::Urgency;
 use heir_runner::run::{RealTrace, RunFacts};
+use heir_runner::tracedat::DatCapture;
 use heir_runner::tracefs::{self, Instance, MarkRes, Marker, Parsed, RecordKind};
 
 /// The instance's buffer per CPU when not given (KiB).
@@ -58,12 +59,24 @@ impl Tracing {
     ///
     /// # Errors
     /// The instance cannot be read.
-    pub fn finish(mut self, root: i32) -> Result<RealTrace, tracefs::TraceError> {
+    /// With `dat`, also the instance's ring-buffer pages for a trace.dat
+    /// (`--trace-dat`).
+    ///
+    /// # Errors
+    /// The instance cannot be read.
+    pub fn finish(
+        mut self,
+        root: i32,
+        dat: bool,
+    ) -> Result<(RealTrace, Option<DatCapture>), tracefs::TraceError> {
         let end = heir::sys::now_ns();
-        let rec = self.instance.collect()?;
+        let (rec, dat) = heir_runner::tracedat::collect(&mut self.instance, dat)?;
         let name = self.instance.dir().display().to_string();
         drop(self.instance);
-        Ok(convert(&rec.text, rec.dropped, name, root, self.t0, end))
+        Ok((
+            convert(&rec.text, rec.dropped, name, root, self.t0, end),
+            dat,
+        ))
     }
 }
 

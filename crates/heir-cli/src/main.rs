@@ -15,6 +15,7 @@ mod report;
 mod run;
 mod sim;
 mod sweep;
+mod trace_dat;
 
 use clap::{CommandFactory, Parser, Subcommand};
 

@@ -95,6 +95,12 @@ pub struct Args {
     /// `heir sim --trace` (docs/TRACING.md). Needs root (tracefs).
     #[arg(long, value_name = "OUT.json")]
     pub trace: Option<PathBuf>,
+    /// Also write the kernel's records of the run (its ring-buffer pages,
+    /// heir's markers among them) as a trace.dat in trace-cmd's format:
+    /// `trace-cmd report OUT.dat`, `kernelshark OUT.dat`
+    /// (docs/TRACING.md). Needs root (tracefs).
+    #[arg(long, value_name = "OUT.dat")]
+    pub trace_dat: Option<PathBuf>,
     /// Write an SVG Gantt chart of the run, drawn from the kernel's trace
     /// (as `--trace` records it).
     #[arg(long, value_name = "OUT.svg")]
@@ -145,9 +151,12 @@ pub fn main(args: Args) -> CliResult {
             PlacementArg::AsWritten => Placement::AsWritten,
         },
         on_note: Some(print_run_note),
-        trace: (args.trace.is_some() || args.svg.is_some()).then_some(TraceConfig {
-            buffer_kb_per_cpu: args.trace_buffer_kb,
-        }),
+        trace: (args.trace.is_some() || args.svg.is_some() || args.trace_dat.is_some()).then_some(
+            TraceConfig {
+                buffer_kb_per_cpu: args.trace_buffer_kb,
+                dat: args.trace_dat.is_some(),
+            },
+        ),
         partition: args.partition,
     };
     if args.partition {
@@ -172,7 +181,10 @@ pub fn main(args: Args) -> CliResult {
     );
     // Output paths are checked before anything runs; the files are made
     // after the run (nothing is left behind by an interrupted run).
-    for p in [&args.trace, &args.svg].into_iter().flatten() {
+    for p in [&args.trace, &args.svg, &args.trace_dat]
+        .into_iter()
+        .flatten()
+    {
         drop(PendingFile::create(p).map_err(CliError::bad_input)?);
     }
     // Simulated first: a file the simulator refuses never runs.
@@ -192,7 +204,7 @@ pub fn main(args: Args) -> CliResult {
     };
     let real = run(&scenario, &config).map_err(|e| run_error(e, format!("{file}: cannot run")))?;
     let report = &real.report;
-    let written = match &real.trace {
+    let mut written = match &real.trace {
         Some(t) => {
             let mut outputs = RunOutputs::with_svg_window(
                 args.trace.as_deref(),
@@ -206,6 +218,9 @@ pub fn main(args: Args) -> CliResult {
         }
         None => Vec::new(),
     };
+    if let (Some(path), Some(dat)) = (&args.trace_dat, &real.dat) {
+        written.push(crate::trace_dat::write(path, dat)?);
+    }
     if real.disturbance.lost_ns > 0 {
         // The verdict and the main disturber (the whole list is in the
         // report).

@@ -53,6 +53,8 @@ mod sim_json;
 mod sim_table;
 #[path = "cli/support.rs"]
 mod support;
+#[path = "cli/trace_dat.rs"]
+mod trace_dat;
 #[path = "cli/trace_files.rs"]
 mod trace_files;
 #[path = "cli/two_runs.rs"]

@@ -12,6 +12,8 @@
 //! - [`tracefs`]: the kernel's view of a run (`heir run --trace`): a
 //!   dedicated ftrace instance, whose `trace_marker` it hands libheir's
 //!   trace hook ([`heir::trace`]), and the text trace's parser.
+//! - [`tracedat`]: the same run's ring-buffer pages as a trace.dat
+//!   (`heir run --trace-dat`), for trace-cmd and KernelShark.
 //! - [`busy`]: `run`'s busy loop, ended on the thread's CPU clock, and its
 //!   calibration per CPU.
 //! - [`cpus`]: which CPUs are free of other programs' real-time work, and
@@ -29,6 +31,7 @@ pub mod busy;
 pub mod cpus;
 pub mod partition;
 pub mod run;
+pub mod tracedat;
 pub mod tracefs;
 
 // libheir's modules, at the paths the runner's modules name them by

@@ -125,6 +125,9 @@ pub struct TraceConfig {
     /// The instance's buffer per CPU (KiB); default
     /// [`TraceConfig::buffer_kb`].
     pub buffer_kb_per_cpu: Option<u32>,
+    /// Also read the instance's ring-buffer pages for a trace.dat
+    /// ([`RealRun::dat`], [`crate::tracedat`]).
+    pub dat: bool,
 }
 
 impl TraceConfig {
@@ -553,6 +556,9 @@ pub struct RealRun {
     pub bwi: Vec<crate::bwi::BwiReport>,
     /// The kernel's view of the run, with [`RunConfig::trace`].
     pub trace: Option<RealTrace>,
+    /// The run's ring-buffer pages and what decodes them, for a
+    /// trace.dat, with [`TraceConfig::dat`].
+    pub dat: Option<crate::tracedat::DatCapture>,
 }
 
 impl RealRun {
@@ -648,10 +654,21 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         .collect();
     let (names, outs) = threads.release_and_join();
     traced?;
-    let recorded = instance.as_mut().map(tracefs::Instance::collect);
+    let dat_wanted = config.trace.is_some_and(|t| t.dat);
+    let recorded = instance
+        .as_mut()
+        .map(|i| crate::tracedat::collect(i, dat_wanted));
     let instance_name = instance.as_ref().map(|i| i.dir().display().to_string());
     drop(instance);
-    let recorded = recorded.transpose()?;
+    let (recorded, mut dat) = match recorded.transpose()? {
+        Some((r, d)) => (Some(r), d),
+        None => (None, None),
+    };
+    if let Some(d) = &mut dat {
+        for (name, tid) in &tids {
+            d.name(*tid, name);
+        }
+    }
     let watched = watch_instance.and_then(|mut w| w.collect().map_err(|e| e.to_string()));
     let bwi = bwi_reports(&tids, &outs);
     let mut run_accuracy = RunAccuracy::default();
@@ -782,6 +799,7 @@ pub fn run(scenario: &Scenario, config: &RunConfig) -> Result<RealRun, RunError>
         bwi,
         log,
         trace,
+        dat,
     })
 }
 
