@@ -191,7 +191,11 @@ const REPORT_WINDOW: (u64, u64) = (0, 200_000_000);
 
 /// A real run and what the report page needs of it (from its kernel
 /// trace, when it could be traced).
-type RealFace = (Run, (Report, Option<Collector>));
+type RealFace = (
+    Run,
+    (Report, Option<Collector>),
+    Option<heir_viz::report::InversionTable>,
+);
 
 /// Runs the scenario on real threads for `seconds`, PI-CV off then on,
 /// traced in the kernel where tracefs allows (notes say why not).
@@ -217,9 +221,11 @@ fn run_real(
                     SCENARIO_FILE,
                     &setting.label,
                 );
+                let inversions = crate::report::real_inversions(&real);
                 runs.push((
                     Run::new(scenario, label, pi_cv, real.report, Vec::new()),
                     face,
+                    inversions,
                 ));
             }
             Err(why) => return Ok(Err(why)),
@@ -252,16 +258,26 @@ pub fn main(args: Args) -> CliResult {
         "demo-picv-off",
     )?;
     let (on, on_c) = simulate(&scenario, "sim, PI-CV", true, &args.out, "demo-picv-on")?;
+    // The inversions of each simulation, from the trace it wrote.
+    let sim_inversions = |stem: &str| -> Vec<(String, heir_viz::report::InversionTable)> {
+        std::fs::read(args.out.join(format!("{stem}.trace.json")))
+            .ok()
+            .and_then(|b| crate::inversions::table_of(&b))
+            .map(|t| vec![("simulated".to_string(), t)])
+            .unwrap_or_default()
+    };
     let mut faces = vec![
         SettingRuns {
             setting: Setting::pi_cv(&scenario, false),
             sim: (off.report.clone(), off_c),
             real: None,
+            inversions: sim_inversions("demo-picv-off"),
         },
         SettingRuns {
             setting: Setting::pi_cv(&scenario, true),
             sim: (on.report.clone(), on_c),
             real: None,
+            inversions: sim_inversions("demo-picv-on"),
         },
     ];
     let mut runs = vec![off, on];
@@ -276,12 +292,16 @@ pub fn main(args: Args) -> CliResult {
     } else if args.real_seconds > 0.0 {
         match run_real(&scenario, args.real_seconds, args.json, &mut notes)? {
             Ok(real) => {
-                for (run, face) in real {
+                for (run, face, inversions) in real {
                     if let Some(s) = faces
                         .iter_mut()
                         .find(|s| s.setting.scenario.global.pi_cv == run.pi_cv)
                     {
                         s.real = Some(face);
+                        if let Some(t) = inversions {
+                            s.inversions
+                                .push((crate::report::REAL_TRACE.to_string(), t));
+                        }
                     }
                     runs.push(run);
                 }

@@ -179,6 +179,39 @@ struct Trace {
 
 fn parse(path: &Path, text: &str) -> Result<Trace, CliError> {
     let v: Value = serde_json::from_str(text).map_err(|e| bad(path, format!("not JSON ({e})")))?;
+    parse_value(path, &v)
+}
+
+/// The inversions of a trace heir wrote in memory (`heir report`'s
+/// section): the page's table for a face, or `None` if the bytes are not
+/// a heir trace.
+pub fn table_of(trace_json: &[u8]) -> Option<heir_viz::report::InversionTable> {
+    let v: Value = serde_json::from_slice(trace_json).ok()?;
+    let path = Path::new("trace");
+    let s = parse_value(path, &v).ok()?.summary(path);
+    Some(heir_viz::report::InversionTable {
+        waits: s.waits,
+        lower_ran_ns: s.inversions.iter().map(|i| i.lower_ns).sum(),
+        worst: s
+            .inversions
+            .iter()
+            .map(|i| heir_viz::report::InversionRow {
+                waiter: i.waiter.clone(),
+                resource: format!("{} ({})", i.resource, kind_name(i.kind)),
+                waited_for: i.waited_for.clone(),
+                from_ns: i.from_ns,
+                delay_ns: i.delay_ns,
+                lower: i
+                    .lower
+                    .iter()
+                    .map(|r| (r.thread.clone(), (r.ms * 1e6).round() as u64))
+                    .collect(),
+            })
+            .collect(),
+    })
+}
+
+fn parse_value(path: &Path, v: &Value) -> Result<Trace, CliError> {
     let events = v
         .get("traceEvents")
         .and_then(Value::as_array)

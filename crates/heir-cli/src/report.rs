@@ -253,6 +253,9 @@ pub struct SettingRuns {
     /// The real run, and what was collected of its kernel trace (if it was
     /// traced).
     pub real: Option<(Report, Option<Collector>)>,
+    /// The priority inversions of the whole simulation and of the real
+    /// run's trace (`heir inversions`), by face label.
+    pub inversions: Vec<(String, heir_viz::report::InversionTable)>,
 }
 
 /// PI-CV's settings: off, then on.
@@ -381,6 +384,19 @@ fn disturbance_notes(real: &RealRun, label: &str, notes: &mut Vec<String>) {
     if !notes.iter().any(|n| n.starts_with("fair server")) {
         notes.extend(fair.iter().map(|l| l.trim_start().to_string()));
     }
+}
+
+/// The label of a real run's inversions on the page.
+pub const REAL_TRACE: &str = "real (kernel trace)";
+
+/// The priority inversions a real run's kernel trace shows (`None`:
+/// not traced).
+pub fn real_inversions(real: &RealRun) -> Option<heir_viz::report::InversionTable> {
+    let t = real.trace.as_ref()?;
+    let mut chrome = heir_viz::ChromeTrace::new(Vec::new());
+    t.replay(&mut chrome);
+    let bytes = chrome.into_inner().ok()?;
+    crate::inversions::table_of(&bytes)
 }
 
 /// A real run's report and, from its trace, the collected face.
@@ -608,6 +624,7 @@ pub fn page(
             faces,
             gantts,
             boosts,
+            inversions: r.inversions.clone(),
         });
     }
     ReportPage {
@@ -665,7 +682,17 @@ pub fn main(args: Args) -> CliResult {
         }
     }
     for setting in settings {
-        let sim = simulate(&file, &setting, args.duration, window, None)?;
+        // The whole simulation as a trace, for its inversions.
+        let mut chrome = heir_viz::ChromeTrace::new(Vec::new());
+        let sim = simulate(&file, &setting, args.duration, window, Some(&mut chrome))?;
+        let mut inversions = Vec::new();
+        if let Some(t) = chrome
+            .into_inner()
+            .ok()
+            .and_then(|b| crate::inversions::table_of(&b))
+        {
+            inversions.push(("simulated".to_string(), t));
+        }
         let real = if may_run {
             eprintln!(
                 "heir report: running on real threads for {} s ({})...",
@@ -682,6 +709,9 @@ pub fn main(args: Args) -> CliResult {
                             ));
                         }
                     }
+                    if let Some(t) = real_inversions(&r) {
+                        inversions.push((REAL_TRACE.to_string(), t));
+                    }
                     Some(collect_real(&r, window, &file, &setting.label))
                 }
                 Err(why) => {
@@ -693,7 +723,12 @@ pub fn main(args: Args) -> CliResult {
         } else {
             None
         };
-        runs.push(SettingRuns { setting, sim, real });
+        runs.push(SettingRuns {
+            setting,
+            sim,
+            real,
+            inversions,
+        });
     }
     let page = page(
         &file,

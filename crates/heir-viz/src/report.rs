@@ -49,7 +49,43 @@ pub struct SettingReport {
     pub gantts: Vec<(String, String)>,
     /// Boosts per face: (face label, rows).
     pub boosts: Vec<(String, Vec<BoostRow>)>,
+    /// The priority inversions each face's trace shows (`heir inversions`'
+    /// findings), by face label: simulated, real.
+    pub inversions: Vec<(String, InversionTable)>,
 }
+
+/// The priority inversions one face's trace shows: every wait during
+/// which threads of lower base priority than the waiter (outside what it
+/// waited for) ran while what it waited for had work (`heir inversions`,
+/// docs/EXEC.md).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InversionTable {
+    /// Waits seen (on mutexes and condition variables), inverted or not.
+    pub waits: usize,
+    /// How long lower-priority threads ran in them, in all (ns).
+    pub lower_ran_ns: u64,
+    /// The inversions, worst (longest delay) first.
+    pub worst: Vec<InversionRow>,
+}
+
+/// One inversion of an [`InversionTable`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InversionRow {
+    pub waiter: String,
+    /// The mutex or condition variable, with its kind: `m (mutex)`.
+    pub resource: String,
+    /// What it waited for: the owner or signaller, then its own chain.
+    pub waited_for: Vec<String>,
+    /// When the wait began (ns) and how long it took.
+    pub from_ns: u64,
+    pub delay_ns: u64,
+    /// The lower-priority threads that ran meanwhile, longest first (ns).
+    pub lower: Vec<(String, u64)>,
+}
+
+/// Inversions shown per face on the page, worst first; the rest are
+/// counted.
+pub const INVERSIONS_SHOWN: usize = 5;
 
 /// A face's maximum above the analysis bound ([`ReportPage::over_bound`]):
 /// flagged in the table (`td.over-bound`, [`OVER_BOUND`]) and in the notes.
@@ -153,6 +189,7 @@ impl ReportPage {
         self.cdfs(&mut o);
         self.gantts(&mut o);
         self.boosts(&mut o);
+        self.inversions(&mut o);
         let over = self.over_bound();
         if !self.notes.is_empty() || !over.is_empty() {
             o.push_str("<h2>Notes</h2>\n<ul class=\"notes\">\n");
@@ -386,6 +423,60 @@ impl ReportPage {
                         o,
                         "<p class=\"momentary\">Not boosts: lent and taken back at the same instant (0 ms, no effect on the schedule): {}.</p>",
                         momentary.join(", ")
+                    );
+                }
+            }
+        }
+    }
+
+    /// The priority inversions each face's trace shows, per setting.
+    fn inversions(&self, o: &mut String) {
+        if self.settings.iter().all(|s| s.inversions.is_empty()) {
+            return;
+        }
+        o.push_str("<h2>Priority inversions</h2>\n<p>A wait is a priority inversion when threads of lower base priority than the waiter, other than what it waited for, ran during it while what it waited for had work to do (<code>heir inversions</code> on the face's trace).</p>\n");
+        for s in &self.settings {
+            for (face, t) in &s.inversions {
+                let _ = writeln!(o, "<h3>{}, {}</h3>", xml(&s.label), xml(face));
+                let _ = writeln!(
+                    o,
+                    "<p>{} waits, {} priority inversions; lower-priority threads ran {} ms in them.</p>",
+                    t.waits,
+                    t.worst.len(),
+                    ms(t.lower_ran_ns)
+                );
+                if t.worst.is_empty() {
+                    continue;
+                }
+                o.push_str("<table class=\"inversions\"><tr><th class=\"l\">waiter</th><th class=\"l\">waited on</th><th class=\"l\">waited for</th><th>from (ms)</th><th>delay (ms)</th><th class=\"l\">lower-priority threads that ran (ms)</th></tr>\n");
+                for r in t.worst.iter().take(INVERSIONS_SHOWN) {
+                    let lower: Vec<String> = r
+                        .lower
+                        .iter()
+                        .map(|(th, ns)| format!("{} {}", xml(th), ms(*ns)))
+                        .collect();
+                    let waited = if r.waited_for.is_empty() {
+                        "?".to_string()
+                    } else {
+                        xml(&r.waited_for.join(", "))
+                    };
+                    let _ = writeln!(
+                        o,
+                        "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+                        xml(&r.waiter),
+                        xml(&r.resource),
+                        waited,
+                        ms(r.from_ns),
+                        ms(r.delay_ns),
+                        lower.join(", ")
+                    );
+                }
+                o.push_str("</table>\n");
+                if t.worst.len() > INVERSIONS_SHOWN {
+                    let _ = writeln!(
+                        o,
+                        "<p>…and {} more, none longer.</p>",
+                        t.worst.len() - INVERSIONS_SHOWN
                     );
                 }
             }
@@ -635,9 +726,39 @@ mod tests {
                         momentary: 0,
                     }],
                 )],
+                inversions: vec![(
+                    "simulated".into(),
+                    InversionTable {
+                        waits: 3,
+                        lower_ran_ns: 2_000_000,
+                        worst: vec![InversionRow {
+                            waiter: "B".into(),
+                            resource: "c<1> (condvar)".into(),
+                            waited_for: vec!["A".into()],
+                            from_ns: 5_000_000,
+                            delay_ns: 4_000_000,
+                            lower: vec![("C".into(), 2_000_000)],
+                        }],
+                    },
+                )],
             }],
             notes: vec!["no real run".into()],
         }
+    }
+
+    #[test]
+    fn the_inversions_section_lists_each_faces_inversions_escaped() {
+        let html = page().render();
+        let at = html.find("<h2>Priority inversions</h2>").expect("section");
+        let section = &html[at..];
+        assert!(section.contains("<h3>PI-CV on, simulated</h3>\n<p>3 waits, 1 priority inversions; lower-priority threads ran 2.000 ms in them.</p>"), "{section}");
+        assert!(section.contains("<tr><td class=\"l\">B</td><td class=\"l\">c&lt;1&gt; (condvar)</td><td class=\"l\">A</td><td>5.000</td><td>4.000</td><td class=\"l\">C 2.000</td></tr>"), "{section}");
+        // The section comes before the notes; a page without inversions
+        // has none.
+        assert!(at < html.find("<h2>Notes</h2>").expect("notes"));
+        let mut p = page();
+        p.settings[0].inversions.clear();
+        assert!(!p.render().contains("Priority inversions"));
     }
 
     #[test]

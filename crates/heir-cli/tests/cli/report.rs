@@ -188,3 +188,64 @@ fn vary_refuses_what_the_scenario_cannot_vary_and_writes_nothing() {
         assert!(dir.files().is_empty(), "{vary}: wrote {:?}", dir.files());
     }
 }
+
+/// The page's "Priority inversions" section says, per setting, what `heir
+/// inversions` finds in `heir sim --trace` of the same setting: the
+/// Fig. 6 consumer inverted behind the annoyer with PI-CV off (its worst
+/// wait first), none with PI-CV on.
+#[test]
+fn the_inversions_section_is_heir_inversions_of_each_setting() {
+    let dir = TempDir::new("report-inversions");
+    let page = dir.join("fig6.html");
+    let file = example("fig6-producer-consumer.json");
+    let o = heir([
+        "report".as_ref(),
+        file.as_os_str(),
+        "--duration".as_ref(),
+        "1".as_ref(),
+        "-o".as_ref(),
+        page.as_os_str(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let section = &html[html
+        .find("<h2>Priority inversions</h2>")
+        .expect("the section")..];
+    let mut counts = Vec::new();
+    for pi_cv in ["off", "on"] {
+        let trace = dir.join(&format!("{pi_cv}.json"));
+        let o = heir([
+            "sim".as_ref(),
+            file.as_os_str(),
+            "--pi-cv".as_ref(),
+            pi_cv.as_ref(),
+            "--duration".as_ref(),
+            "1".as_ref(),
+            "--trace".as_ref(),
+            trace.as_os_str(),
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let o = heir(["inversions".as_ref(), trace.as_os_str(), "--json".as_ref()]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let (waits, n) = (
+            v["waits"].as_u64().unwrap(),
+            v["inversions"].as_array().unwrap().len(),
+        );
+        let line = format!(
+            "<h3>PI-CV {pi_cv}, simulated</h3>\n<p>{waits} waits, {n} priority inversions;"
+        );
+        assert!(section.contains(&line), "{line}\n{section}");
+        if let Some(first) = v["inversions"].get(0) {
+            let row = format!(
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{} (condvar)</td><td class=\"l\">{}</td>",
+                first["waiter"].as_str().unwrap(),
+                first["resource"].as_str().unwrap(),
+                first["waited_for"][0].as_str().unwrap()
+            );
+            assert!(section.contains(&row), "{row}\n{section}");
+        }
+        counts.push(n);
+    }
+    assert!(counts[0] > 0 && counts[1] == 0, "{counts:?}");
+}

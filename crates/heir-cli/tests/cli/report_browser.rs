@@ -271,6 +271,7 @@ fn a_maximum_above_its_bound_is_flagged_visibly_in_chromium() {
             ],
             gantts: Vec::new(),
             boosts: Vec::new(),
+            inversions: Vec::new(),
         }],
         notes: Vec::new(),
     };

@@ -423,7 +423,11 @@ impl Builder<'_> {
     /// Task member `m` with its object read again, when the tree left it
     /// out (`deferred`); `None` when the tree has it.
     fn read_deferred(&self, m: &Member) -> R<Option<Member>> {
-        let Some(v) = m.value.as_ref().filter(|v| self.deferred.contains(&v.span.start)) else {
+        let Some(v) = m
+            .value
+            .as_ref()
+            .filter(|v| self.deferred.contains(&v.span.start))
+        else {
             return Ok(None);
         };
         let path = vec![PathSeg::Key("tasks".into()), PathSeg::Key(m.name.clone())];

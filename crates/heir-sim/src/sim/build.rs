@@ -226,11 +226,7 @@ impl<'s> ThreadSet<'s> {
     fn build(scenario: &'s Scenario, engine: &mut Engine, ncpus: usize) -> ThreadSet<'s> {
         // Sized once: at 100,000 threads a growing vector of threads would
         // hold up to twice their size, and copy them at each doubling.
-        let nthreads: usize = scenario
-            .tasks
-            .iter()
-            .map(|t| t.instance as usize)
-            .sum();
+        let nthreads: usize = scenario.tasks.iter().map(|t| t.instance as usize).sum();
         let nops: usize = scenario
             .tasks
             .iter()
