@@ -156,6 +156,9 @@ fn analyze_scenario_with(
             (ex.set, label)
         }
     };
+    if let (true, Some(e)) = (set.pi_cv, ex.pi_cv_refusal) {
+        return Err(e);
+    }
     let mut report = analyze_set_with(&set, cancel)?;
     report.protocol = protocol;
     report.skipped = ex.skipped;

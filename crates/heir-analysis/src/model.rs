@@ -253,7 +253,9 @@ impl TaskSet {
                 t.name, s.mutex
             ));
         };
-        if s.length > t.wcet {
+        // A section of a helper thread, charged to its caller, is part of
+        // a call's work: within E_i, not C_i.
+        if s.length > t.demand {
             return invalid(format!(
                 "task {}: critical section on {} longer than the job's work",
                 t.name, m.name

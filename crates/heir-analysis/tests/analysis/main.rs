@@ -8,6 +8,7 @@ mod eq5;
 mod extract;
 mod full_load;
 mod gang;
+mod helpers;
 mod level_sweep;
 mod rta;
 mod soundness;
