@@ -285,6 +285,7 @@ fn server_thread(t: &ScTask) -> Result<Server, AnalysisError> {
         name: t.name.clone(),
         cpu: one_cpu(t)?,
         priority,
+        inherits: true,
     })
 }
 

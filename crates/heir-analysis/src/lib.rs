@@ -38,7 +38,7 @@
 //!         Task::fixed("Client2", 0, 80, 50 * ms, 10 * ms, vec![], vec![Call { server: 0, wcet: 4_500_000 }]),
 //!         Task::fixed("Annoyer", 0, 70, 60 * ms, 10 * ms, vec![], vec![]),
 //!     ],
-//!     servers: vec![Server { name: "Server".into(), cpu: 0, priority: 50 }],
+//!     servers: vec![Server { name: "Server".into(), cpu: 0, priority: 50, inherits: true }],
 //!     mutexes: vec![],
 //!     pi_cv: true,
 //! };

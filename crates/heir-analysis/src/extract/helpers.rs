@@ -23,6 +23,10 @@
 //! those segments are critical sections of the calling job (the work is
 //! the job's, done by `H` on its behalf).
 //!
+//! With PI-CV the call inherits (`Server::inherits`) when every cond `H`
+//! replies on names it in its `helpers` (a queue's poppers always lend to
+//! its pushers); a reply cond naming other tasks too is refused then.
+//!
 //! A signal/broadcast to one of `H`'s request conds, or a push to one of
 //! its request queues, is a *request*: in a periodic job each request must
 //! be answered by a later call to `H` in the same job (its work is then
@@ -185,9 +189,13 @@ impl Helpers {
                 name: t.name.clone(),
                 cpu,
                 priority: t.sched.priority,
+                inherits: true,
             });
         }
         hs.check_objects(sc)?;
+        for (k, server) in servers.iter_mut().enumerate() {
+            server.inherits = hs.inherits(sc, k);
+        }
         Ok((hs, servers))
     }
 
@@ -311,24 +319,40 @@ impl Helpers {
             self.reply_of.iter().map(|(&r, &k)| (r, k)).collect();
         replies.sort_unstable();
         for (r, k) in replies {
-            let r = &r;
             let h = self.list[k].task;
-            if let ResourceKind::Cond { helpers } = &sc.resources[*r].kind {
-                if helpers.iter().map(|x| x.0).ne([h]) {
-                    let names: Vec<&str> = helpers
-                        .iter()
-                        .map(|x| sc.tasks[x.0].name.as_str())
-                        .collect();
-                    let at = Some(Location::path(&sc.resources[*r].path));
-                    self.pi_cv_refusal.get_or_insert_with(|| {
-                        unsupported(
-                            at,
-                            format!("cond {} is the reply of helper thread {} but its \"helpers\" are {:?}: with PI-CV its waiters lend to exactly those, and the call to {} is analysed only when they are [\"{}\"] (or with PI-CV off)", resource_name(sc, *r), sc.tasks[h].name, names, sc.tasks[h].name, sc.tasks[h].name),
-                        )
-                    });
-                }
+            let ResourceKind::Cond { helpers } = &sc.resources[r].kind else {
+                continue;
+            };
+            if helpers.iter().all(|x| x.0 == h) {
+                continue;
             }
+            let names: Vec<&str> = helpers
+                .iter()
+                .map(|x| sc.tasks[x.0].name.as_str())
+                .collect();
+            let (cond, name) = (resource_name(sc, r), &sc.tasks[h].name);
+            let at = Some(Location::path(&sc.resources[r].path));
+            self.pi_cv_refusal.get_or_insert_with(|| {
+                unsupported(
+                    at,
+                    format!("cond {cond} is the reply of helper thread {name} but its \"helpers\" are {names:?}: with PI-CV its waiters lend to the others too, whose work would then run at a caller's priority, which the model does not follow; name only {name} (or none: no lending), or analyse with PI-CV off"),
+                )
+            });
         }
+    }
+
+    /// Whether, with PI-CV, the callers of helper `k` lend it their
+    /// priority: every cond it replies on names it as its helper (a
+    /// queue's poppers always lend to its pushers).
+    fn inherits(&self, sc: &Scenario, k: usize) -> bool {
+        let h = self.list[k].task;
+        self.reply_of
+            .iter()
+            .filter(|&(_, &x)| x == k)
+            .all(|(&r, _)| match &sc.resources[r].kind {
+                ResourceKind::Cond { helpers } => helpers.iter().any(|x| x.0 == h),
+                _ => true,
+            })
     }
 }
 

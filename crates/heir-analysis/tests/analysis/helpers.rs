@@ -258,14 +258,29 @@ fn what_is_not_a_request_reply_is_refused_with_the_rule_that_failed() {
 }
 
 #[test]
-fn a_reply_cond_that_does_not_name_its_helper_is_analysed_only_without_pi_cv() {
-    // rep without "helpers": with PI-CV, C's wait lends to nobody, which a
-    // call to P under PI-CV does not model.
+fn a_reply_cond_that_does_not_name_its_helper_is_not_lent_to() {
+    // rep without "helpers": with PI-CV on, C's wait lends to nobody, P
+    // runs at 10 and M runs in between, as without PI-CV.
     let text = FIG6_COND.replace(r#""helpers": ["P"]"#, r#""helpers": []"#);
-    let e = analyze_scenario(&parse(&text), &Options::default()).unwrap_err();
-    assert_eq!(e.at.as_ref().unwrap().path, "resources.rep");
-    assert!(e.message.contains("its \"helpers\" are []"), "{e}");
-    let off = parse(&text.replace(r#""pi_cv": true"#, r#""pi_cv": false"#));
-    let r = analyze_scenario(&off, &Options::default()).unwrap();
+    let sc = parse(&text);
+    let ex = extract(&sc).unwrap();
+    assert!(!ex.set.servers[0].inherits);
+    let r = analyze_scenario(&sc, &Options::default()).unwrap();
     assert_eq!(r.tasks[0].wcrt_us, None);
+    let why = r.tasks[0].reason.as_ref().unwrap();
+    assert!(
+        why.contains("server P (priority 10, not lent to") && why.contains("task M can run"),
+        "{why}"
+    );
+    assert_eq!(sim_max(&sc, true, "C"), 26500.0);
+
+    // rep naming M too: with PI-CV, C's wait would boost M as well, which
+    // the model does not follow: refused at the cond; analysed without.
+    let text = FIG6_COND.replace(r#""helpers": ["P"]"#, r#""helpers": ["P", "M"]"#);
+    let e = analyze_scenario(&parse(&text), &Options::default()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unsupported);
+    assert_eq!(e.at.as_ref().unwrap().path, "resources.rep");
+    assert!(e.message.contains(r#"its "helpers" are ["P", "M"]"#), "{e}");
+    let off = parse(&text.replace(r#""pi_cv": true"#, r#""pi_cv": false"#));
+    assert_eq!(bounds(&off, None)[0], ("C".into(), None));
 }

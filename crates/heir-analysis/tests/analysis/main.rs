@@ -66,6 +66,7 @@ pub fn h_m_l_calling_s(
             name: "S".into(),
             cpu: 0,
             priority: 10,
+            inherits: true,
         }],
         mutexes,
         pi_cv: true,
