@@ -284,3 +284,91 @@ fn a_reply_cond_that_does_not_name_its_helper_is_not_lent_to() {
     let off = parse(&text.replace(r#""pi_cv": true"#, r#""pi_cv": false"#));
     assert_eq!(bounds(&off, None)[0], ("C".into(), None));
 }
+
+/// Random sets around request/reply: caller C calls helper P over a cond
+/// (P's serve takes `m` around its reply), then helper S over queues; and
+/// three periodic tasks at random
+/// priorities, some locking `m`; PI-CV on and off. Every bound the analysis gives
+/// is at least the simulated maximum (1 s, random offsets).
+#[test]
+fn random_request_reply_sets_never_exceed_their_bounds() {
+    let mut rng = heir_analysis::rng::Rng::new(22);
+    // Callers bounded without / with PI-CV.
+    let (mut checked, mut bounded_callers) = (0, [0, 0]);
+    for case in 0..300 {
+        let mut r = |lo: u64, hi: u64| rng.range_u64(lo, hi);
+        let (p_p, p_c, w4) = (r(5, 16), r(20, 41), r(100, 2001));
+        let mut p_s = r(5, 16);
+        while p_s == p_p {
+            p_s = p_s % 15 + 1;
+        }
+        let (w1, w2, w3) = (r(100, 3001), r(0, 501), r(0, 501));
+        let (a, b, tc, dc) = (r(100, 2001), r(100, 2001), r(20_000, 60_001), r(0, 20_001));
+        let mut others = String::new();
+        let mut prios = vec![p_p, p_c, p_s];
+        for k in 0..3 {
+            let mut p = r(1, 45);
+            while prios.contains(&p) {
+                p = p % 44 + 1;
+            }
+            prios.push(p);
+            let (c1, c2, t, d) = (r(100, 3001), r(100, 2001), r(10_000, 80_001), r(0, 20_001));
+            let section = if r(0, 2) == 1 {
+                format!(r#""lock": "m", "run2": {}, "unlock": "m","#, r(50, 1001))
+            } else {
+                String::new()
+            };
+            others.push_str(&format!(
+                r#", "X{k}": {{ "priority": {p}, "cpus": [0], "delay": {d}, "run": {c1}, {section} "run1": {c2}, "timer": {{ "ref": "unique", "period": {t} }} }}"#
+            ));
+        }
+        let text = format!(
+            r#"{{ "global": {{ "duration": 1, "default_policy": "SCHED_FIFO", "pi_enabled": true, "pi_cv": true }},
+  "resources": {{ "rep": {{ "type": "cond", "helpers": ["P"] }},
+                 "rq": {{ "type": "queue", "capacity": 64 }}, "rp": {{ "type": "queue", "capacity": 64 }} }},
+  "tasks": {{
+    "C": {{ "loop": 40, "priority": {p_c}, "cpus": [0], "delay": {dc}, "run": {a}, "lock": "m", "signal": "req", "unlock": "m",
+           "lock1": "m", "wait": {{ "ref": "rep", "mutex": "m" }}, "unlock1": "m", "run1": {b},
+           "push": "rq", "pop": "rp", "timer": {{ "ref": "unique", "period": {tc} }} }},
+    "P": {{ "priority": {p_p}, "cpus": [0], "lock": "m", "wait": {{ "ref": "req", "mutex": "m" }}, "unlock": "m",
+           "run": {w1}, "lock1": "m", "run1": {w2}, "signal": "rep", "run2": {w3}, "unlock1": "m" }},
+    "S": {{ "loop": 40, "priority": {p_s}, "cpus": [0], "pop": "rq", "run": {w4}, "push": "rp" }}
+    {others} }} }}"#
+        );
+        for pi_cv in [true, false] {
+            let text = text.replace(r#""pi_cv": true"#, &format!(r#""pi_cv": {pi_cv}"#));
+            let sc = parse(&text);
+            let report = match analyze_scenario(&sc, &Options::default()) {
+                Ok(r) => r,
+                Err(e) if e.kind == ErrorKind::Overload => continue,
+                Err(e) => panic!("case {case}: {e}\n{text}"),
+            };
+            let sim = simulate(&sc, &SimConfig::default(), &mut NullObserver).unwrap();
+            assert!(sim.deadlock.is_none(), "case {case}: {text}");
+            for t in &report.tasks {
+                let (Some(bound), Some(max)) = (
+                    t.wcrt_us,
+                    sim.tasks
+                        .iter()
+                        .find(|s| s.name == t.name)
+                        .and_then(|s| s.response_us.max),
+                ) else {
+                    continue;
+                };
+                assert!(
+                    max <= bound,
+                    "case {case}: {} simulated {max} µs > bound {bound} µs\n{text}",
+                    t.name
+                );
+                checked += 1;
+                bounded_callers[usize::from(pi_cv)] += usize::from(t.name == "C");
+            }
+        }
+    }
+    eprintln!("{checked} bounds checked; the caller's, PI-CV off and on: {bounded_callers:?}");
+    // With PI-CV every caller is bounded; without, none: the other helper
+    // (both are below C) is a medium for each call (the analysis counts a
+    // server whatever asks it, as for endpoints).
+    assert_eq!(bounded_callers, [0, 300]);
+    assert!(checked > 1000, "{checked}");
+}
