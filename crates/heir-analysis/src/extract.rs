@@ -511,10 +511,27 @@ impl Extractor<'_> {
         ))
     }
 
-    /// A helper thread no job calls must not work: its work would be
-    /// charged to nobody.
+    /// A helper thread no job calls must not work, and one that does not
+    /// repeat must not serve more requests than the run's calls to it: the
+    /// work would be charged to nobody. (The second checks the shutdown's
+    /// requests, which need no call: they may only wake its exit.)
     fn refuse_idle_helpers(&self) -> Result<(), AnalysisError> {
-        for h in &self.helpers.list {
+        for (k, h) in self.helpers.list.iter().enumerate() {
+            if !h.repeats {
+                let calls = helpers::calls_in_run(self.sc, &self.helpers, k);
+                let serves = h.serves.len() as u64;
+                if calls.is_some_and(|c| c < serves) {
+                    let t = &self.sc.tasks[h.task];
+                    return Err(unsupported(
+                        at_task(t),
+                        format!(
+                            "helper thread {} (docs/ANALYSIS.md §4.1) serves {serves} requests in its run but the periodic jobs wait for its replies {} times: the other serves would be charged to no call",
+                            t.name,
+                            calls.unwrap_or(0)
+                        ),
+                    ));
+                }
+            }
             let called = self
                 .tasks
                 .iter()

@@ -31,7 +31,8 @@
 //! its request queues, is a *request*: in a periodic job each request must
 //! be answered by a later call to `H` in the same job (its work is then
 //! paid by that call), except the requests after the last `timer` of a task
-//! that does not repeat (its shutdown: they wake `H`'s exit).
+//! that does not repeat (its shutdown: they wake `H`'s exit; for a helper
+//! that does not repeat, its serves may not outnumber the run's calls).
 
 use std::collections::HashMap;
 
@@ -63,7 +64,10 @@ pub(super) struct Helper {
     pub server: usize,
     pub startup: Segment,
     pub exit: Segment,
+    /// Its serves: of one pass when it repeats, else of the whole run.
     pub serves: Vec<Segment>,
+    /// Whether its events repeat (`loop` other than 1).
+    pub repeats: bool,
 }
 
 impl Helper {
@@ -184,6 +188,7 @@ impl Helpers {
                 startup,
                 exit,
                 serves,
+                repeats: t.loops != Some(1),
             });
             servers.push(Server {
                 name: t.name.clone(),
@@ -590,4 +595,43 @@ pub(super) fn queue_may_fill(sc: &Scenario, t: &ScTask, e: &Event, q: usize) -> 
             t.name
         ),
     )
+}
+
+/// How many calls to helper `k` the whole run makes: each periodic task's
+/// waits and pops on its replies × the task's passes × its threads (`None`:
+/// without end, a task that loops forever calls it).
+pub(super) fn calls_in_run(sc: &Scenario, hs: &Helpers, k: usize) -> Option<u64> {
+    let mut total: u64 = 0;
+    for (ti, t) in sc.tasks.iter().enumerate() {
+        if hs.of_task.contains_key(&ti) {
+            continue;
+        }
+        let per_pass: u64 = t
+            .phases
+            .iter()
+            .map(|p| {
+                let n = p
+                    .events
+                    .iter()
+                    .filter(|e| match e.kind {
+                        EventKind::Wait { cond: r, .. } | EventKind::Pop(r) => {
+                            hs.reply_of.get(&r.0) == Some(&k)
+                        }
+                        _ => false,
+                    })
+                    .count() as u64;
+                n.saturating_mul(p.loops)
+            })
+            .fold(0, u64::saturating_add);
+        if per_pass == 0 {
+            continue;
+        }
+        let passes = t.loops?;
+        total = total.saturating_add(
+            per_pass
+                .saturating_mul(passes)
+                .saturating_mul(u64::from(t.instance)),
+        );
+    }
+    Some(total)
 }

@@ -237,6 +237,14 @@ fn what_is_not_a_request_reply_is_refused_with_the_rule_that_failed() {
             "tasks.P.sleep",
             "analysed as a helper thread",
         ),
+        // A helper that runs once serves twice, but is called once.
+        (
+            r#""C": { "loop": 1, "priority": 30, "cpus": [0], "signal": "req", "lock": "m", "wait": { "ref": "rep", "mutex": "m" }, "unlock": "m", "timer": { "ref": "unique", "period": 1000 } },
+               "P": { "loop": 1, "priority": 10, "cpus": [0], "lock": "m", "wait": { "ref": "req", "mutex": "m" }, "run": 10, "signal": "rep",
+                      "wait1": { "ref": "req", "mutex": "m" }, "run1": 10, "signal1": "rep", "wait2": { "ref": "req", "mutex": "m" }, "unlock": "m" }"#,
+            "tasks.P",
+            "serves 2 requests in its run but the periodic jobs wait for its replies 1 times",
+        ),
         // A queue that may fill: a push can block.
         (
             r#""C": { "priority": 30, "cpus": [0], "timer": { "ref": "unique", "period": 1000 }, "push": "q" },
