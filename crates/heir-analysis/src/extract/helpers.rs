@@ -386,10 +386,13 @@ fn cut(
     if seq.len() > MAX_UNROLLED_EVENTS {
         return Err(unsupported(at_task(t), rule(t, "it has too many events")));
     }
-    let mut segs: Vec<(Segment, Option<&Event>)> = vec![(Segment::default(), None)];
+    // The segments done, and the one being walked (with the block that
+    // began it).
+    let mut segs: Vec<(Segment, Option<&Event>)> = Vec::new();
+    let mut cur: (Segment, Option<&Event>) = (Segment::default(), None);
     let mut open: Vec<OpenSec> = Vec::new();
     for &e in &seq {
-        let seg = &mut segs.last_mut().expect("one segment").0;
+        let seg = &mut cur.0;
         match &e.kind {
             EventKind::Run(m) | EventKind::Runtime(m) => {
                 let w = us(m.max());
@@ -445,9 +448,8 @@ fn cut(
                 }
                 open.clear();
                 let m = helper_mutex(sc, t, e, mutex.0, mutexes)?;
-                segs.push((Segment::default(), Some(e)));
-                let seg = &mut segs.last_mut().expect("one segment").0;
-                seg.sections.push(Section {
+                segs.push(std::mem::replace(&mut cur, (Segment::default(), Some(e))));
+                cur.0.sections.push(Section {
                     mutex: m,
                     length: 0,
                     parent: None,
@@ -464,7 +466,7 @@ fn cut(
                         rule(t, format!("it pops holding {}: a block inside a critical section is not analysed", resource_name(sc, o.resource))),
                     ));
                 }
-                segs.push((Segment::default(), Some(e)));
+                segs.push(std::mem::replace(&mut cur, (Segment::default(), Some(e))));
             }
             _ => {
                 return Err(unsupported(
@@ -482,8 +484,9 @@ fn cut(
             ));
         }
     }
+    segs.push(cur);
     let mut segs = segs.into_iter();
-    let (startup, _) = segs.next().expect("start-up");
+    let startup = segs.next().map(|s| s.0).unwrap_or_default();
     let mut serves: Vec<(Segment, Option<&Event>)> = segs.collect();
     let exit = if repeats {
         // The tail and the head form the serve that spans the loop back;
