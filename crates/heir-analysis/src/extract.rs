@@ -15,12 +15,22 @@
 //!   with real-time tasks are skipped (they never delay them), else refused.
 //! - Partitioned: every analysed thread must be pinned to exactly one CPU.
 //!
-//! Refused with the event's position: self-suspensions inside a job (`sleep`,
-//! `wait`, `barrier`, `suspend`, `pop`, `push`), a `call` inside a critical
+//! - A real-time thread with no `timer` that blocks (`wait`, `pop`), works
+//!   and replies (`signal`, `broad`, `push`) is a **helper thread**: a
+//!   server; a job's `wait`/`pop` on its reply is a call to it, its
+//!   `signal`/`broad`/`push` to a helper's request object a request the job
+//!   must wait for (see `extract/helpers.rs` and docs/ANALYSIS.md §4.1).
+//!
+//! Refused with the event's position: other self-suspensions inside a job
+//! (`sleep`, `barrier`, `suspend`, a `wait` or `pop` no helper thread
+//! answers, a `push` to a queue that may fill), a helper thread outside the
+//! rule (the message names it), a `call` inside a critical
 //! section, a lock held across a `timer`, a server that serves several
 //! endpoints or mixes `serve` with other events, an endpoint with several
 //! servers, a call or a mutex shared across CPUs, nested locks taken in
 //! opposite orders, a task over 100% of its CPU.
+
+mod helpers;
 
 use std::collections::HashMap;
 
@@ -45,6 +55,11 @@ pub struct Extracted {
     pub paths: Vec<String>,
     /// Threads not analysed, with why (e.g. a `SCHED_OTHER` background task).
     pub skipped: Vec<(String, String)>,
+    /// Why the set cannot be analysed with PI-CV on, if so (a wait on a
+    /// helper thread's reply or request would lend where the model does not
+    /// follow): PI-CV may be switched on after extraction (`--protocol
+    /// pi-cv`), so the caller checks it against the set it analyses.
+    pub pi_cv_refusal: Option<AnalysisError>,
 }
 
 fn at_event(e: &Event) -> Option<Location> {
@@ -119,19 +134,26 @@ pub fn extract_on(sc: &Scenario, cpus: Option<u32>) -> Result<Extracted, Analysi
         };
         AnalysisError::new(ErrorKind::Invalid, Some(at), r.message)
     })?;
+    let mut servers = Servers::of(sc)?;
+    let mutexes = Mutexes::of(sc);
+    let (helpers, helper_servers) =
+        helpers::Helpers::of(sc, &servers.is_server, &mutexes.index, servers.list.len())?;
+    servers.list.extend(helper_servers);
     let mut ex = Extractor {
         sc,
         ncpus,
-        servers: Servers::of(sc)?,
-        mutexes: Mutexes::of(sc),
+        servers,
+        helpers,
+        mutexes,
         mutex_cpu: HashMap::new(),
         lock_edges: HashMap::new(),
         tasks: Vec::new(),
         paths: Vec::new(),
     };
+    ex.check_helper_mutexes()?;
     let mut non_rt: Vec<&ScTask> = Vec::new();
     for (ti, t) in sc.tasks.iter().enumerate() {
-        if ex.servers.is_server[ti] || t.instance == 0 {
+        if ex.servers.is_server[ti] || ex.helpers.of_task.contains_key(&ti) || t.instance == 0 {
             continue;
         }
         match class_of(t)? {
@@ -139,6 +161,7 @@ pub fn extract_on(sc: &Scenario, cpus: Option<u32>) -> Result<Extracted, Analysi
             None => non_rt.push(t),
         }
     }
+    ex.refuse_idle_helpers()?;
     let skipped = ex.skip_non_rt(&non_rt)?;
     let set = TaskSet {
         tasks: ex.tasks,
@@ -152,6 +175,7 @@ pub fn extract_on(sc: &Scenario, cpus: Option<u32>) -> Result<Extracted, Analysi
         set,
         paths: ex.paths,
         skipped,
+        pi_cv_refusal: ex.helpers.pi_cv_refusal,
     })
 }
 
@@ -261,6 +285,7 @@ fn server_thread(t: &ScTask) -> Result<Server, AnalysisError> {
         name: t.name.clone(),
         cpu: one_cpu(t)?,
         priority,
+        inherits: true,
     })
 }
 
@@ -342,6 +367,7 @@ struct Extractor<'a> {
     /// CPUs of the machine.
     ncpus: u32,
     servers: Servers,
+    helpers: helpers::Helpers,
     mutexes: Mutexes,
     /// First use of each mutex: (where its user runs, task name).
     mutex_cpu: HashMap<usize, (Place, String)>,
@@ -432,6 +458,12 @@ impl Extractor<'_> {
                     };
                     self.check_call_cpu(t, cpu, e, endpoint.0)?
                 }
+                EventKind::Wait { cond: r, .. } | EventKind::Pop(r) => {
+                    if let Some(&h) = self.helpers.reply_of.get(&r.0) {
+                        let k = self.helpers.list[h].server;
+                        self.check_server_cpu(t, place, e, k)?
+                    }
+                }
                 EventKind::Lock(r) => self.check_mutex_cpu(t, place, e, r.0)?,
                 _ => {}
             }
@@ -450,7 +482,23 @@ impl Extractor<'_> {
         let Some(&k) = self.servers.of_endpoint.get(&endpoint) else {
             return Ok(());
         };
+        self.check_server_cpu(t, Place::Cpu(cpu), e, k)
+    }
+
+    /// Server `k` (an endpoint's or a helper thread), called by `t` at `e`,
+    /// is on the caller's CPU.
+    fn check_server_cpu(
+        &self,
+        t: &ScTask,
+        place: Place,
+        e: &Event,
+        k: usize,
+    ) -> Result<(), AnalysisError> {
         let server = &self.servers.list[k];
+        let cpu = match place {
+            Place::Cpu(c) => c,
+            Place::Global => u32::MAX,
+        };
         if server.cpu == cpu {
             return Ok(());
         }
@@ -461,6 +509,66 @@ impl Extractor<'_> {
                 t.name, cpu, server.name, server.cpu
             ),
         ))
+    }
+
+    /// A helper thread no job calls must not work, and one that does not
+    /// repeat must not serve more requests than the run's calls to it: the
+    /// work would be charged to nobody. (The second checks the shutdown's
+    /// requests, which need no call: they may only wake its exit.)
+    fn refuse_idle_helpers(&self) -> Result<(), AnalysisError> {
+        for (k, h) in self.helpers.list.iter().enumerate() {
+            if !h.repeats {
+                let calls = helpers::calls_in_run(self.sc, &self.helpers, k);
+                let serves = h.serves.len() as u64;
+                if calls.is_some_and(|c| c < serves) {
+                    let t = &self.sc.tasks[h.task];
+                    return Err(unsupported(
+                        at_task(t),
+                        format!(
+                            "helper thread {} (docs/ANALYSIS.md §4.1) serves {serves} requests in its run but the periodic jobs wait for its replies {} times: the other serves would be charged to no call",
+                            t.name,
+                            calls.unwrap_or(0)
+                        ),
+                    ));
+                }
+            }
+            let called = self
+                .tasks
+                .iter()
+                .any(|t| t.calls.iter().any(|c| c.server == h.server));
+            let work = h.startup.work.saturating_add(h.exit.work)
+                + h.serves.iter().map(|s| s.work).sum::<Nanos>();
+            if !called && work > 0 {
+                let t = &self.sc.tasks[h.task];
+                return Err(unsupported(
+                    at_task(t),
+                    format!(
+                        "task {} has no \"timer\" and blocks, so it is analysed as a helper thread (docs/ANALYSIS.md §4.1), but no periodic job waits for its replies: its {} µs of work would be charged to nobody",
+                        t.name,
+                        fmt_us(work)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every mutex a helper thread locks is used on its CPU only.
+    fn check_helper_mutexes(&mut self) -> Result<(), AnalysisError> {
+        let sc = self.sc;
+        for k in 0..self.helpers.list.len() {
+            let h = &self.helpers.list[k];
+            let (t, cpu) = (&sc.tasks[h.task], self.servers.list[h.server].cpu);
+            for e in all_events(t) {
+                match e.kind {
+                    EventKind::Lock(r) | EventKind::Wait { mutex: r, .. } => {
+                        self.check_mutex_cpu(t, Place::Cpu(cpu), e, r.0)?
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The mutex of resource `r`, locked by `t` at `e`, has no user
@@ -548,9 +656,23 @@ impl Extractor<'_> {
             ));
         };
         refuse_lock_across_timer(self.sc, t, &seq)?;
+        // Requests after the last timer of a task that does not repeat are
+        // its shutdown (see `helpers`).
+        let last_timer = seq
+            .iter()
+            .rposition(|e| matches!(e.kind, EventKind::Timer { .. }))
+            .unwrap_or(first);
+        let shutdown_from = if t.loops == Some(1) {
+            last_timer + 1
+        } else {
+            usize::MAX
+        };
         let mut walk = JobWalk {
             sc: self.sc,
             t,
+            helpers: &self.helpers,
+            pending: Vec::new(),
+            shutdown: false,
             servers: &self.servers.of_endpoint,
             mutexes: &self.mutexes.index,
             lock_edges: &mut self.lock_edges,
@@ -566,7 +688,9 @@ impl Extractor<'_> {
         // at a timer.
         let n = seq.len();
         for step in 1..=n {
-            walk.step(seq[(first + step) % n])?;
+            let k = (first + step) % n;
+            walk.shutdown = k >= shutdown_from;
+            walk.step(seq[k])?;
         }
         Ok(walk.shapes)
     }
@@ -776,6 +900,13 @@ struct Open<'e> {
 struct JobWalk<'a, 'e> {
     sc: &'a Scenario,
     t: &'a ScTask,
+    helpers: &'a helpers::Helpers,
+    /// Requests to helper threads not yet answered by a call in this job:
+    /// (helper, the request event).
+    pending: Vec<(usize, &'e Event)>,
+    /// The event walked is in the task's shutdown (after its last timer,
+    /// `loop` 1): its requests need no call.
+    shutdown: bool,
     /// Endpoint → server index.
     servers: &'a HashMap<usize, usize>,
     /// Resource → mutex index.
@@ -798,10 +929,16 @@ impl<'e> JobWalk<'_, 'e> {
             EventKind::Lock(r) => self.lock(e, r.0)?,
             EventKind::Unlock(r) => self.unlock(e, r.0)?,
             EventKind::Call { endpoint, run } => self.call(e, endpoint.0, us(run.max()))?,
-            EventKind::Yield
-            | EventKind::Signal(_)
-            | EventKind::Broadcast(_)
-            | EventKind::Resume(_) => {}
+            EventKind::Wait { cond, mutex } => self.helper_call(e, cond.0, Some(mutex.0))?,
+            EventKind::Pop(q) => self.helper_call(e, q.0, None)?,
+            EventKind::Push(q) => {
+                if !helpers::queue_never_full(self.sc, q.0) {
+                    return Err(helpers::queue_may_fill(self.sc, self.t, e, q.0));
+                }
+                self.request(e, q.0);
+            }
+            EventKind::Signal(c) | EventKind::Broadcast(c) => self.request(e, c.0),
+            EventKind::Yield | EventKind::Resume(_) => {}
             EventKind::Gang { .. } => {
                 return Err(unsupported(
                     at_event(e),
@@ -812,16 +949,13 @@ impl<'e> JobWalk<'_, 'e> {
                 ));
             }
             EventKind::Sleep(_)
-            | EventKind::Wait { .. }
             | EventKind::Barrier(_)
             | EventKind::Suspend(_)
-            | EventKind::Push(_)
-            | EventKind::Pop(_)
             | EventKind::Serve(_) => {
                 return Err(unsupported(
                     at_event(e),
                     format!(
-                        "\"{}\" in task {}: a self-suspension inside a job is outside the analysed model (periodic jobs of run/runtime, lock/unlock and call)",
+                        "\"{}\" in task {}: a self-suspension inside a job is outside the analysed model (periodic jobs of run/runtime, lock/unlock, call, and waits for a helper thread's reply)",
                         e.key, self.t.name
                     ),
                 ));
@@ -855,6 +989,16 @@ impl<'e> JobWalk<'_, 'e> {
         if p < self.shapes.period {
             self.shapes.period = p;
             self.shapes.period_at = at_event(e);
+        }
+        if let Some(&(h, req)) = self.pending.first() {
+            let name = &self.sc.tasks[self.helpers.list[h].task].name;
+            return Err(unsupported(
+                at_event(req),
+                format!(
+                    "task {} asks helper thread {name} for work here but does not wait for its reply before its timer at {}: the helper's work would be charged to no call (docs/ANALYSIS.md §4.1: each request is answered by a wait in the same job)",
+                    self.t.name, e.path
+                ),
+            ));
         }
         let done = std::mem::take(&mut self.job);
         if !self.shapes.jobs.contains(&done) {
@@ -934,6 +1078,90 @@ impl<'e> JobWalk<'_, 'e> {
             ));
         };
         self.job.calls.push(Call { server, wcet });
+        Ok(())
+    }
+}
+
+impl<'e> JobWalk<'_, 'e> {
+    /// A signal, broadcast or push at `e` on resource `r`: a request when
+    /// `r` is a helper thread's request object (outside the shutdown).
+    fn request(&mut self, e: &'e Event, r: usize) {
+        if let Some(&h) = self.helpers.request_of.get(&r) {
+            if !self.shutdown {
+                self.pending.push((h, e));
+            }
+        }
+    }
+
+    /// A `wait` on cond `r` (with `mutex`) or a `pop` of queue `r` at `e`:
+    /// a call to the helper thread that replies on `r`.
+    fn helper_call(
+        &mut self,
+        e: &'e Event,
+        r: usize,
+        mutex: Option<usize>,
+    ) -> Result<(), AnalysisError> {
+        let name = resource_name(self.sc, r);
+        let Some(&h) = self.helpers.reply_of.get(&r) else {
+            return Err(unsupported(
+                at_event(e),
+                format!(
+                    "\"{}\" on {name} in task {}: a self-suspension inside a job is analysed only as a call to a helper thread (a thread with no timer that blocks, works, then signals or pushes), and no helper thread signals, broadcasts or pushes {name} (docs/ANALYSIS.md §4.1)",
+                    e.key, self.t.name
+                ),
+            ));
+        };
+        let helper = &self.helpers.list[h];
+        let Some((d, sections)) = helper.call_of(r) else {
+            return Err(unsupported(
+                at_event(e),
+                format!("\"{}\" on {name} in task {}: helper thread {} signals it only outside its serves (start-up or exit): it is no reply", e.key, self.t.name, self.sc.tasks[helper.task].name),
+            ));
+        };
+        // A wait releases its mutex (the innermost section) and takes it
+        // again on return: the section is cut around the call.
+        let reopen = match (mutex, self.open.as_slice()) {
+            (None, []) => None,
+            (Some(m), [o]) if o.resource == m => self.open.pop(),
+            (_, [_, ..]) => {
+                let other = self.open.iter().find(|o| Some(o.resource) != mutex);
+                let held = resource_name(self.sc, other.map_or(usize::MAX, |o| o.resource));
+                return Err(unsupported(
+                    at_event(e),
+                    format!("\"{}\" on {name} while holding {held}: a call inside a critical section is not analysed (a wait may hold only the mutex it releases)", e.key),
+                ));
+            }
+            (Some(_), []) => {
+                return Err(unsupported(
+                    at_event(e),
+                    format!("\"{}\" on {name} without holding its mutex", e.key),
+                ))
+            }
+        };
+        if let Some(k) = self.pending.iter().position(|&(x, _)| x == h) {
+            self.pending.remove(k);
+        }
+        self.job.calls.push(Call {
+            server: helper.server,
+            wcet: d,
+        });
+        let off = self.job.sections.len();
+        self.job.sections.extend(sections.iter().map(|s| Section {
+            mutex: s.mutex,
+            length: s.length,
+            parent: s.parent.map(|p| p + off),
+        }));
+        if let Some(o) = reopen {
+            self.job.sections.push(Section {
+                mutex: o.mutex,
+                length: 0,
+                parent: None,
+            });
+            self.open.push(Open {
+                section: self.job.sections.len() - 1,
+                ..o
+            });
+        }
         Ok(())
     }
 }

@@ -124,8 +124,14 @@ impl Unbounded {
         };
         let wait = |w: &Wait| match *w {
             Wait::Call { server } => format!(
-                "a reply from server {} (priority {}, no PI-CV)",
-                set.servers[server].name, set.servers[server].priority
+                "a reply from server {} (priority {}, {})",
+                set.servers[server].name,
+                set.servers[server].priority,
+                if set.pi_cv {
+                    "not lent to: the cond it replies on does not name it a helper"
+                } else {
+                    "no PI-CV"
+                }
             ),
             Wait::Mutex { mutex, holder } => format!(
                 "mutex {} held by {} without inheritance",
@@ -552,20 +558,19 @@ impl Analyzer {
     }
 
     /// The waits of each fixed-priority task on work done below its own
-    /// priority, as `(task, level, wait)` in task order: without PI-CV, a
-    /// call to a lower server; a mutex without inheritance (or with a
+    /// priority, as `(task, level, wait)` in task order: without PI-CV (or
+    /// to a server its callers do not lend to), a call to a lower server; a
+    /// mutex without inheritance (or with a
     /// ceiling below the task) that a lower task of its CPU also uses.
     fn waits_below(&mut self, set: &TaskSet) {
         let (m, s) = (self.m, self.s);
         self.waits.clear();
         for (t, task) in set.tasks.iter().enumerate() {
             let Some(pt) = task.priority() else { continue };
-            if !set.pi_cv {
-                for k in 0..s {
-                    if self.calls_to[t * s + k] && set.servers[k].priority < pt {
-                        self.waits
-                            .push((t, set.servers[k].priority, Wait::Call { server: k }));
-                    }
+            for k in 0..s {
+                let sv = &set.servers[k];
+                if !(set.pi_cv && sv.inherits) && self.calls_to[t * s + k] && sv.priority < pt {
+                    self.waits.push((t, sv.priority, Wait::Call { server: k }));
                 }
             }
             for r in 0..m {

@@ -204,6 +204,7 @@ pub fn generate(params: &GenParams, utilisation: f64, rng: &mut Rng) -> TaskSet 
             name: format!("S{s}"),
             cpu: 0,
             priority: (params.servers - s) as i32,
+            inherits: true,
         })
         .collect();
     let mutexes = (0..params.resources)

@@ -38,7 +38,7 @@
 //!         Task::fixed("Client2", 0, 80, 50 * ms, 10 * ms, vec![], vec![Call { server: 0, wcet: 4_500_000 }]),
 //!         Task::fixed("Annoyer", 0, 70, 60 * ms, 10 * ms, vec![], vec![]),
 //!     ],
-//!     servers: vec![Server { name: "Server".into(), cpu: 0, priority: 50 }],
+//!     servers: vec![Server { name: "Server".into(), cpu: 0, priority: 50, inherits: true }],
 //!     mutexes: vec![],
 //!     pi_cv: true,
 //! };
@@ -156,6 +156,9 @@ fn analyze_scenario_with(
             (ex.set, label)
         }
     };
+    if let (true, Some(e)) = (set.pi_cv, ex.pi_cv_refusal) {
+        return Err(e);
+    }
     let mut report = analyze_set_with(&set, cancel)?;
     report.protocol = protocol;
     report.skipped = ex.skipped;

@@ -131,6 +131,12 @@ pub struct Server {
     pub cpu: u32,
     /// Its own (base) real-time priority.
     pub priority: i32,
+    /// With PI-CV, whether a caller waiting for its reply lends it its
+    /// priority: always for an endpoint's server; for a helper thread
+    /// (docs/ANALYSIS.md §4.1), when every cond it replies on names it as
+    /// its one helper (a queue's popper lends to its pusher). Without
+    /// PI-CV nobody lends.
+    pub inherits: bool,
 }
 
 /// A mutex.
@@ -253,7 +259,9 @@ impl TaskSet {
                 t.name, s.mutex
             ));
         };
-        if s.length > t.wcet {
+        // A section of a helper thread, charged to its caller, is part of
+        // a call's work: within E_i, not C_i.
+        if s.length > t.demand {
             return invalid(format!(
                 "task {}: critical section on {} longer than the job's work",
                 t.name, m.name

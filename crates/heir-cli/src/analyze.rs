@@ -52,6 +52,11 @@ pub struct Args {
     /// ceiling:N (applied to the file, so --compare simulates the same).
     #[arg(long = "protocol", value_name = "P|NAME=P", value_parser = parse_protocol_arg)]
     pub protocols: Vec<ProtocolArg>,
+    /// PI-CV on condition variables with helpers, queues and endpoints
+    /// (replaces global.pi_cv, as `heir sim --pi-cv`): off analyses the
+    /// calls to servers and helper threads at the servers' own priorities.
+    #[arg(long, value_name = "on|off")]
+    pub pi_cv: Option<crate::sim::OnOff>,
     /// Gang priority management (GPM; replaces global.gpm): off
     /// keeps the gangs' waiting and counting but boosts nobody.
     #[arg(long, value_name = "on|off")]
@@ -147,6 +152,16 @@ pub fn main(args: Args) -> CliResult {
     }
     let (file, mut scenario) = read_scenario_with(&args.file, &thread_limit(&args), &overrides)?;
     crate::output::apply_gpm(&mut scenario, args.gpm);
+    if let Some(p) = args.pi_cv {
+        if family.is_some_and(|f| (f == Family::PiCv) != p.enabled()) {
+            return Err(CliError::bad_input(anyhow!(
+                "--pi-cv {} contradicts --protocol {}",
+                if p.enabled() { "on" } else { "off" },
+                family.map(Family::name).unwrap_or("")
+            )));
+        }
+        scenario.global.pi_cv = p.enabled();
+    }
     let options = Options { protocol: family };
     // `file:line:col: at path: …`, or `file: at path: …` without a position.
     let report = analyze_scenario_on(&scenario, &options, args.cpus).map_err(|e| {

@@ -130,6 +130,31 @@ fn analyze_unbounded_is_null_with_a_reason() {
     );
 }
 
+/// `--pi-cv on|off` replaces the file's `global.pi_cv`, as `heir sim`'s:
+/// Table I without PI-CV is unbounded (the header says so), and it may not
+/// contradict a `--protocol` family.
+#[test]
+fn analyze_pi_cv_replaces_the_files() {
+    let table1 = example("table1-client-server.json");
+    let o = heir(&["analyze", &table1, "--pi-cv", "off"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let text = out(&o);
+    assert!(text.contains("as written (PI-CV off)"), "{text}");
+    assert!(
+        text.contains("Client1: unbounded priority inversion: while it waits for a reply from server Server (priority 50, no PI-CV)"),
+        "{text}"
+    );
+    let o = heir(&["analyze", &table1, "--pi-cv", "on", "--json"]);
+    assert_eq!(one_json(&o)["tasks"]["Client1"]["wcrt_us"], 19000.0);
+    let o = heir(&["analyze", &table1, "--pi-cv", "on", "--protocol", "inherit"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        err(&o).contains("--pi-cv on contradicts --protocol inherit"),
+        "{}",
+        err(&o)
+    );
+}
+
 #[test]
 fn compare_puts_table_ii_side_by_side() {
     let o = heir(&[

@@ -92,6 +92,7 @@ fn random_instance(rng: &mut Rng) -> TaskSet {
             name: format!("S{k}"),
             cpu: 0,
             priority: 1 + k as i32,
+            inherits: true,
         })
         .collect();
     TaskSet {

@@ -143,6 +143,7 @@ fn full_load_through_an_rpc_is_unbounded() {
             name: "S".into(),
             cpu: 0,
             priority: 10,
+            inherits: true,
         }],
         mutexes: vec![],
         pi_cv: true,

@@ -8,6 +8,7 @@ mod eq5;
 mod extract;
 mod full_load;
 mod gang;
+mod helpers;
 mod level_sweep;
 mod rta;
 mod soundness;
@@ -65,6 +66,7 @@ pub fn h_m_l_calling_s(
             name: "S".into(),
             cpu: 0,
             priority: 10,
+            inherits: true,
         }],
         mutexes,
         pi_cv: true,

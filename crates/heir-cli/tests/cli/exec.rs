@@ -17,6 +17,11 @@
 //!   run on an inversion) exits 0 under `heir exec`, on one CPU and on two,
 //!   with a sane count of inversions. Its rate against glibc's is printed,
 //!   never asserted (docs/PERFORMANCE.md has the figures).
+//! - `--scenario` records `producer_consumer.c` as a scenario that the
+//!   simulator replays (PI-CV off: the inverted latency; on: the producer's
+//!   work) and `heir analyze` bounds: on, the consumer's bound is at least
+//!   its simulated maximum; `--pi-cv off`, an unbounded inversion naming
+//!   the medium thread (docs/ANALYSIS.md §4.1).
 //! - The summary (stderr, `--json`), the exit code, a missing library.
 
 use std::path::{Path, PathBuf};
@@ -565,15 +570,46 @@ fn exec_scenario_of_the_plain_producer_consumer_reproduces_its_latencies_in_the_
             on[k]
         );
     }
-    // heir analyze reads it, and says where its model stops (a job that
-    // waits on a condition variable is a self-suspension).
-    let o = Command::new(env!("CARGO_BIN_EXE_heir"))
-        .arg("analyze")
-        .arg(&scenario)
-        .output()
-        .expect("heir analyze");
-    assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("self-suspension"), "{}", stderr(&o));
+    // heir analyze reads the request/reply as RPCs to helper threads
+    // (docs/ANALYSIS.md §4.1): the producer and the medium thread are
+    // servers, the consumer's waits are calls.
+    let medium = by_prio(20);
+    let analyze = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_heir"))
+            .arg("analyze")
+            .args(extra)
+            .arg(&scenario)
+            .output()
+            .expect("heir analyze");
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        o
+    };
+    // PI-CV on: a bound, at least the simulated job (which the analysis
+    // simulates itself with --compare), near its own work + the producer's
+    // 20 ms + the medium thread's 100 ms.
+    let on: Value =
+        serde_json::from_str(&stdout(&analyze(&["--compare", "--json"]))).expect("JSON");
+    let c = &on["tasks"][&consumer];
+    let (bound, sim_max) = (
+        c["wcrt_us"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no bound: {on}")),
+        c["sim_max_us"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no job: {on}")),
+    );
+    eprintln!("consumer: bound {bound} µs, simulated maximum {sim_max} µs");
+    assert!(sim_max <= bound && bound < 125_000.0, "{on}");
+    assert!(bound > 120_000.0, "{on}");
+    // PI-CV off: unbounded, the medium thread named.
+    let off = stdout(&analyze(&["--pi-cv", "off"]));
+    let why = format!(
+        "{consumer}: unbounded priority inversion: while it waits for a reply from server {producer} (priority 10, no PI-CV), server {medium} can run"
+    );
+    assert!(off.contains(&why), "{off}");
+    let off: Value =
+        serde_json::from_str(&stdout(&analyze(&["--pi-cv", "off", "--json"]))).expect("JSON");
+    assert_eq!(off["tasks"][&consumer]["wcrt_us"], Value::Null, "{off}");
 }
 
 /// The priorities a plain example printed (`item N producer_priority P`,
