@@ -4,8 +4,10 @@
 //!    low-priority helpers through two PrioQueues; round-trip µs with PI-CV
 //!    (every helper declared a producer of the reply queue, so each client
 //!    wait boosts all of them) and without, and the per-helper slope.
-//! 2. Uncontended costs side by side: PiMutex vs glibc `pthread_mutex_t`
-//!    with `PTHREAD_PRIO_INHERIT`; PiCondvar signal without waiters vs
+//! 2. Uncontended costs side by side: PiMutex (its guard) and RawPiMutex
+//!    vs glibc `pthread_mutex_t` with `PTHREAD_PRIO_INHERIT`, without and
+//!    with `PTHREAD_MUTEX_ROBUST` (alternated, medians of 5; each kind's
+//!    loop a function of its own for callgrind); PiCondvar signal without waiters vs
 //!    `pthread_cond_signal`; a two-thread wait/signal ping-pong on each.
 //!
 //! 3. `boost`: the cost of lending one helper a waiter's priority per
