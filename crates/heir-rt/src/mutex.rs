@@ -662,7 +662,7 @@ impl RawPiMutex {
                 return r;
             }
         }
-        let mut st = rt::state_for_mutex();
+        let mut st = rt::state_for_unlock(self);
         self.unlock_locked(&mut st)
     }
 

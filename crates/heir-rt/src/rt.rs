@@ -604,6 +604,9 @@ static STATE: Mutex<PiFutex, Option<State>> = Mutex::from_raw(PiFutex::new(), No
 pub(crate) struct StateGuard(
     ManuallyDrop<MutexGuard<'static, PiFutex, Option<State>>>,
     bool,
+    /// The `PiMutex` this guard's holder is unlocking (null: none): lazy
+    /// waits for it are not promoted ([`state_for_unlock`]).
+    *const crate::mutex::RawPiMutex,
 );
 
 impl Drop for StateGuard {
@@ -611,7 +614,7 @@ impl Drop for StateGuard {
         // A lazy waiter that read an applied urgency this guard changed is
         // promoted here (see `RawPiMutex::lock_lazy`).
         if let Some(st) = self.0.as_mut() {
-            st.reconcile();
+            st.reconcile(self.2);
         }
         if self.1 {
             let w = self.0.as_ref().is_some_and(State::heir_waits);
@@ -704,16 +707,27 @@ fn unreachable_state() -> ! {
 /// path uses [`state_for_mutex`]): lazy mutex waits are told to the engine
 /// first ([`State::reconcile`]), so the caller sees every wait.
 pub(crate) fn state() -> StateGuard {
-    lock_state(true)
+    lock_state(true, std::ptr::null())
 }
 
 /// Takes the engine lock for a [`crate::PiMutex`]'s contended lock or
 /// unlock, which never adds a wait on anything else ([`HEIR_WAITS`]).
 pub(crate) fn state_for_mutex() -> StateGuard {
-    lock_state(false)
+    lock_state(false, std::ptr::null())
 }
 
-fn lock_state(heir: bool) -> StateGuard {
+/// [`state_for_mutex`] for the slow unlock of `m`: a lazy wait for `m`
+/// itself is left lazy. The kernel hands `m` to a waiter at this unlock,
+/// which ends that wait, and the waiter was not more urgent than the
+/// unlocker when it published it; promoted, it would record the unlocker
+/// as owner and make the waiter finish under the engine lock, whose own
+/// reconcile promotes the first thread's next wait for `m` — in a
+/// hand-off back and forth, every later turn would take the engine lock.
+pub(crate) fn state_for_unlock(m: &crate::mutex::RawPiMutex) -> StateGuard {
+    lock_state(false, m)
+}
+
+fn lock_state(heir: bool, unlocking: *const crate::mutex::RawPiMutex) -> StateGuard {
     let mut g = match STATE.lock() {
         Ok(g) => g,
         // Without a deadline `acquire` returns only once it holds the lock
@@ -742,8 +756,8 @@ fn lock_state(heir: bool) -> StateGuard {
         // withdraws, or this sees its wait and promotes it.
         HEIR_WAITS.store(1, Ordering::SeqCst);
     }
-    let mut st = StateGuard(ManuallyDrop::new(g), heir);
-    st.reconcile();
+    let mut st = StateGuard(ManuallyDrop::new(g), heir, unlocking);
+    st.reconcile(unlocking);
     st
 }
 
@@ -795,7 +809,7 @@ impl State {
     /// [`HEIR_WAITS`]): each becomes [`LAZY_PROMOTED`], recorded as the
     /// contended lock's steps 1-2 would have, and its waiter finishes it
     /// under the engine lock.
-    fn reconcile(&mut self) {
+    fn reconcile(&mut self, unlocking: *const crate::mutex::RawPiMutex) {
         if LAZY_ANY.load(Ordering::SeqCst) == 0 {
             return;
         }
@@ -808,8 +822,13 @@ impl State {
             .filter(|(_, r)| r.shared.lazy.load(Ordering::SeqCst) == LAZY_WAITING)
             .map(|(&t, r)| (t, r.shared.clone()))
             .collect();
+        let mut left = false;
         for (t, sh) in waiting {
             let m = sh.lazy_mutex.load(Ordering::Acquire);
+            if !unlocking.is_null() && std::ptr::eq(m, unlocking) {
+                left = true;
+                continue;
+            }
             if m.is_null()
                 || sh
                     .lazy
@@ -830,6 +849,10 @@ impl State {
             // does not move until this guard is let go.
             let m = unsafe { &*m };
             m.promote(self, t);
+        }
+        if left {
+            // A wait left lazy: the next engine-lock take looks again.
+            LAZY_ANY.store(1, Ordering::SeqCst);
         }
     }
 
