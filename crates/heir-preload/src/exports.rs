@@ -121,9 +121,28 @@ unsafe fn m_glibc(m: *mut pthread_mutex_t) -> bool {
 /// # Safety
 ///
 /// As [`mslot`], and not glibc's ([`m_glibc`]).
+#[inline]
 pub(crate) unsafe fn mstate<'a>(m: *mut pthread_mutex_t) -> &'a MutexState {
     // SAFETY: the caller's live mutex.
     let slot = unsafe { mslot(m) };
+    let p = slot.state.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: only heir installs pointers in the slot (Box::into_raw),
+        // freed after destroy and a quarantine.
+        return unsafe { &*p };
+    }
+    // SAFETY: forwarded.
+    unsafe { mstate_first(slot) }
+}
+
+/// [`mstate`] of a mutex without heir's state yet (a static initialiser's).
+///
+/// # Safety
+///
+/// As [`mstate`].
+#[cold]
+#[inline(never)]
+unsafe fn mstate_first<'a>(slot: &MutexSlot) -> &'a MutexState {
     // SAFETY: only heir installs pointers in the slot (Box::into_raw),
     // freed after destroy and a quarantine.
     unsafe {
@@ -209,6 +228,8 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
 /// # Safety
 ///
 /// glibc's contract for `pthread_mutex_lock`.
+#[cold]
+#[inline(never)]
 unsafe fn recorded_lock(m: *mut pthread_mutex_t) -> c_int {
     let b = record::begin();
     let mut blocked = false;
@@ -352,8 +373,7 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
     if record::active() {
-        record::mark("unlock", m as usize);
-        record::instant(Kind::Unlock, m as u64, 0);
+        recorded_unlock(m);
     }
     // SAFETY: the caller's mutex.
     unsafe {
@@ -362,6 +382,15 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
         }
         mstate(m).unlock()
     }
+}
+
+/// The marker and the record of an unlock of `m`, before it (out of the
+/// untraced unlock's way).
+#[cold]
+#[inline(never)]
+fn recorded_unlock(m: *mut pthread_mutex_t) {
+    record::mark("unlock", m as usize);
+    record::instant(Kind::Unlock, m as u64, 0);
 }
 
 /// # Safety

@@ -67,14 +67,26 @@ impl MutexState {
     }
 
     /// `pthread_mutex_lock` / timed (deadline: `CLOCK_MONOTONIC` ns).
+    /// The caller's own mutex is found on the contended path (heir-rt
+    /// refuses it with an empty-cycle `Deadlock` while the caller's tid is
+    /// in the word): the uncontended lock looks the thread up once.
+    #[inline]
     pub fn lock(&self, deadline_ns: Option<u64>) -> c_int {
-        if self.raw.is_owned_by_current() {
-            return self.relock();
-        }
         match self.raw.lock_until(deadline_ns) {
             Ok(()) => 0,
-            Err(Error::OwnerDead) => self.owner_dead(),
-            Err(e) => e.errno(),
+            Err(e) => self.lock_failed(e),
+        }
+    }
+
+    /// A lock that did not simply get the mutex: the caller's own
+    /// (recursive count or `EDEADLK`), a dead owner's, or an error.
+    #[cold]
+    #[inline(never)]
+    fn lock_failed(&self, e: Error) -> c_int {
+        match e {
+            Error::OwnerDead => self.owner_dead(),
+            Error::Deadlock { .. } if self.raw.is_owned_by_current() => self.relock(),
+            e => e.errno(),
         }
     }
 
@@ -93,35 +105,66 @@ impl MutexState {
         }
     }
 
+    #[inline]
     pub fn trylock(&self) -> c_int {
-        if self.raw.is_owned_by_current() {
-            return if self.kind == libc::PTHREAD_MUTEX_RECURSIVE {
-                self.relock()
-            } else {
-                libc::EBUSY
-            };
-        }
         match self.raw.try_lock() {
             Ok(()) => 0,
-            Err(Error::OwnerDead) => self.owner_dead(),
-            Err(e) => e.errno(),
+            Err(e) => self.trylock_failed(e),
         }
     }
 
+    /// A try that did not get the mutex: the caller's own (recursive
+    /// count or `EBUSY`), a dead owner's, busy, or an error.
+    #[cold]
+    #[inline(never)]
+    fn trylock_failed(&self, e: Error) -> c_int {
+        match e {
+            Error::Busy if self.raw.is_owned_by_current() => {
+                if self.kind == libc::PTHREAD_MUTEX_RECURSIVE {
+                    self.relock()
+                } else {
+                    libc::EBUSY
+                }
+            }
+            Error::OwnerDead => self.owner_dead(),
+            e => e.errno(),
+        }
+    }
+
+    /// `pthread_mutex_unlock`. The recursive count is non-zero only while
+    /// its owner holds the mutex more than once, so the ownership check is
+    /// heir-rt's unlock's own, but for that case.
+    #[inline]
     pub fn unlock(&self) -> c_int {
+        let c = self.count.load(Ordering::Relaxed);
+        if c > 0 {
+            return self.unlock_recursive(c);
+        }
+        match self.raw.unlock() {
+            Ok(()) => 0,
+            Err(e) => Self::unlock_failed(e),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unlock_recursive(&self, c: u32) -> c_int {
         if !self.raw.is_owned_by_current() {
             summary::UNLOCK_NOT_OWNER.inc();
             return libc::EPERM;
         }
-        let c = self.count.load(Ordering::Relaxed);
-        if c > 0 {
-            self.count.store(c - 1, Ordering::Relaxed);
-            return 0;
+        self.count.store(c - 1, Ordering::Relaxed);
+        0
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unlock_failed(e: Error) -> c_int {
+        if e == Error::NotOwner {
+            summary::UNLOCK_NOT_OWNER.inc();
+            return libc::EPERM;
         }
-        match self.raw.unlock() {
-            Ok(()) => 0,
-            Err(e) => e.errno(),
-        }
+        e.errno()
     }
 }
 

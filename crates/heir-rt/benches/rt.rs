@@ -4,8 +4,10 @@
 //!    low-priority helpers through two PrioQueues; round-trip µs with PI-CV
 //!    (every helper declared a producer of the reply queue, so each client
 //!    wait boosts all of them) and without, and the per-helper slope.
-//! 2. Uncontended costs side by side: PiMutex vs glibc `pthread_mutex_t`
-//!    with `PTHREAD_PRIO_INHERIT`; PiCondvar signal without waiters vs
+//! 2. Uncontended costs side by side: PiMutex (its guard) and RawPiMutex
+//!    vs glibc `pthread_mutex_t` with `PTHREAD_PRIO_INHERIT`, without and
+//!    with `PTHREAD_MUTEX_ROBUST` (alternated, medians of 5; each kind's
+//!    loop a function of its own for callgrind); PiCondvar signal without waiters vs
 //!    `pthread_cond_signal`; a two-thread wait/signal ping-pong on each.
 //!
 //! 3. `boost`: the cost of lending one helper a waiter's priority per
@@ -780,50 +782,67 @@ fn per_op(n: u64, f: impl FnMut()) -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
+/// `n` lock + unlock pairs of a `PiMutex` (its guard); one function per
+/// kind, never inlined, so that `valgrind --tool=callgrind` counts each
+/// loop's instructions apart (`callgrind_annotate --inclusive=yes`).
+#[inline(never)]
+fn pairs_pimutex(m: &PiMutex<u64>, n: u64) -> f64 {
+    per_op(n, || {
+        let mut g = m.lock().expect("lock");
+        *g += 1;
+    })
+}
+
+/// As [`pairs_pimutex`], `RawPiMutex` (`heir_mutex_t`'s calls).
+#[inline(never)]
+fn pairs_raw(m: &RawPiMutex, n: u64) -> f64 {
+    let mut x = 0u64;
+    per_op(n, || {
+        m.lock().expect("lock");
+        x = std::hint::black_box(x + 1);
+        m.unlock().expect("unlock");
+    })
+}
+
+/// As [`pairs_pimutex`], a glibc mutex.
+#[inline(never)]
+fn pairs_glibc(m: &GlibcPi, n: u64) -> f64 {
+    let mut x = 0u64;
+    per_op(n, || {
+        // SAFETY: an initialised mutex, locked then unlocked by this thread.
+        unsafe { libc::pthread_mutex_lock(m.0.get()) };
+        x = std::hint::black_box(x + 1);
+        // SAFETY: as above.
+        unsafe { libc::pthread_mutex_unlock(m.0.get()) };
+    })
+}
+
 fn uncontended(n: u64) {
     println!("## Uncontended, ns per operation ({n} iterations)");
     let m = PiMutex::new(0u64);
-    let heir_lock = per_op(n, || {
-        let mut g = m.lock().expect("lock");
-        *g += 1;
-    });
-    // SAFETY: attr and mutex are initialised before use and destroyed after.
-    let glibc_lock = unsafe {
-        let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
-        libc::pthread_mutexattr_init(&mut attr);
-        libc::pthread_mutexattr_setprotocol(&mut attr, libc::PTHREAD_PRIO_INHERIT);
-        let mut pm: libc::pthread_mutex_t = std::mem::zeroed();
-        libc::pthread_mutex_init(&mut pm, &attr);
-        let mut x = 0u64;
-        let r = per_op(n, || {
-            libc::pthread_mutex_lock(&mut pm);
-            x = std::hint::black_box(x + 1);
-            libc::pthread_mutex_unlock(&mut pm);
-        });
-        libc::pthread_mutex_destroy(&mut pm);
-        libc::pthread_mutexattr_destroy(&mut attr);
-        r
-    };
-    // SAFETY: as above.
-    let glibc_robust = unsafe {
-        let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
-        libc::pthread_mutexattr_init(&mut attr);
-        libc::pthread_mutexattr_setprotocol(&mut attr, libc::PTHREAD_PRIO_INHERIT);
-        libc::pthread_mutexattr_setrobust(&mut attr, libc::PTHREAD_MUTEX_ROBUST);
-        let mut pm: libc::pthread_mutex_t = std::mem::zeroed();
-        libc::pthread_mutex_init(&mut pm, &attr);
-        let mut x = 0u64;
-        let r = per_op(n, || {
-            libc::pthread_mutex_lock(&mut pm);
-            x = std::hint::black_box(x + 1);
-            libc::pthread_mutex_unlock(&mut pm);
-        });
-        libc::pthread_mutex_destroy(&mut pm);
-        libc::pthread_mutexattr_destroy(&mut attr);
-        r
-    };
+    let raw = RawPiMutex::new();
+    let (pi, robust) = (GlibcPi::new(), GlibcPi::robust());
+    // Warm up, then alternate the four.
+    pairs_pimutex(&m, n / 10);
+    pairs_raw(&raw, n / 10);
+    pairs_glibc(&pi, n / 10);
+    pairs_glibc(&robust, n / 10);
+    let (mut a, mut b, mut c, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..5 {
+        a.push(pairs_pimutex(&m, n / 5));
+        b.push(pairs_raw(&raw, n / 5));
+        c.push(pairs_glibc(&pi, n / 5));
+        d.push(pairs_glibc(&robust, n / 5));
+    }
+    let (heir_lock, heir_raw, glibc_lock, glibc_robust) = (
+        median(&mut a),
+        median(&mut b),
+        median(&mut c),
+        median(&mut d),
+    );
     println!(
-        "lock+unlock   PiMutex (robust) {heir_lock:>8.1}   pthread_mutex PRIO_INHERIT {glibc_lock:>8.1}   PRIO_INHERIT+ROBUST {glibc_robust:>8.1}"
+        "lock+unlock   PiMutex (robust) {heir_lock:>8.1}   RawPiMutex {heir_raw:>8.1}   pthread_mutex PRIO_INHERIT {glibc_lock:>8.1}   PRIO_INHERIT+ROBUST {glibc_robust:>8.1}   (medians of 5 alternated runs; RawPiMutex / robust glibc {:.2})",
+        heir_raw / glibc_robust
     );
     let c = PiCondvar::new();
     let heir_sig = per_op(n / 10, || {

@@ -114,27 +114,35 @@ impl RawPiMutex {
     /// Locks if nobody holds it: [`Error::Busy`] if somebody does. Like
     /// [`RawPiMutex::lock`], `Err(Error::OwnerDead)` means the caller holds
     /// it now.
+    #[inline]
     pub fn try_lock(&self) -> Result<(), Error> {
-        self.recoverable()?;
-        let me = rt::tid() as u32;
-        let list = List::current();
+        let me = rt::me();
+        let list = List::of(me);
         if let Some(l) = list {
             l.pending(&self.w);
         }
-        let died = if self.take(0, me) {
-            false
+        if self.take(0, me.tid as u32) {
+            return self.acquired(list);
+        }
+        self.try_lock_slow(me.tid as u32, list)
+    }
+
+    /// [`RawPiMutex::try_lock`] when the word was not 0: a dead owner's
+    /// word, or busy.
+    #[inline(never)]
+    fn try_lock_slow(&self, me: u32, list: Option<List>) -> Result<(), Error> {
+        let r = if let Err(e) = self.recoverable() {
+            Err(e)
         } else if self.take(FUTEX_OWNER_DIED, me) {
-            true
+            Ok(true)
         } else {
-            if let Some(l) = list {
-                l.done();
-            }
-            return Err(Error::Busy);
+            Err(Error::Busy)
         };
-        self.acquired(list, died)
+        self.after_slow_lock(list, r)
     }
 
     /// Locks, blocking as long as needed.
+    #[inline]
     pub fn lock(&self) -> Result<(), Error> {
         self.lock_until(None)
     }
@@ -148,20 +156,46 @@ impl RawPiMutex {
     /// [`make_consistent`](Self::make_consistent) before it unlocks, or the
     /// mutex becomes unusable ([`Error::NotRecoverable`] for every later
     /// lock) — as `pthread_mutex_lock` on a robust mutex.
+    ///
+    /// The uncontended case (the word 0: CAS to the caller's tid, linked
+    /// on its robust list) is inlined; the rest is
+    /// [`RawPiMutex::lock_until_slow`]. A mutex made not recoverable is
+    /// free (0), so the fast path may take it: [`RawPiMutex::acquired`]
+    /// sees the state and lets it go again.
+    #[inline]
     pub fn lock_until(&self, deadline_ns: Option<u64>) -> Result<(), Error> {
-        self.recoverable()?;
-        let me = rt::tid() as u32;
-        let list = List::current();
+        let me = rt::me();
+        let list = List::of(me);
         if let Some(l) = list {
             l.pending(&self.w);
         }
-        let r = if self.take(0, me) {
-            Ok(false)
-        } else {
-            self.lock_slow(deadline_ns)
+        if self.take(0, me.tid as u32) {
+            return self.acquired(list);
+        }
+        self.lock_until_slow(deadline_ns, list)
+    }
+
+    /// [`RawPiMutex::lock_until`] past its first CAS (the operation
+    /// announced pending on `list`).
+    #[inline(never)]
+    fn lock_until_slow(&self, deadline_ns: Option<u64>, list: Option<List>) -> Result<(), Error> {
+        let r = match self.recoverable() {
+            Ok(()) => self.lock_slow(deadline_ns),
+            Err(e) => Err(e),
         };
+        self.after_slow_lock(list, r)
+    }
+
+    /// The end of a lock that left the fast path: `r` is what it came to
+    /// (`Ok(died)`: the caller owns the futex).
+    fn after_slow_lock(&self, list: Option<List>, r: Result<bool, Error>) -> Result<(), Error> {
         match r {
-            Ok(died) => self.acquired(list, died),
+            Ok(false) => self.acquired(list),
+            Ok(true) => {
+                self.link(list);
+                self.w.state.store(INCONSISTENT, Ordering::Release);
+                Err(Error::OwnerDead)
+            }
             Err(e) => {
                 if let Some(l) = list {
                     l.done();
@@ -180,6 +214,7 @@ impl RawPiMutex {
     }
 
     /// CAS `from → me`.
+    #[inline]
     fn take(&self, from: u32, me: u32) -> bool {
         self.w
             .word
@@ -187,24 +222,35 @@ impl RawPiMutex {
             .is_ok()
     }
 
-    /// After the caller got the futex (`died`: it carried
-    /// `FUTEX_OWNER_DIED`): links it on the caller's robust list, ends the
-    /// pending operation, and reports the mutex's state.
-    fn acquired(&self, list: Option<List>, died: bool) -> Result<(), Error> {
+    /// Links the word, just taken, on the caller's robust `list` and ends
+    /// the pending operation.
+    #[inline]
+    fn link(&self, list: Option<List>) {
         if let Some(l) = list {
             l.link(&self.w);
             l.done();
         }
-        if died {
-            self.w.state.store(INCONSISTENT, Ordering::Release);
-            return Err(Error::OwnerDead);
-        }
+    }
+
+    /// After the caller got the futex (clean: without
+    /// `FUTEX_OWNER_DIED`): links it on the caller's robust list, ends the
+    /// pending operation, and reports the mutex's state.
+    #[inline]
+    fn acquired(&self, list: Option<List>) -> Result<(), Error> {
+        self.link(list);
         if self.w.state.load(Ordering::Acquire) == NOT_RECOVERABLE {
-            // Made unusable while this thread waited for it.
-            let _ = self.unlock();
-            return Err(Error::NotRecoverable);
+            return self.not_recoverable();
         }
         Ok(())
+    }
+
+    /// Made unusable while this thread waited for it (or before its fast
+    /// path took the free word): let go again.
+    #[cold]
+    #[inline(never)]
+    fn not_recoverable(&self) -> Result<(), Error> {
+        let _ = self.unlock();
+        Err(Error::NotRecoverable)
     }
 
     /// Marks a mutex whose owner died consistent again: the caller (its
@@ -545,14 +591,48 @@ impl RawPiMutex {
     /// Unlocks. [`Error::NotOwner`] if the caller does not own it. Unlocking
     /// a mutex left inconsistent (after [`Error::OwnerDead`], without
     /// [`make_consistent`](Self::make_consistent)) makes it unusable.
+    ///
+    /// The uncontended case (the word is the caller's tid alone, the state
+    /// consistent, the engine not recording the caller as owner: off the
+    /// robust list, CAS to 0) is inlined; the rest is
+    /// [`RawPiMutex::unlock_slow`].
+    #[inline]
     pub fn unlock(&self) -> Result<(), Error> {
-        let me = rt::tid() as u32;
-        if self.w.word.load(Ordering::Relaxed) & FUTEX_TID_MASK != me {
+        let me = rt::me();
+        let tid = me.tid as u32;
+        if self.w.word.load(Ordering::Relaxed) == tid
+            && self.w.state.load(Ordering::Relaxed) == CONSISTENT
+            && self.w.tracked.load(Ordering::SeqCst) != tid
+        {
+            let list = List::of(me);
+            if let Some(l) = list {
+                l.pending(&self.w);
+                l.unlink(&self.w);
+            }
+            if self.take_back(tid) {
+                if let Some(l) = list {
+                    l.done();
+                }
+                return Ok(());
+            }
+        }
+        self.unlock_slow(tid)
+    }
+
+    /// [`RawPiMutex::unlock`] past its fast path (idempotent: the fast path
+    /// may have left the robust list already).
+    #[inline(never)]
+    fn unlock_slow(&self, me: u32) -> Result<(), Error> {
+        let v = self.w.word.load(Ordering::Relaxed);
+        if v & FUTEX_TID_MASK != me {
             return Err(Error::NotOwner);
         }
         let list = self.release_prepare();
         if self.w.tracked.load(Ordering::SeqCst) != me {
-            if self.take_back(me) {
+            // With `FUTEX_WAITERS` set (only the kernel's hand-over clears
+            // it) the CAS cannot succeed: not tried, so a contended turn
+            // does one read-modify-write fewer on the word's line.
+            if v & FUTEX_WAITERS == 0 && self.take_back(me) {
                 if let Some(l) = list {
                     l.done();
                 }
@@ -582,7 +662,7 @@ impl RawPiMutex {
                 return r;
             }
         }
-        let mut st = rt::state_for_mutex();
+        let mut st = rt::state_for_unlock(self);
         self.unlock_locked(&mut st)
     }
 
@@ -606,6 +686,7 @@ impl RawPiMutex {
     }
 
     /// CAS `me → 0`.
+    #[inline]
     fn take_back(&self, me: u32) -> bool {
         self.w
             .word
@@ -701,10 +782,12 @@ impl Drop for RawPiMutex {
 // their own TID there until it is cleared. `release` is `unlock`, which
 // refuses a caller whose TID is not in the word (`NotOwner`).
 unsafe impl RawLock for RawPiMutex {
+    #[inline]
     fn acquire(&self, deadline_ns: Option<u64>) -> Result<Acquired, Error> {
         held(self.lock_until(deadline_ns))
     }
 
+    #[inline]
     fn release(&self) {
         // A guard's drop has no caller to report to: the only failures are
         // "not the owner" (impossible for a guard) and a futex error that
@@ -725,6 +808,7 @@ unsafe impl RawTryLock for RawPiMutex {
 
 /// The raw mutex's outcome as [`Acquired`]: [`Error::OwnerDead`] means the
 /// caller holds it, from a dead owner.
+#[inline]
 fn held(r: Result<(), Error>) -> Result<Acquired, Error> {
     match r {
         Ok(()) => Ok(Acquired::Clean),

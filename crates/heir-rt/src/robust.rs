@@ -31,7 +31,6 @@
 //! elsewhere (another C library, 32-bit) its PI mutexes are not robust: a
 //! thread exiting holding one leaves `ESRCH` to later lockers, as before.
 
-use std::cell::Cell;
 use std::sync::atomic::{compiler_fence, AtomicU32, AtomicUsize, Ordering};
 
 use crate::sys;
@@ -79,16 +78,14 @@ struct RobustListHead {
     list_op_pending: usize,
 }
 
-/// 0: not probed yet; 1: this thread's list cannot be joined; else the
-/// head's address.
-const UNKNOWN: usize = 0;
+/// [`probe`]'s answer when this thread's list cannot be joined (else the
+/// head's address).
 const UNUSABLE: usize = 1;
 
-thread_local! {
-    static HEAD: Cell<usize> = const { Cell::new(UNKNOWN) };
-}
-
-fn probe() -> usize {
+/// The calling thread's robust-list head if heir can join it, else
+/// [`UNUSABLE`]: asked of the kernel once per thread (kept in
+/// [`crate::rt::me`]).
+pub(crate) fn probe() -> usize {
     if !cfg!(all(
         target_os = "linux",
         target_env = "gnu",
@@ -125,22 +122,22 @@ pub(crate) struct List(*mut RobustListHead);
 
 impl List {
     /// The calling thread's list, if heir can join it.
+    #[inline]
     pub(crate) fn current() -> Option<List> {
-        let h = HEAD
-            .try_with(|c| {
-                if c.get() == UNKNOWN {
-                    c.set(probe());
-                }
-                c.get()
-            })
-            .unwrap_or(UNUSABLE);
-        (h > UNUSABLE).then_some(List(h as *mut RobustListHead))
+        Self::of(crate::rt::me())
+    }
+
+    /// The list of the thread `me` describes (the calling thread).
+    #[inline]
+    pub(crate) fn of(me: crate::rt::Me) -> Option<List> {
+        (me.head > UNUSABLE).then_some(List(me.head as *mut RobustListHead))
     }
 
     /// Announces that the calling thread is about to take or release `w`
     /// (`list_op_pending`): if it dies in between, the kernel still handles
     /// `w`. Followed by [`List::link`] or [`List::unlink`], then
     /// [`List::done`].
+    #[inline]
     pub(crate) fn pending(self, w: &RobustWord) {
         // SAFETY: `self.0` is this thread's live robust-list head (a `List`
         // is only made by `current` on this thread and never sent); only
@@ -150,6 +147,7 @@ impl List {
     }
 
     /// Ends an operation announced with [`List::pending`].
+    #[inline]
     pub(crate) fn done(self) {
         compiler_fence(Ordering::SeqCst);
         // SAFETY: as in `pending`.
@@ -158,6 +156,7 @@ impl List {
 
     /// Links `w` (just acquired by the calling thread) at the head of the
     /// thread's robust list, as glibc's `ENQUEUE_MUTEX_PI`.
+    #[inline]
     pub(crate) fn link(self, w: &RobustWord) {
         if w.next.load(Ordering::Relaxed) != 0 {
             return;
@@ -184,6 +183,7 @@ impl List {
 
     /// Unlinks `w` (held by the calling thread, about to be released) from
     /// the thread's robust list, as glibc's `DEQUEUE_MUTEX`.
+    #[inline]
     pub(crate) fn unlink(self, w: &RobustWord) {
         let next = w.next.load(Ordering::Relaxed);
         if next == 0 {
@@ -206,11 +206,13 @@ impl List {
 }
 
 /// The list entry for `w`: the address of its `next` field, bit 0 set (PI).
+#[inline]
 fn entry(w: &RobustWord) -> usize {
     (&w.next as *const AtomicUsize as usize) | 1
 }
 
 /// True if `w` is on a robust list (of the thread that holds it).
+#[inline]
 pub(crate) fn linked(w: &RobustWord) -> bool {
     w.next.load(Ordering::Relaxed) != 0
 }
@@ -218,4 +220,31 @@ pub(crate) fn linked(w: &RobustWord) -> bool {
 /// True if the calling thread's PI mutexes are robust here.
 pub fn available() -> bool {
     List::current().is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fast path's view of the calling thread (`rt::me`: glibc's
+    /// descriptor, or heir's own thread-local copy) is the kernel's: its
+    /// tid, and the robust-list head the kernel has registered for it.
+    #[test]
+    fn every_thread_sees_its_own_tid_and_robust_head() {
+        let check = || {
+            let me = crate::rt::me();
+            assert_eq!(me.tid, crate::sys::gettid());
+            assert_eq!(crate::rt::tid(), me.tid);
+            let joined = super::probe();
+            if joined > super::UNUSABLE {
+                assert_eq!(me.head, joined);
+                assert!(super::List::current().is_some());
+            } else {
+                assert!(super::List::current().is_none());
+            }
+        };
+        check();
+        let hs: Vec<_> = (0..4).map(|_| std::thread::spawn(check)).collect();
+        for h in hs {
+            h.join().expect("thread");
+        }
+    }
 }

@@ -411,19 +411,132 @@ pub(crate) struct State {
     self_lowering: Option<TaskId>,
 }
 
+/// What the mutex fast path needs of the calling thread, in one
+/// thread-local: its tid and its robust-list head ([`crate::robust`]), so
+/// a lock or an unlock looks the thread up once (in a shared library, as
+/// `heir exec`'s, each thread-local access is a call).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Me {
+    /// The thread's tid; 0 until first looked up.
+    pub tid: i32,
+    /// Its robust-list head as [`crate::robust`] probed it.
+    pub head: usize,
+}
+
 thread_local! {
-    static TID: std::cell::Cell<i32> = std::cell::Cell::new(sys::gettid());
+    // Constant-initialised and without a destructor: an access is the
+    // address of the slot, with no lazy-initialisation state to test.
+    static ME: std::cell::Cell<Me> = const { std::cell::Cell::new(Me { tid: 0, head: 0 }) };
+}
+
+/// Where glibc keeps every thread's tid and robust-list head, as offsets
+/// from the thread pointer (its `struct pthread`, whose fields glibc's own
+/// mutexes read the same way): the tid's offset in the low 32 bits, the
+/// head's in the high ones; 0 until probed, 1 if not found (then
+/// [`me`] keeps its own copy in a thread-local). Reading them costs no
+/// thread-local lookup, which in a shared library (`heir exec`'s) is a
+/// call per access; and glibc's tid is right in a child of `fork` too.
+static GLIBC_SELF: AtomicU64 = AtomicU64::new(0);
+const GLIBC_SELF_UNUSABLE: u64 = 1;
+
+/// The calling thread's [`Me`], looked up on first use.
+#[inline]
+pub(crate) fn me() -> Me {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+    {
+        let o = GLIBC_SELF.load(Ordering::Relaxed);
+        if o > GLIBC_SELF_UNUSABLE {
+            let tp = thread_pointer();
+            // SAFETY: `probe_glibc_self` found glibc's `struct pthread` at
+            // the thread pointer with the tid at this offset (the same
+            // layout for every thread of the process: one glibc); a thread
+            // running this code is alive, so its descriptor is.
+            let tid = unsafe { std::ptr::read((tp + (o & 0xffff_ffff) as usize) as *const i32) };
+            return Me {
+                tid,
+                head: tp + (o >> 32) as usize,
+            };
+        }
+    }
+    let m = ME.with(std::cell::Cell::get);
+    if m.tid != 0 {
+        m
+    } else {
+        me_first()
+    }
+}
+
+/// The thread pointer (`%fs:0`: glibc's `struct pthread` of the calling
+/// thread on x86-64, which is also what `pthread_self` returns).
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+#[inline]
+fn thread_pointer() -> usize {
+    let tp: usize;
+    // SAFETY: reads the word at %fs:0, the TCB's self pointer on x86-64
+    // Linux (always mapped for a thread); no memory is written.
+    unsafe {
+        std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp,
+            options(nostack, readonly, preserves_flags, pure));
+    }
+    tp
+}
+
+#[cold]
+#[inline(never)]
+fn me_first() -> Me {
+    if GLIBC_SELF.load(Ordering::Relaxed) == 0 {
+        GLIBC_SELF.store(probe_glibc_self(), Ordering::Relaxed);
+        if GLIBC_SELF.load(Ordering::Relaxed) > GLIBC_SELF_UNUSABLE {
+            return me();
+        }
+    }
+    let m = Me {
+        tid: sys::gettid(),
+        head: crate::robust::probe(),
+    };
+    ME.with(|c| c.set(m));
+    m
+}
+
+/// [`GLIBC_SELF`] for this process: glibc's `struct pthread` has the tid,
+/// an unused pid, `robust_prev`, then `robust_head` (`nptl/descr.h`), so
+/// the head the kernel has registered for the calling thread must lie
+/// just past the thread pointer, with the calling thread's tid 16 bytes
+/// before it; anything else (another C library, a head of heir's, a
+/// layout that moved) is [`GLIBC_SELF_UNUSABLE`].
+#[cold]
+fn probe_glibc_self() -> u64 {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+    {
+        let tp = thread_pointer();
+        let head = crate::robust::probe();
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() } as usize;
+        if me == tp && head > tp + 16 && head - tp < 4096 {
+            let tid_off = head - tp - 16;
+            // SAFETY: inside the calling thread's live descriptor (the
+            // thread pointer and its registered robust head are both in
+            // it, `head` within 4 KiB past `tp`).
+            let tid = unsafe { std::ptr::read((tp + tid_off) as *const i32) };
+            if tid == sys::gettid() {
+                return tid_off as u64 | ((head - tp) as u64) << 32;
+            }
+        }
+    }
+    GLIBC_SELF_UNUSABLE
 }
 
 /// The calling thread's tid (cached).
+#[inline]
 pub fn tid() -> i32 {
-    TID.try_with(|t| t.get()).unwrap_or_else(|_| sys::gettid())
+    me().tid
 }
 
 /// In the child of `fork`: its one thread has a new tid, and the cached
 /// one (the parent's thread's) would name a thread of another process.
+/// Looked up again at the next use (the robust list's head too).
 pub(crate) fn refresh_tid() {
-    let _ = TID.try_with(|t| t.set(sys::gettid()));
+    ME.with(|c| c.set(Me { tid: 0, head: 0 }));
 }
 
 /// The engine lock's raw lock: a kernel PI futex word (0, or the holder's
@@ -491,6 +604,9 @@ static STATE: Mutex<PiFutex, Option<State>> = Mutex::from_raw(PiFutex::new(), No
 pub(crate) struct StateGuard(
     ManuallyDrop<MutexGuard<'static, PiFutex, Option<State>>>,
     bool,
+    /// The `PiMutex` this guard's holder is unlocking (null: none): lazy
+    /// waits for it are not promoted ([`state_for_unlock`]).
+    *const crate::mutex::RawPiMutex,
 );
 
 impl Drop for StateGuard {
@@ -498,7 +614,7 @@ impl Drop for StateGuard {
         // A lazy waiter that read an applied urgency this guard changed is
         // promoted here (see `RawPiMutex::lock_lazy`).
         if let Some(st) = self.0.as_mut() {
-            st.reconcile();
+            st.reconcile(self.2);
         }
         if self.1 {
             let w = self.0.as_ref().is_some_and(State::heir_waits);
@@ -591,16 +707,27 @@ fn unreachable_state() -> ! {
 /// path uses [`state_for_mutex`]): lazy mutex waits are told to the engine
 /// first ([`State::reconcile`]), so the caller sees every wait.
 pub(crate) fn state() -> StateGuard {
-    lock_state(true)
+    lock_state(true, std::ptr::null())
 }
 
 /// Takes the engine lock for a [`crate::PiMutex`]'s contended lock or
 /// unlock, which never adds a wait on anything else ([`HEIR_WAITS`]).
 pub(crate) fn state_for_mutex() -> StateGuard {
-    lock_state(false)
+    lock_state(false, std::ptr::null())
 }
 
-fn lock_state(heir: bool) -> StateGuard {
+/// [`state_for_mutex`] for the slow unlock of `m`: a lazy wait for `m`
+/// itself is left lazy. The kernel hands `m` to a waiter at this unlock,
+/// which ends that wait, and the waiter was not more urgent than the
+/// unlocker when it published it; promoted, it would record the unlocker
+/// as owner and make the waiter finish under the engine lock, whose own
+/// reconcile promotes the first thread's next wait for `m` — in a
+/// hand-off back and forth, every later turn would take the engine lock.
+pub(crate) fn state_for_unlock(m: &crate::mutex::RawPiMutex) -> StateGuard {
+    lock_state(false, m)
+}
+
+fn lock_state(heir: bool, unlocking: *const crate::mutex::RawPiMutex) -> StateGuard {
     let mut g = match STATE.lock() {
         Ok(g) => g,
         // Without a deadline `acquire` returns only once it holds the lock
@@ -629,8 +756,8 @@ fn lock_state(heir: bool) -> StateGuard {
         // withdraws, or this sees its wait and promotes it.
         HEIR_WAITS.store(1, Ordering::SeqCst);
     }
-    let mut st = StateGuard(ManuallyDrop::new(g), heir);
-    st.reconcile();
+    let mut st = StateGuard(ManuallyDrop::new(g), heir, unlocking);
+    st.reconcile(unlocking);
     st
 }
 
@@ -682,7 +809,7 @@ impl State {
     /// [`HEIR_WAITS`]): each becomes [`LAZY_PROMOTED`], recorded as the
     /// contended lock's steps 1-2 would have, and its waiter finishes it
     /// under the engine lock.
-    fn reconcile(&mut self) {
+    fn reconcile(&mut self, unlocking: *const crate::mutex::RawPiMutex) {
         if LAZY_ANY.load(Ordering::SeqCst) == 0 {
             return;
         }
@@ -695,8 +822,13 @@ impl State {
             .filter(|(_, r)| r.shared.lazy.load(Ordering::SeqCst) == LAZY_WAITING)
             .map(|(&t, r)| (t, r.shared.clone()))
             .collect();
+        let mut left = false;
         for (t, sh) in waiting {
             let m = sh.lazy_mutex.load(Ordering::Acquire);
+            if !unlocking.is_null() && std::ptr::eq(m, unlocking) {
+                left = true;
+                continue;
+            }
             if m.is_null()
                 || sh
                     .lazy
@@ -717,6 +849,10 @@ impl State {
             // does not move until this guard is let go.
             let m = unsafe { &*m };
             m.promote(self, t);
+        }
+        if left {
+            // A wait left lazy: the next engine-lock take looks again.
+            LAZY_ANY.store(1, Ordering::SeqCst);
         }
     }
 

@@ -140,6 +140,7 @@ int main(int argc, char **argv) {
                                    pthread_mutex_lock(&recursive) == 0);
     CHECK("recursive trylock by the owner", pthread_mutex_trylock(&recursive) == 0);
     CHECK("recursive held for another thread", in_thread(try_it, &recursive) == EBUSY);
+    CHECK("recursive unlock by another thread while counted: EPERM", in_thread(unlock_it, &recursive) == EPERM);
     CHECK("recursive unlock x4", pthread_mutex_unlock(&recursive) == 0 && pthread_mutex_unlock(&recursive) == 0 &&
                                      pthread_mutex_unlock(&recursive) == 0 &&
                                      pthread_mutex_unlock(&recursive) == 0);
