@@ -360,8 +360,8 @@ pub(crate) struct Gangs {
 }
 
 /// A gang (C: `heir_gang_init`; dropping it, or [`Gang::destroy`], is
-/// `heir_gang_destroy`: the gang goes away once its last member has left). Share it between threads with an `Arc`
-/// or by reference.
+/// `heir_gang_destroy`: the gang goes away once its last member has
+/// left). Share it between threads with an `Arc` or by reference.
 #[derive(Debug)]
 pub struct Gang {
     id: GangId,
@@ -858,9 +858,9 @@ fn discount(st: &mut State, t: TaskId) -> (Notified, Changes, Wake) {
     (Notified::Counted { completed: true }, changes, wake)
 }
 
-/// Task `t` leaves its gang (remove_member, or the thread's exit): its notify,
-/// then its membership; a closed gang without members is freed. `None` if
-/// it is in no gang.
+/// Task `t` leaves its gang (`remove_member`, or the thread's exit): its
+/// notify, then its membership; a closed gang without members is freed.
+/// `None` if it is in no gang.
 fn leave(st: &mut State, t: TaskId) -> Option<(Notified, Changes, Wake)> {
     let gid = *st.gangs.member_of.get(&t)?;
     let (n, changes, wake) = discount(st, t);
