@@ -3,7 +3,7 @@
 # distribution's own tools (dpkg-deb, dpkg-shlibdeps): no cargo-deb to
 # build first. It holds
 #   /usr/bin/heir                                   the CLI (release build)
-#   /usr/lib/MULTIARCH/libheir.so.0.1.0, .so.0      libheir (soname libheir.so.0)
+#   /usr/lib/MULTIARCH/libheir.so.1.0.0, .so.1      libheir (soname libheir.so.1)
 #   /usr/lib/MULTIARCH/libheir.so, libheir.a        for -lheir
 #   /usr/lib/MULTIARCH/pkgconfig/heir.pc, /usr/include/heir.h
 #   /usr/lib/MULTIARCH/heir/libheir_preload.so      heir exec's interposition library
@@ -19,6 +19,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+# libheir's own (ABI) version, not the package's: the file is
+# libheir.so.$libversion, its soname libheir.so.${libversion%%.*}
+# (crates/heir-rt/Cargo.toml, [package.metadata.capi.library]).
+libversion=$(sed -n '/^\[package\.metadata\.capi\.library\]/,/^\[/s/^version = "\(.*\)"/\1/p' \
+    crates/heir-rt/Cargo.toml)
+[ -n "$libversion" ] || { echo "build-deb: no library version in crates/heir-rt/Cargo.toml" >&2; exit 1; }
 arch=$(dpkg --print-architecture)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 out=target/deb
@@ -38,7 +44,7 @@ install -Dm644 target/release/libheir_preload.so \
     "$stage/usr/lib/$multiarch/heir/libheir_preload.so"
 strip --strip-unneeded "$stage/usr/bin/heir" \
     "$stage/usr/lib/$multiarch/heir/libheir_preload.so" \
-    "$stage/usr/lib/$multiarch/libheir.so.$version"
+    "$stage/usr/lib/$multiarch/libheir.so.$libversion"
 
 man=$stage/usr/share/man/man1
 target/release/heir man "$man" >/dev/null
@@ -75,7 +81,7 @@ mkdir -p "$scratch/debian"
 printf 'Source: heir\n\nPackage: heir\nArchitecture: any\n' >"$scratch/debian/control"
 abs_stage=$(cd "$stage" && pwd)
 depends=$(cd "$scratch" && dpkg-shlibdeps -O -l"$abs_stage/usr/lib/$multiarch" \
-    "$abs_stage/usr/bin/heir" "$abs_stage/usr/lib/$multiarch/libheir.so.$version" \
+    "$abs_stage/usr/bin/heir" "$abs_stage/usr/lib/$multiarch/libheir.so.$libversion" \
     "$abs_stage/usr/lib/$multiarch/heir/libheir_preload.so" 2>/dev/null \
     | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || depends="libc6"
@@ -100,7 +106,7 @@ Description: priority inheritance beyond mutexes for real-time Linux
  The package holds the heir command (with man pages and completions),
  libheir (heir.h, heir.pc) and heir exec's interposition library.
 EOF
-# ldconfig after installation and removal (libheir.so.0 in the multiarch
+# ldconfig after installation and removal (libheir.so.1 in the multiarch
 # directory): libc-bin's trigger.
 echo "activate-noawait ldconfig" >"$stage/DEBIAN/triggers"
 (cd "$stage" && find usr -type f -exec md5sum {} + | sort -k2 >DEBIAN/md5sums)

@@ -7,7 +7,7 @@
 #
 # It changes the machine's root (dpkg -i, then dpkg --purge), so it runs
 # only as root, and only where heir is not already installed some other way
-# (a /usr/bin/heir or libheir.so.0 that the package does not own: refused).
+# (a /usr/bin/heir or libheir.so.1 that the package does not own: refused).
 # test.sh runs it under CI=true (a fresh VM), elsewhere with
 # HEIR_TEST_DEB=1.
 #
@@ -61,8 +61,15 @@ pkg-config --modversion heir | grep -qx "$(sed -n 's/^version = "\(.*\)"/\1/p' "
 # shellcheck disable=SC2046
 cc "$repo/examples/c/producer_consumer.c" $(pkg-config --cflags --libs heir) -o pc \
     || fail "cc with pkg-config's flags"
-ldd ./pc | grep -Eq "libheir.so.0 => (/usr)?/lib/[^ ]*/libheir.so.0" \
-    || fail "pc is not linked against the installed libheir.so.0 (ldconfig trigger?)"
+# The soname: libheir.so.MAJOR of the library's own version
+# (crates/heir-rt/Cargo.toml, [package.metadata.capi.library]).
+libversion=$(sed -n '/^\[package\.metadata\.capi\.library\]/,/^\[/s/^version = "\(.*\)"/\1/p' \
+    "$repo/crates/heir-rt/Cargo.toml")
+soname=libheir.so.${libversion%%.*}
+dpkg -L heir | grep -qx "/usr/lib/[^/]*/libheir\.so\.$libversion" || fail "the package has no libheir.so.$libversion"
+readelf -d ./pc | grep -qF "Shared library: [$soname]" || fail "pc does not record the soname $soname"
+ldd ./pc | grep -Eq "^\s*$soname => (/usr)?/lib/[^ ]*/$soname " \
+    || fail "pc is not linked against the installed $soname (ldconfig trigger?)"
 timeout 60 ./pc >pc.out 2>&1 || { cat pc.out >&2; fail "the producer/consumer example"; }
 
 echo "test-deb: heir exec finds its library"

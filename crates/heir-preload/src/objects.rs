@@ -221,7 +221,7 @@ impl CondState {
     fn apply(&self, l: &mut Learner, acts: crate::learn::Actions) {
         for a in acts.iter() {
             match a {
-                Action::Add(t) => match self.cv.helpers_add(t) {
+                Action::Add(t) => match self.cv.add_helper(t) {
                     Ok(()) => {
                         summary::HELPERS_LEARNED.inc();
                         if heir::trace::tracing() {
@@ -235,7 +235,7 @@ impl CondState {
                     Err(_) => l.forget(t),
                 },
                 Action::Del(t) => {
-                    if self.cv.helpers_del(t).is_ok() {
+                    if self.cv.remove_helper(t).is_ok() {
                         summary::HELPERS_DROPPED.inc();
                         if heir::trace::tracing() {
                             heir::trace::mark(format_args!(
@@ -502,7 +502,7 @@ impl BarrierState {
                     // the state unchanged. Wait without lending.
                     summary::BARRIER_CYCLES.inc();
                     for t in std::mem::take(&mut g.boosted) {
-                        let _ = self.cv.helpers_del(t);
+                        let _ = self.cv.remove_helper(t);
                     }
                     drop(g);
                     while self.gen.load(Ordering::SeqCst) == gen {
@@ -542,7 +542,7 @@ impl BarrierState {
                 r = e.errno();
             }
             for t in std::mem::take(&mut g.boosted) {
-                let _ = self.cv.helpers_del(t);
+                let _ = self.cv.remove_helper(t);
             }
         }
         r
@@ -564,7 +564,7 @@ impl BarrierState {
             .filter(|t| *t != me && !arrived.contains(t) && !g.boosted.contains(t))
             .collect();
         for t in late {
-            if self.cv.helpers_add(t).is_ok() {
+            if self.cv.add_helper(t).is_ok() {
                 summary::BARRIER_BOOSTS.inc();
                 g.boosted.push(t);
             }

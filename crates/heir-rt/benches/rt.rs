@@ -11,8 +11,8 @@
 //!    `pthread_cond_signal`; a two-thread wait/signal ping-pong on each.
 //!
 //! 3. `boost`: the cost of lending one helper a waiter's priority per
-//!    wait/signal round trip — `sched_setattr` (`Boost::User`) against the
-//!    kernel (`Boost::Kernel`, signalled by the helper itself or by another
+//!    wait/signal round trip — `sched_setattr` (`Lend::User`) against the
+//!    kernel (`Lend::Kernel`, signalled by the helper itself or by another
 //!    thread), against no helper at all.
 //! 4. `chain`: the M-BWI paper's Figs. 7-8 analogue — CPU time of a blocking
 //!    `FUTEX_LOCK_PI` at the head of a chain of 1..8 blocked PI futex
@@ -56,7 +56,7 @@ use std::time::Instant;
 
 use heir::caps::Capabilities;
 use heir::sys::{self, now_ns};
-use heir::{Boost, PiCondvar, PiMutex, PrioQueue, RawPiMutex, Urgency};
+use heir::{Lend, PiCondvar, PiMutex, PrioQueue, RawPiMutex, Urgency};
 use heir_core::ObjId;
 
 fn spawn_fifo<T: Send + 'static>(
@@ -80,10 +80,10 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 
 /// One Fig. 13 point: mean and sd of the round trip (µs) with `helpers`
 /// consumers.
-fn ping_pong(cpu: u32, helpers: usize, pi_cv: Option<Boost>, iters: usize) -> (f64, f64) {
+fn ping_pong(cpu: u32, helpers: usize, pi_cv: Option<Lend>, iters: usize) -> (f64, f64) {
     let boost = pi_cv.unwrap_or_default();
-    let req = Arc::new(PrioQueue::<u32>::with_boost(64, boost).expect("queue"));
-    let resp = Arc::new(PrioQueue::<u32>::with_boost(64, boost).expect("queue"));
+    let req = Arc::new(PrioQueue::<u32>::with_lend(64, boost).expect("queue"));
+    let resp = Arc::new(PrioQueue::<u32>::with_lend(64, boost).expect("queue"));
     let limit = now_ns() + 60_000_000_000;
     let mut hs = Vec::new();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -153,8 +153,8 @@ fn fig13(cpu: u32, iters: usize) {
     let (mut xs, mut off_m, mut on_m, mut k_m) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for n in [1usize, 2, 4, 6, 8, 10, 12, 14, 16] {
         let (m0, s0) = ping_pong(cpu, n, None, iters);
-        let (m1, s1) = ping_pong(cpu, n, Some(Boost::User), iters);
-        let (m2, s2) = ping_pong(cpu, n, Some(Boost::Kernel), iters);
+        let (m1, s1) = ping_pong(cpu, n, Some(Lend::User), iters);
+        let (m2, s2) = ping_pong(cpu, n, Some(Lend::Kernel), iters);
         println!("{n:>3}  {m0:>12.2}  {s0:>8.2}  {m1:>12.2}  {s1:>8.2}  {m2:>12.2}  {s2:>8.2}");
         xs.push(n as f64);
         off_m.push(m0);
@@ -179,10 +179,10 @@ fn fig13(cpu: u32, iters: usize) {
 /// the named helper's). Returns µs per round trip: wall clock, and CPU time
 /// of the waiter and the server together (what the protocol costs,
 /// whichever order the scheduler runs them in).
-fn boost_round(cpu: u32, mode: Option<(Boost, bool)>, rounds: u32) -> (f64, f64) {
+fn boost_round(cpu: u32, mode: Option<(Lend, bool)>, rounds: u32) -> (f64, f64) {
     let m = Arc::new(PiMutex::new(0u32));
     let req = Arc::new(PiCondvar::new());
-    let resp = Arc::new(PiCondvar::with_boost(mode.map_or(Boost::User, |(b, _)| b)).expect("cv"));
+    let resp = Arc::new(PiCondvar::with_lend(mode.map_or(Lend::User, |(b, _)| b)).expect("cv"));
     let limit = now_ns() + 30_000_000_000;
     let (idle_tx, idle_rx) = std::sync::mpsc::channel::<()>();
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
@@ -211,8 +211,8 @@ fn boost_round(cpu: u32, mode: Option<(Boost, bool)>, rounds: u32) -> (f64, f64)
     });
     let server_tid = stid_rx.recv().expect("tid");
     match mode {
-        Some((_, false)) => resp.helpers_add(server_tid).expect("helper"),
-        Some((_, true)) => resp.helpers_add(idle_tid).expect("helper"),
+        Some((_, false)) => resp.add_helper(server_tid).expect("helper"),
+        Some((_, true)) => resp.add_helper(idle_tid).expect("helper"),
         None => {}
     }
     let (wall, w_cpu) = spawn_fifo(cpu, 30, move || {
@@ -250,15 +250,15 @@ fn boost(cpu: u32, rounds: u32) {
     println!("{:<38} {:>8} {:>8} {:>10}", "", "wall", "CPU", "CPU - none");
     for (name, mode) in [
         ("no helper", None),
-        ("helper = server, sched_setattr", Some((Boost::User, false))),
-        ("helper = server, kernel", Some((Boost::Kernel, false))),
+        ("helper = server, sched_setattr", Some((Lend::User, false))),
+        ("helper = server, kernel", Some((Lend::Kernel, false))),
         (
             "helper = idle thread, sched_setattr",
-            Some((Boost::User, true)),
+            Some((Lend::User, true)),
         ),
         (
             "helper = idle thread, kernel (kick)",
-            Some((Boost::Kernel, true)),
+            Some((Lend::Kernel, true)),
         ),
     ] {
         let (w, c) = if mode.is_none() { none } else { best(mode) };
@@ -563,7 +563,7 @@ fn heir_chain_run(depth: usize, how: HeirLock, iters: usize) -> Option<(f64, f64
                 }
             }
             let throttles = b.lent.values().map(|l| l.throttles).sum::<u64>();
-            heir::thread::leave();
+            heir::thread::unregister();
             // Back to SCHED_OTHER by itself, running (never from another
             // thread: docs/DEADLINE.md §1).
             let _ = heir::deadline::leave_class(&heir::sched::other(0));
@@ -686,7 +686,7 @@ fn bwi_pieces(iters: usize) -> Option<(f64, f64, f64)> {
             }
             sys::sleep_until(now_ns() + 200_000);
         }
-        heir::thread::leave();
+        heir::thread::unregister();
         let _ = heir::deadline::leave_class(&heir::sched::other(0));
         let median = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
@@ -1029,7 +1029,7 @@ fn donate_round_trip(cpu: u32, rounds: u32) -> f64 {
     let (tx, rx) = std::sync::mpsc::channel();
     let e = ep.clone();
     let server = spawn_fifo(cpu, 10, move || {
-        e.join_server(false).expect("join");
+        e.add_server(false).expect("join");
         let _ = tx.send(());
         while let Ok(Some(x)) = e.receive_until(Some(limit)) {
             let _ = e.reply(x + 1);
@@ -1115,7 +1115,7 @@ fn donate_chain(cpu: u32, n: usize, calls: u32) -> u64 {
         };
         let ready = ready_tx.clone();
         servers.push(spawn_fifo(cpu, 10, move || {
-            e.join_server(false).expect("join");
+            e.add_server(false).expect("join");
             let _ = ready.send(());
             while let Ok(Some(x)) = e.receive_until(Some(limit)) {
                 let r = match (&next, &wait) {
@@ -1196,7 +1196,7 @@ fn median(v: &mut [f64]) -> f64 {
 /// asleep) boosted to a passive FIFO 30 member's priority, and of each
 /// member's `notify`; medians over `rounds` runs, ns.
 fn gang_costs(cpu: u32, n: usize, rounds: u32) -> (f64, f64) {
-    use heir::gang::{self, ControlWord, Gang};
+    use heir::gang::{ControlWord, Gang};
     let g = Arc::new(Gang::new().expect("gang"));
     let go = Arc::new(AtomicU32::new(0));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1204,7 +1204,7 @@ fn gang_costs(cpu: u32, n: usize, rounds: u32) -> (f64, f64) {
     let (tx, rx) = std::sync::mpsc::channel();
     let mut hs = Vec::new();
     for _ in 0..n {
-        let (go, stop, tx) = (go.clone(), stop.clone(), tx.clone());
+        let (g, go, stop, tx) = (g.clone(), go.clone(), stop.clone(), tx.clone());
         hs.push(spawn_fifo(cpu, 10, move || {
             let mut costs = Vec::with_capacity(rounds as usize);
             let w = ControlWord::new(1);
@@ -1218,7 +1218,7 @@ fn gang_costs(cpu: u32, n: usize, rounds: u32) -> (f64, f64) {
                 }
                 seen = v;
                 let t = cpu_ns();
-                gang::notify();
+                let _ = g.notify();
                 costs.push((cpu_ns() - t) as f64);
             }
             costs
@@ -1227,7 +1227,7 @@ fn gang_costs(cpu: u32, n: usize, rounds: u32) -> (f64, f64) {
     drop(tx);
     for _ in 0..n {
         let (tid, w) = rx.recv().expect("member");
-        g.insert(tid, &w).expect("insert");
+        g.add_member(tid, &w).expect("add_member");
     }
     // The measuring thread: FIFO 30, a passive member (the gang priority).
     let me = sys::gettid();
@@ -1235,7 +1235,7 @@ fn gang_costs(cpu: u32, n: usize, rounds: u32) -> (f64, f64) {
     let _ = sys::set_affinity(0, &[cpu]);
     let _ = heir::thread::set_sched(&heir::sched::fifo(30));
     let passive = ControlWord::new(0);
-    g.insert(me, &passive).expect("insert passive");
+    g.add_member(me, &passive).expect("add passive");
     let mut runs = Vec::with_capacity(rounds as usize);
     for _ in 0..rounds {
         let t = cpu_ns();
@@ -1254,8 +1254,8 @@ fn gang_costs(cpu: u32, n: usize, rounds: u32) -> (f64, f64) {
         .into_iter()
         .flat_map(|h| h.join().expect("member"))
         .collect();
-    let _ = gang::remove(me);
-    heir::thread::leave();
+    let _ = g.remove_member(me);
+    heir::thread::unregister();
     let _ = sys::set_affinity(0, &was);
     (median(&mut runs), median(&mut notifies))
 }
@@ -1272,8 +1272,8 @@ fn loadavg() -> String {
 /// (those that found every member asleep complete at once and are only
 /// counted: returned second), one every `period_us`, at most `max_s` s.
 /// Members (FIFO 10 and 14 on CPU 0, 12 and 16 on CPU 1; gang priority 16)
-/// loop: rejoin (set_active), barrier point, 4 × 50 µs of work each
-/// followed by a barrier point, withdraw (set_passive, notify if counted),
+/// loop: rejoin (activate), barrier point, 4 × 50 µs of work each
+/// followed by a barrier point, withdraw (deactivate, notify if counted),
 /// sleep 1 ms. Load: 2 threads per CPU at FIFO 13 (above the members at 10
 /// and 12, below the gang priority), 5 ms busy then 20 ms asleep each
 /// (40 % of each CPU, the GPM paper's 5 ms / 25 ms). The master (FIFO 50, CPU
@@ -1287,7 +1287,7 @@ fn barrier_latencies(
 ) -> (Vec<f64>, usize) {
     use heir::gang::{Barrier, GangAttr, GangWait, PointResult, BARRIER_BIT};
     use std::sync::atomic::AtomicBool;
-    let b = Arc::new(Barrier::new(GangAttr { boost: gpm }).expect("barrier"));
+    let b = Arc::new(Barrier::new(GangAttr { gpm }).expect("barrier"));
     let stop = Arc::new(AtomicBool::new(false));
     let limit = now_ns() + (max_s + 10) * 1_000_000_000;
     let joined = Arc::new(std::sync::Barrier::new(5));
@@ -1295,11 +1295,11 @@ fn barrier_latencies(
     for (cpu, prio) in [(cpus[0], 10), (cpus[0], 14), (cpus[1], 12), (cpus[1], 16)] {
         let (b, stop, joined) = (b.clone(), stop.clone(), joined.clone());
         hs.push(spawn_fifo(cpu, prio, move || {
-            let w = b.join().expect("join");
+            let w = b.add_member(sys::gettid(), true).expect("add_member");
             joined.wait();
             let mut n = 0u64;
             while !stop.load(Ordering::Acquire) && now_ns() < limit {
-                w.set_active(BARRIER_BIT);
+                w.activate(BARRIER_BIT);
                 if b.point_until(Some(limit)) == PointResult::TimedOut {
                     break;
                 }
@@ -1313,12 +1313,12 @@ fn barrier_latencies(
                         break;
                     }
                 }
-                if w.set_passive(BARRIER_BIT).counted() {
-                    heir::gang::notify();
+                if w.deactivate(BARRIER_BIT).counted() {
+                    let _ = b.gang().notify();
                 }
                 sys::sleep_until(now_ns() + 1_000_000);
             }
-            let _ = b.leave();
+            let _ = b.remove_member(sys::gettid());
             n
         }));
     }

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
 use heir_core::{Protocol, Urgency};
 
 use crate::ceiling::RawEngineMutex;
-use crate::condvar::{Boost, PiCondvar, WaitResult};
+use crate::condvar::{Lend, PiCondvar, WaitResult};
 use crate::donate::Endpoint;
 use crate::gang::{self, Barrier, ControlWord, Gang, GangAttr, GangWait, Notified, PointResult};
 use crate::lazy;
@@ -57,11 +57,11 @@ pub const HEIR_PROCESS_PRIVATE: i32 = 0;
 pub const HEIR_PROCESS_SHARED: i32 = 1;
 
 /// `heir_cond_attr_t`'s `lend`: heir lends a waiter's priority to the
-/// helpers with `sched_setattr` ([`Boost::User`]; the default).
+/// helpers with `sched_setattr` ([`Lend::User`]; the default).
 pub const HEIR_LEND_USER: i32 = 0;
 /// `heir_cond_attr_t`'s `lend`: the waiter sleeps in `FUTEX_LOCK_PI` on a
 /// word naming one helper, and the kernel lends its priority or deadline
-/// ([`Boost::Kernel`]).
+/// ([`Lend::Kernel`]).
 pub const HEIR_LEND_KERNEL: i32 = 1;
 
 /// A C handle: the caller's storage, an atomic pointer to heir's state and
@@ -374,13 +374,13 @@ unsafe fn put_req<T>(out: *mut T, v: T) -> Result<(), Error> {
 /// (its base from now on). Calls on heir objects register it themselves.
 #[no_mangle]
 pub extern "C" fn heir_thread_register() -> i32 {
-    rc(thread::join().map(|_| ()))
+    rc(thread::register().map(|_| ()))
 }
 
 /// The calling thread leaves the registry, back at its base attributes.
 #[no_mangle]
 pub extern "C" fn heir_thread_unregister() -> i32 {
-    thread::leave();
+    thread::unregister();
     0
 }
 
@@ -584,7 +584,7 @@ fn cond_of_attr(a: heir_cond_attr_t) -> Result<PiCondvar, Error> {
     pshared(a.pshared)?;
     match a.lend {
         HEIR_LEND_USER => Ok(PiCondvar::new()),
-        HEIR_LEND_KERNEL => PiCondvar::with_boost(Boost::Kernel),
+        HEIR_LEND_KERNEL => PiCondvar::with_lend(Lend::Kernel),
         _ => Err(Error::Invalid),
     }
 }
@@ -726,7 +726,7 @@ pub unsafe extern "C" fn heir_cond_broadcast(c: *mut heir_cond_t) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn heir_cond_add_helper(c: *mut heir_cond_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { get(c) }.and_then(|c| c.helpers_add(tid_or_self(tid))))
+    rc(unsafe { get(c) }.and_then(|c| c.add_helper(tid_or_self(tid))))
 }
 
 /// Removes helper `tid` (0: the caller) from `c` (`ENOENT` if it is not
@@ -737,7 +737,7 @@ pub unsafe extern "C" fn heir_cond_add_helper(c: *mut heir_cond_t, tid: libc::pi
 #[no_mangle]
 pub unsafe extern "C" fn heir_cond_remove_helper(c: *mut heir_cond_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { get(c) }.and_then(|c| c.helpers_del(tid_or_self(tid))))
+    rc(unsafe { get(c) }.and_then(|c| c.remove_helper(tid_or_self(tid))))
 }
 
 /// Destroys `c` (`EBUSY` if threads wait on it).
@@ -963,7 +963,7 @@ pub unsafe extern "C" fn heir_queue_add_producer(q: *mut heir_queue_t, tid: libc
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_remove_producer(q: *mut heir_queue_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { get(q) }.and_then(|q| q.del_producer(tid_or_self(tid))))
+    rc(unsafe { get(q) }.and_then(|q| q.remove_producer(tid_or_self(tid))))
 }
 
 /// Makes `tid` (0: the caller) a consumer of `q` (a helper of its "less"
@@ -984,7 +984,7 @@ pub unsafe extern "C" fn heir_queue_add_consumer(q: *mut heir_queue_t, tid: libc
 #[no_mangle]
 pub unsafe extern "C" fn heir_queue_remove_consumer(q: *mut heir_queue_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { get(q) }.and_then(|q| q.del_consumer(tid_or_self(tid))))
+    rc(unsafe { get(q) }.and_then(|q| q.remove_consumer(tid_or_self(tid))))
 }
 
 /// Destroys a queue: `EBUSY` (nothing changed) while a thread is inside
@@ -1046,7 +1046,7 @@ pub unsafe extern "C" fn heir_rpc_add_server(
     // SAFETY: forwarded caller guarantee.
     rc(unsafe { get(ep) }.and_then(|e| {
         self_only(tid)?;
-        e.join_server(passive != 0)
+        e.add_server(passive != 0)
     }))
 }
 
@@ -1059,7 +1059,7 @@ pub unsafe extern "C" fn heir_rpc_remove_server(ep: *mut heir_rpc_t, tid: libc::
     // SAFETY: forwarded caller guarantee.
     rc(unsafe { get(ep) }.and_then(|e| {
         self_only(tid)?;
-        e.leave_server()
+        e.remove_server()
     }))
 }
 
@@ -1146,9 +1146,9 @@ pub struct heir_gang_attr_t {
 #[no_mangle]
 pub unsafe extern "C" fn heir_gang_init(g: *mut heir_gang_t, attr: *const heir_gang_attr_t) -> i32 {
     // SAFETY: the caller guarantees `attr` is null or readable.
-    let boost = unsafe { attr.as_ref() }.is_none_or(|a| a.gpm != 0);
+    let gpm = unsafe { attr.as_ref() }.is_none_or(|a| a.gpm != 0);
     // SAFETY: forwarded caller guarantee.
-    unsafe { init(g, Gang::with_attr(GangAttr { boost })) }
+    unsafe { init(g, Gang::with_attr(GangAttr { gpm })) }
 }
 
 /// Destroys a gang's handle: the gang goes away once its last member has
@@ -1181,18 +1181,9 @@ pub unsafe extern "C" fn heir_gang_add_member(
     let r = unsafe { get(g) }.and_then(|g| {
         // SAFETY: the caller promises the word's lifetime and atomic use.
         let w = unsafe { ControlWord::from_ptr(cw) }.ok_or(Error::Invalid)?;
-        g.insert(tid_or_self(tid), &w)
+        g.add_member(tid_or_self(tid), &w)
     });
     rc(r)
-}
-
-/// `tid` leaves `gang` if it is a member of it (`ENOENT` if not).
-fn remove_from(gang: &Gang, tid: libc::pid_t) -> Result<(), Error> {
-    let tid = tid_or_self(tid);
-    if gang::get(tid) != Some(gang.id()) {
-        return Err(Error::NotMember(tid));
-    }
-    gang::remove(tid).map(|_| ())
 }
 
 /// Thread `tid` (0: the caller) leaves gang `g`; if the run in progress
@@ -1204,7 +1195,7 @@ fn remove_from(gang: &Gang, tid: libc::pid_t) -> Result<(), Error> {
 #[no_mangle]
 pub unsafe extern "C" fn heir_gang_remove_member(g: *mut heir_gang_t, tid: libc::pid_t) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { get(g) }.and_then(|g| remove_from(g, tid)))
+    rc(unsafe { get(g) }.and_then(|g| g.remove_member(tid_or_self(tid)).map(|_| ())))
 }
 
 /// `*member` = 1 if thread `tid` (0: the caller) is a member of `g`, else
@@ -1220,7 +1211,7 @@ pub unsafe extern "C" fn heir_gang_has_member(
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
     rc(unsafe { get(g) }.and_then(|g| {
-        let is = gang::get(tid_or_self(tid)) == Some(g.id());
+        let is = g.has_member(tid_or_self(tid));
         // SAFETY: the caller guarantees `member` is null or writable.
         unsafe { put_req(member, i32::from(is)) }
     }))
@@ -1290,13 +1281,7 @@ pub unsafe extern "C" fn heir_gang_wait(
 #[no_mangle]
 pub unsafe extern "C" fn heir_gang_notify(g: *mut heir_gang_t, counted: *mut i32) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    let r = unsafe { get(g) }.and_then(|g| {
-        let me = crate::rt::tid();
-        if gang::get(me) != Some(g.id()) {
-            return Err(Error::NotMember(me));
-        }
-        Ok(gang::notify())
-    });
+    let r = unsafe { get(g) }.and_then(|g| g.notify());
     match r {
         Ok(n) => {
             // SAFETY: the caller guarantees `counted` is null or writable.
@@ -1331,9 +1316,9 @@ unsafe fn word_change(cw: *mut u32, bits: u32, before: *mut u32, set: bool) -> i
         return libc::EINVAL;
     };
     let old = if set {
-        w.set_active(bits)
+        w.activate(bits)
     } else {
-        w.set_passive(bits)
+        w.deactivate(bits)
     };
     // SAFETY: the caller guarantees `before` is null or writable.
     unsafe { put(before, old.0) };
@@ -1375,7 +1360,7 @@ pub unsafe extern "C" fn heir_gang_deactivate(cw: *mut u32, bits: u32, before: *
 #[no_mangle]
 pub unsafe extern "C" fn heir_barrier_init(b: *mut heir_barrier_t, gpm: i32) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    unsafe { init(b, Barrier::new(GangAttr { boost: gpm != 0 })) }
+    unsafe { init(b, Barrier::new(GangAttr { gpm: gpm != 0 })) }
 }
 
 /// Destroys a barrier: `EBUSY` while one is active (started, not
@@ -1390,7 +1375,7 @@ pub unsafe extern "C" fn heir_barrier_destroy(b: *mut heir_barrier_t) -> i32 {
     unsafe { destroy(b, |x: &Barrier| x.is_active()) }
 }
 
-/// Thread `tid` (0: the caller) joins the barrier: `active` nonzero,
+/// Thread `tid` (0: the caller) becomes a member of the barrier: `active` nonzero,
 /// counted by every barrier; 0, a passive member that only counts for the
 /// gang priority (an initiator). `EEXIST` if it is in a gang already.
 ///
@@ -1403,19 +1388,7 @@ pub unsafe extern "C" fn heir_barrier_add_member(
     active: i32,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { get(b) }.and_then(|b| {
-        let tid = tid_or_self(tid);
-        if tid == crate::rt::tid() {
-            if active != 0 {
-                b.join().map(|_| ())
-            } else {
-                b.join_passive().map(|_| ())
-            }
-        } else {
-            let w = ControlWord::new(if active != 0 { gang::BARRIER_BIT } else { 0 });
-            b.gang().insert(tid, &w)
-        }
-    }))
+    rc(unsafe { get(b) }.and_then(|b| b.add_member(tid_or_self(tid), active != 0).map(|_| ())))
 }
 
 /// Thread `tid` (0: the caller) leaves the barrier (its notify if a
@@ -1429,7 +1402,7 @@ pub unsafe extern "C" fn heir_barrier_remove_member(
     tid: libc::pid_t,
 ) -> i32 {
     // SAFETY: forwarded caller guarantee.
-    rc(unsafe { get(b) }.and_then(|b| remove_from(b.gang(), tid)))
+    rc(unsafe { get(b) }.and_then(|b| b.remove_member(tid_or_self(tid)).map(|_| ())))
 }
 
 /// The initiator: sets the barrier-active flag and runs the gang (members
@@ -1645,7 +1618,7 @@ pub unsafe extern "C" fn heir_gang_insert(
 /// `ENOENT` if it is in none. [`heir_gang_remove_member`] takes the gang.
 #[no_mangle]
 pub extern "C" fn heir_gang_remove(tid: libc::pid_t) -> i32 {
-    rc(gang::remove(tid_or_self(tid)).map(|_| ()))
+    rc(gang::remove_tid(tid_or_self(tid), None).map(|_| ()))
 }
 
 /// Deprecated (no handle): the id of `tid`'s gang into `*id`, `ENOENT` if
@@ -1658,7 +1631,7 @@ pub unsafe extern "C" fn heir_gang_get(tid: libc::pid_t, id: *mut u32) -> i32 {
     if id.is_null() {
         return libc::EINVAL;
     }
-    match gang::get(tid_or_self(tid)) {
+    match gang::gang_of(tid_or_self(tid)) {
         // SAFETY: the caller guarantees `id` is null or writable.
         Some(g) => rc(unsafe { put_req(id, g.0) }),
         None => libc::ENOENT,

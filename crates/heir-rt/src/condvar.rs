@@ -22,11 +22,11 @@
 //!   lost), else `cancel_wait` revokes its donation.
 //! - The associated mutex is re-acquired after waking (a PI futex lock).
 //!
-//! # Who boosts the helpers: [`Boost`]
+//! # How a waiter lends to the helpers: [`Lend`]
 //!
-//! With [`Boost::User`] (the default) heir-rt applies every change the
+//! With [`Lend::User`] (the default) heir-rt applies every change the
 //! engine reports with `sched_setattr` on the helpers, as above. With
-//! [`Boost::Kernel`] the waiter sleeps instead in `FUTEX_LOCK_PI` on its own
+//! [`Lend::Kernel`] the waiter sleeps instead in `FUTEX_LOCK_PI` on its own
 //! PI futex word (`ThreadShared::boost`), which holds the TID of one helper
 //! (the condition variable's first helper that is another live thread of
 //! this process): the kernel makes that helper the word's owner and boosts
@@ -71,9 +71,10 @@ use crate::sys::{self, FutexWait};
 use crate::Error;
 
 /// How a condition variable's waiters lend their urgency to its helpers
-/// (see the module docs).
+/// (see the module docs; the C API's `heir_cond_attr_t.lend`,
+/// `HEIR_LEND_USER` / `HEIR_LEND_KERNEL`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Boost {
+pub enum Lend {
     /// heir-rt applies the engine's effective urgencies with
     /// `sched_setattr` on every helper (two system calls per helper and
     /// wait: the boost and the de-boost). A deadline cannot be lent to a
@@ -88,6 +89,11 @@ pub enum Boost {
     /// handler.
     Kernel,
 }
+
+/// The previous release's name of [`Lend`] ("boost" now means only a
+/// thread running above its base priority).
+#[deprecated(note = "renamed `Lend`")]
+pub type Boost = Lend;
 
 /// A bound on how often one kernel wait re-arms (a helper left, a signal
 /// re-armed it, the kernel refused the word) before it goes on as a user
@@ -107,7 +113,7 @@ pub enum WaitResult {
 #[derive(Debug)]
 pub struct PiCondvar {
     id: CondId,
-    boost: Boost,
+    lend: Lend,
     /// Threads inside a wait: counted up under the engine lock before the
     /// waiter gives its mutex up, down when its wait returns. A `signal`
     /// or `broadcast` that finds 0 has no waiter to wake and returns
@@ -130,21 +136,21 @@ impl Drop for Waiting<'_> {
 }
 
 impl PiCondvar {
-    /// A new condition variable with no helpers, [`Boost::User`].
+    /// A new condition variable with no helpers, [`Lend::User`].
     pub fn new() -> Self {
         PiCondvar {
             id: rt::state().new_cond(),
-            boost: Boost::User,
+            lend: Lend::User,
             waiters: AtomicU32::new(0),
         }
     }
 
-    /// A new condition variable with no helpers whose waiters boost them
-    /// as `boost` says. [`Boost::Kernel`] installs the no-op handler of
+    /// A new condition variable with no helpers whose waiters lend to them
+    /// as `lend` says. [`Lend::Kernel`] installs the no-op handler of
     /// [`sys::wake_signal`] first: `Err(Error::Os { op: "sigaction", errno:
     /// EBUSY })` if the program has its own handler on that signal.
-    pub fn with_boost(boost: Boost) -> Result<Self, Error> {
-        if boost == Boost::Kernel {
+    pub fn with_lend(lend: Lend) -> Result<Self, Error> {
+        if lend == Lend::Kernel {
             sys::install_wake_handler().map_err(|errno| Error::Os {
                 op: "sigaction",
                 errno,
@@ -152,14 +158,26 @@ impl PiCondvar {
         }
         Ok(PiCondvar {
             id: rt::state().new_cond(),
-            boost,
+            lend,
             waiters: AtomicU32::new(0),
         })
     }
 
-    /// How its waiters boost its helpers.
-    pub fn boost(&self) -> Boost {
-        self.boost
+    /// The previous release's name of [`PiCondvar::with_lend`].
+    #[deprecated(note = "renamed `with_lend`")]
+    pub fn with_boost(lend: Lend) -> Result<Self, Error> {
+        Self::with_lend(lend)
+    }
+
+    /// How its waiters lend to its helpers.
+    pub fn lend(&self) -> Lend {
+        self.lend
+    }
+
+    /// The previous release's name of [`PiCondvar::lend`].
+    #[deprecated(note = "renamed `lend`")]
+    pub fn boost(&self) -> Lend {
+        self.lend
     }
 
     /// The engine's id.
@@ -168,8 +186,9 @@ impl PiCondvar {
     }
 
     /// Declares thread `tid` (of this process) a helper: waiters lend it
-    /// their urgency while they wait (`pthread_cond_helpers_add`).
-    pub fn helpers_add(&self, tid: i32) -> Result<(), Error> {
+    /// their urgency while they wait (the PI-CV paper's
+    /// `pthread_cond_helpers_add`; C: `heir_cond_add_helper`).
+    pub fn add_helper(&self, tid: i32) -> Result<(), Error> {
         let mut st = rt::state();
         let t = st.task_of_tid(tid)?;
         let ch = st.engine.helper_add(self.id, t)?;
@@ -178,14 +197,27 @@ impl PiCondvar {
     }
 
     /// Removes helper `tid`, revoking what it inherited through this
-    /// condition variable (`pthread_cond_helpers_del`).
-    pub fn helpers_del(&self, tid: i32) -> Result<(), Error> {
+    /// condition variable (the PI-CV paper's `pthread_cond_helpers_del`;
+    /// C: `heir_cond_remove_helper`).
+    pub fn remove_helper(&self, tid: i32) -> Result<(), Error> {
         let mut st = rt::state();
         let t = st.lookup_tid(tid).ok_or(Error::NoSuchThread(tid))?;
         st.rearm_waiters_naming(t, Some(self.id));
         let ch = st.engine.helper_del(self.id, t)?;
         st.apply(&ch);
         Ok(())
+    }
+
+    /// The previous release's name of [`PiCondvar::add_helper`].
+    #[deprecated(note = "renamed `add_helper`")]
+    pub fn helpers_add(&self, tid: i32) -> Result<(), Error> {
+        self.add_helper(tid)
+    }
+
+    /// The previous release's name of [`PiCondvar::remove_helper`].
+    #[deprecated(note = "renamed `remove_helper`")]
+    pub fn helpers_del(&self, tid: i32) -> Result<(), Error> {
+        self.remove_helper(tid)
     }
 
     /// The helpers' tids.
@@ -270,7 +302,7 @@ impl PiCondvar {
             };
             // Armed before the changes are applied, so that the helper the
             // kernel boosts gets no `sched_setattr` for it.
-            let kernel = self.boost == Boost::Kernel && st.arm_kernel_wait(me, self.id);
+            let kernel = self.lend == Lend::Kernel && st.arm_kernel_wait(me, self.id);
             st.apply(&ch);
             let next = next.and_then(|t| st.shared(t));
             if let Some(n) = &next {

@@ -66,7 +66,7 @@
 //!   the engine cannot see (through a glibc mutex outside heir) is still
 //!   refused by the kernel (`EDEADLK` from `FUTEX_LOCK_PI`), named from
 //!   heir's record of which thread sleeps on which server.
-//! - **Passive servers.** [`Endpoint::join_server`] with `passive` switches
+//! - **Passive servers.** [`Endpoint::add_server`] with `passive` switches
 //!   the server to `SCHED_IDLE`: it runs on what callers lend it (the
 //!   kernel's boost) and otherwise only on CPU time nobody else wants.
 //!
@@ -378,11 +378,12 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
         }
     }
 
-    /// Makes the calling thread a server of the endpoint. With `passive`
-    /// it first switches itself to `SCHED_IDLE` (its base from now on,
-    /// through [`crate::thread::set_sched`]): it then runs on what callers
-    /// lend it. `Err(Busy)` if it already serves this endpoint.
-    pub fn join_server(&self, passive: bool) -> Result<(), Error> {
+    /// Makes the calling thread a server of the endpoint (only the caller:
+    /// a server receives in its own thread). With `passive` it first
+    /// switches itself to `SCHED_IDLE` (its base from now on, through
+    /// [`crate::thread::set_sched`]): it then runs on what callers lend it.
+    /// `Err(Busy)` if it already serves this endpoint.
+    pub fn add_server(&self, passive: bool) -> Result<(), Error> {
         let me = rt::tid();
         if passive {
             crate::thread::set_sched(&passive_attr())?;
@@ -405,7 +406,7 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
     /// The calling thread stops serving the endpoint. `Err(Busy)` while it
     /// has a request (or queued ones); `Err(NotServing)` if it is not a
     /// server. A passive server keeps `SCHED_IDLE`.
-    pub fn leave_server(&self) -> Result<(), Error> {
+    pub fn remove_server(&self) -> Result<(), Error> {
         let me = rt::tid();
         let mut g = self.state.lock()?;
         let si = g.server_index(me)?;
@@ -414,6 +415,18 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
         }
         g.servers.remove(si);
         Ok(())
+    }
+
+    /// The previous release's name of [`Endpoint::add_server`].
+    #[deprecated(note = "renamed `add_server`")]
+    pub fn join_server(&self, passive: bool) -> Result<(), Error> {
+        self.add_server(passive)
+    }
+
+    /// The previous release's name of [`Endpoint::remove_server`].
+    #[deprecated(note = "renamed `remove_server`")]
+    pub fn leave_server(&self) -> Result<(), Error> {
+        self.remove_server()
     }
 
     /// The servers' tids and whether each is passive.
@@ -654,7 +667,7 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
 
     /// Waits for a request until the absolute `CLOCK_MONOTONIC` deadline
     /// (`Ok(None)`: none came) and returns it; the caller (a server, see
-    /// [`Self::join_server`]) runs it boosted by its caller and answers with
+    /// [`Self::add_server`]) runs it boosted by its caller and answers with
     /// [`Self::reply`]. A request whose caller gave up before it was
     /// received is skipped, and so is one whose call's deadline has passed
     /// (decided under the endpoint's lock, with the clock read there: the

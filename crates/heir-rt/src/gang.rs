@@ -1,12 +1,12 @@
 //! Gang priority management in user space (the GPM paper's §4.2, L-GPM), boosted
 //! through heir's engine, and a barrier built on it.
 //!
-//! A [`Gang`] has *passive* members (threads inserted with a 32-bit
+//! A [`Gang`] has *passive* members (threads added with a 32-bit
 //! [`ControlWord`] each); a member is *active* for a run while its word
 //! shares a bit with the run's mask. [`Gang::run`] boosts every active
 //! member to the gang's priority — the maximum user priority of all
 //! members, passive and active ([`gang_priority`]) — until the member calls
-//! [`notify`]; [`Gang::wait_until`] returns when every active member has
+//! [`Gang::notify`]; [`Gang::wait_until`] returns when every active member has
 //! notified, or at its deadline; [`Gang::fd`] is an eventfd readable
 //! exactly when a wait would return at once (K-GPM's gang descriptor is
 //! pollable the same way).
@@ -29,9 +29,9 @@
 //!
 //! | bits | name | who writes it |
 //! |---|---|---|
-//! | 0..=27 | membership mask ([`MASK_BITS`]) | the member, by CAS ([`ControlWord::set_active`], [`ControlWord::set_passive`]) |
+//! | 0..=27 | membership mask ([`MASK_BITS`]) | the member, by CAS ([`ControlWord::activate`], [`ControlWord::deactivate`]) |
 //! | 28 | reserved, 0 | — |
-//! | 29 | [`MEMBER`]: inserted in a gang | insert / remove |
+//! | 29 | [`MEMBER`]: a member of a gang | add_member / remove_member |
 //! | 30 | [`BOOSTED`]: the gang's floor lifts it now | run / notify |
 //! | 31 | [`RUN`]: counted in the run in progress; must notify | run / notify |
 //!
@@ -64,10 +64,10 @@
 //! # Exits
 //!
 //! A member's exit is its removal. A thread that called heir-rt itself is
-//! purged by its thread-local exit hook ([`Gang::insert`] of the caller
-//! registers it so); a thread inserted by tid that never did is watched
+//! purged by its thread-local exit hook ([`Gang::add_member`] of the caller
+//! registers it so); a thread added by tid that never did is watched
 //! through a pidfd polled by `run`, `wait` (every [`EXIT_POLL_NS`] while
-//! such a member is counted), `pending` and [`get`].
+//! such a member is counted), `pending` and [`Gang::has_member`].
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -168,16 +168,29 @@ impl ControlWord {
     /// becomes active after a run started is not counted in that run
     /// (its [`WordState::counted`] is false): a barrier checks its own
     /// flag at its barrier points.
-    pub fn set_active(&self, bits: u32) -> WordState {
+    pub fn activate(&self, bits: u32) -> WordState {
         WordState(self.word().fetch_or(bits & MASK_BITS, Ordering::AcqRel))
     }
 
     /// Clears membership bits (`bits & MASK_BITS`) with one CAS, without a
     /// system call; returns the word as it was before. If
     /// [`WordState::counted`] is set in the result, a run counted this
-    /// thread before it withdrew: it must still [`notify`] (the GPM paper's §3).
-    pub fn set_passive(&self, bits: u32) -> WordState {
+    /// thread before it withdrew: it must still [`Gang::notify`] (the GPM
+    /// paper's §3).
+    pub fn deactivate(&self, bits: u32) -> WordState {
         WordState(self.word().fetch_and(!(bits & MASK_BITS), Ordering::AcqRel))
+    }
+
+    /// The previous release's name of [`ControlWord::activate`].
+    #[deprecated(note = "renamed `activate`")]
+    pub fn set_active(&self, bits: u32) -> WordState {
+        self.activate(bits)
+    }
+
+    /// The previous release's name of [`ControlWord::deactivate`].
+    #[deprecated(note = "renamed `deactivate`")]
+    pub fn set_passive(&self, bits: u32) -> WordState {
+        self.deactivate(bits)
     }
 
     /// `run`'s decision for one member: sets [`RUN`] (and [`BOOSTED`] if
@@ -215,7 +228,7 @@ impl WordState {
         self.0 & MASK_BITS
     }
 
-    /// Inserted in a gang ([`MEMBER`]).
+    /// A member of a gang ([`MEMBER`]).
     pub fn member(self) -> bool {
         self.0 & MEMBER != 0
     }
@@ -231,18 +244,20 @@ impl WordState {
     }
 }
 
-/// How a gang is created.
+/// How a gang is created (C: `heir_gang_attr_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GangAttr {
-    /// Boost the active members at `run` (gang priority management). False
+    /// Gang priority management: `run` boosts the active members. False
     /// keeps the counting, the waiting and the control words but boosts
-    /// nobody: the GPM paper's no-GPM baseline (`--gpm off`).
-    pub boost: bool,
+    /// nobody: the GPM paper's no-GPM baseline (`--gpm off`). (Named
+    /// `boost` in the previous release: a field can have no deprecated
+    /// alias.)
+    pub gpm: bool,
 }
 
 impl Default for GangAttr {
     fn default() -> Self {
-        GangAttr { boost: true }
+        GangAttr { gpm: true }
     }
 }
 
@@ -269,8 +284,8 @@ pub enum GangWait {
     TimedOut,
 }
 
-/// What a [`notify`] (or a [`remove`], which notifies for the removed
-/// thread) counted.
+/// What a [`Gang::notify`] (or a [`Gang::remove_member`], which notifies
+/// for the removed thread) counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Notified {
     /// The thread was counted in the run in progress: its boost ended and
@@ -312,7 +327,7 @@ struct MemberRec {
     targeted: bool,
     /// A pidfd of the member's thread (`PIDFD_THREAD`), readable once it
     /// exits: how the exit of a member that never called heir-rt itself
-    /// (inserted by tid) is seen ([`reap`]). `None` where the kernel has
+    /// (added by tid) is seen ([`reap`]). `None` where the kernel has
     /// no thread pidfds (then `tgkill(pid, tid, 0)`), or for the caller
     /// itself, whose exit purges it.
     exit: Option<OwnedFd>,
@@ -344,9 +359,9 @@ pub(crate) struct Gangs {
     next: u32,
 }
 
-/// A gang (`gang_create`; dropping it is `gang_close`: the gang goes away
-/// once its last member has left). Share it between threads with an `Arc`
-/// or by reference.
+/// A gang (C: `heir_gang_init`; dropping it, or [`Gang::destroy`], is
+/// `heir_gang_destroy`: the gang goes away once its last member has
+/// left). Share it between threads with an `Arc` or by reference.
 #[derive(Debug)]
 pub struct Gang {
     id: GangId,
@@ -383,7 +398,7 @@ impl Gang {
             id,
             GangRec {
                 obj,
-                boost: attr.boost,
+                boost: attr.gpm,
                 members: Vec::new(),
                 pending: 0,
                 closed: false,
@@ -393,7 +408,7 @@ impl Gang {
         Ok(Gang { id, shared })
     }
 
-    /// The gang's id ([`get`] returns it for its members).
+    /// The gang's id, unique in the process.
     pub fn id(&self) -> GangId {
         self.id
     }
@@ -407,11 +422,11 @@ impl Gang {
 
     /// Makes thread `tid` (of this process) a passive member with control
     /// word `word` (its membership bits are the word's; [`MEMBER`] is set,
-    /// stale [`RUN`]/[`BOOSTED`] cleared). A member joining during a run is
+    /// stale [`RUN`]/[`BOOSTED`] cleared). A member added during a run is
     /// not counted in it. [`Error::AlreadyMember`] if the thread is in a
     /// gang (at most one), or the word is another member's;
     /// [`Error::NoSuchThread`] if `tid` is not a thread of this process.
-    pub fn insert(&self, tid: i32, word: &ControlWord) -> Result<(), Error> {
+    pub fn add_member(&self, tid: i32, word: &ControlWord) -> Result<(), Error> {
         let me = tid == rt::tid();
         // Another thread's exit is watched through a pidfd, opened before
         // the engine lock (the caller's own exit purges it).
@@ -449,7 +464,39 @@ impl Gang {
         Ok(())
     }
 
-    /// The members' tids, in insertion order.
+    /// The previous release's name of [`Gang::add_member`].
+    #[deprecated(note = "renamed `add_member`")]
+    pub fn insert(&self, tid: i32, word: &ControlWord) -> Result<(), Error> {
+        self.add_member(tid, word)
+    }
+
+    /// Thread `tid` leaves this gang. If it was counted in the run in
+    /// progress and had not notified, this is its notify (its boost ends,
+    /// it is discounted). [`Error::NotMember`] if it is not a member of
+    /// this gang (C: `heir_gang_remove_member`).
+    pub fn remove_member(&self, tid: i32) -> Result<Notified, Error> {
+        remove_tid(tid, Some(self.id))
+    }
+
+    /// True if thread `tid` is a member of this gang (a member found
+    /// exited has left; C: `heir_gang_has_member`).
+    pub fn has_member(&self, tid: i32) -> bool {
+        gang_of(tid) == Some(self.id)
+    }
+
+    /// `gang_notify` by the calling thread, a member of this gang: ends
+    /// its gang boost (back to `max(user, lock-inherited)` priority) and
+    /// discounts it from the run in progress, waking the gang's waiters if
+    /// it was the last. [`Notified::NotCounted`] if it was not active when
+    /// the run started, notified already, or no run is in progress; it
+    /// may come before or after the waiter's `wait`.
+    /// [`Error::NotMember`] if the caller is not a member of this gang
+    /// (C: `heir_gang_notify`).
+    pub fn notify(&self) -> Result<Notified, Error> {
+        notify_inner(false, Some(self.id)).map(|(n, _)| n)
+    }
+
+    /// The members' tids, in the order they were added.
     pub fn members(&self) -> Vec<i32> {
         let st = rt::state();
         st.gangs
@@ -544,7 +591,7 @@ impl Gang {
     ///
     /// A counted member's exit is its notify. A member that called heir-rt
     /// itself is purged by its own exit; while a counted member has no such
-    /// hook (inserted by tid, it never called heir-rt), the wait sleeps at
+    /// hook (added by tid, it never called heir-rt), the wait sleeps at
     /// most [`EXIT_POLL_NS`] at a time and checks that member's pidfd
     /// (`reap`), so its exit ends the wait within that slice.
     pub fn wait_until(&self, deadline_ns: Option<u64>) -> Result<GangWait, Error> {
@@ -589,7 +636,11 @@ impl Gang {
         self.pending() == 0
     }
 
-    /// `gang_close`: the same as dropping the handle.
+    /// `heir_gang_destroy`: the same as dropping the handle.
+    pub fn destroy(self) {}
+
+    /// The previous release's name of [`Gang::destroy`].
+    #[deprecated(note = "renamed `destroy`")]
     pub fn close(self) {}
 }
 
@@ -615,9 +666,16 @@ fn free_gang(st: &mut State, id: GangId) {
     }
 }
 
+/// The previous release's call without a gang: the gang thread `tid` is a
+/// member of ([`Gang::id`]), if any.
+#[deprecated(note = "name the gang: `Gang::has_member`")]
+pub fn get(tid: i32) -> Option<GangId> {
+    gang_of(tid)
+}
+
 /// The gang thread `tid` is a member of ([`Gang::id`]), if any (`None`
 /// for a member found exited: it has left).
-pub fn get(tid: i32) -> Option<GangId> {
+pub(crate) fn gang_of(tid: i32) -> Option<GangId> {
     let mut st = rt::state();
     let t = st.lookup_tid(tid)?;
     let gid = st.gangs.member_of.get(&t).copied()?;
@@ -659,29 +717,37 @@ fn reap(st: &mut State, gid: GangId) -> usize {
     gone.len()
 }
 
-/// `gang_notify` for the calling thread: ends its gang boost (back to
-/// `max(user, lock-inherited)` priority) and discounts it from the run in
-/// progress, waking the gang's waiters if it was the last. Harmless for a
-/// thread that is no member, was not active when the run started, or
-/// notified already ([`Notified::NotCounted`]); it may come before or
-/// after the waiter's `wait`.
+/// The previous release's call without a gang: [`Gang::notify`] for
+/// whichever gang the caller is in ([`Notified::NotCounted`] for none).
+#[deprecated(note = "name the gang: `Gang::notify`")]
 pub fn notify() -> Notified {
-    notify_inner(false).0
+    notify_inner(false, None).map_or(Notified::NotCounted, |(n, _)| n)
 }
 
-/// [`notify`]; with `withdraw`, first clears the caller's membership bits
-/// (under the engine lock, so atomically with respect to `run`) and
-/// returns its word and the bits it had, to set again later.
-fn notify_inner(withdraw: bool) -> (Notified, Option<(ControlWord, u32)>) {
+/// The caller's notify; with `only`, [`Error::NotMember`] unless it is a
+/// member of that gang (checked under the same engine lock). With
+/// `withdraw`, first clears the caller's membership bits (under the engine
+/// lock, so atomically with respect to `run`) and returns its word and the
+/// bits it had, to set again later.
+fn notify_inner(
+    withdraw: bool,
+    only: Option<GangId>,
+) -> Result<(Notified, Option<(ControlWord, u32)>), Error> {
     let me = rt::tid();
     let (n, wake, deferred, word) = {
         let mut st = rt::state();
-        let Some(t) = st.lookup_tid(me) else {
-            return (Notified::NotCounted, None);
+        let t = st.lookup_tid(me);
+        if let Some(gid) = only {
+            if t.and_then(|t| st.gangs.member_of.get(&t)) != Some(&gid) {
+                return Err(Error::NotMember(me));
+            }
+        }
+        let Some(t) = t else {
+            return Ok((Notified::NotCounted, None));
         };
         let word = if withdraw {
             member_word(&st, t).map(|w| {
-                let bits = w.set_passive(MASK_BITS).mask();
+                let bits = w.deactivate(MASK_BITS).mask();
                 (w, bits)
             })
         } else {
@@ -702,7 +768,7 @@ fn notify_inner(withdraw: bool) -> (Notified, Option<(ControlWord, u32)>) {
     if let Some(t) = deferred {
         rt::state().sync(t);
     }
-    (n, word)
+    Ok((n, word))
 }
 
 /// The control word of member `t` (engine lock held).
@@ -715,13 +781,28 @@ fn member_word(st: &State, t: TaskId) -> Option<ControlWord> {
         .map(|m| m.word.clone())
 }
 
-/// `gang_remove`: thread `tid` leaves its gang. If it was counted in the
-/// run in progress and had not notified, this is its notify (its boost
-/// ends, it is discounted). [`Error::NotMember`] if it is in no gang.
+/// The previous release's call without a gang: thread `tid` leaves
+/// whichever gang it is in ([`Gang::remove_member`]; [`Error::NotMember`]
+/// if in none).
+#[deprecated(note = "name the gang: `Gang::remove_member`")]
 pub fn remove(tid: i32) -> Result<Notified, Error> {
+    remove_tid(tid, None)
+}
+
+/// Thread `tid` leaves its gang, which must be `only` if given (checked
+/// under the same engine lock): its notify if counted, then its
+/// membership. [`Error::NotMember`] if it is in no gang, or another.
+pub(crate) fn remove_tid(tid: i32, only: Option<GangId>) -> Result<Notified, Error> {
     let (n, wake) = {
         let mut st = rt::state();
+        if let Some(gid) = only {
+            // A member found exited has left (as `has_member` sees it).
+            reap(&mut st, gid);
+        }
         let t = st.lookup_tid(tid).ok_or(Error::NotMember(tid))?;
+        if only.is_some_and(|gid| st.gangs.member_of.get(&t) != Some(&gid)) {
+            return Err(Error::NotMember(tid));
+        }
         let (n, changes, wake) = leave(&mut st, t).ok_or(Error::NotMember(tid))?;
         st.apply(&changes);
         (n, wake)
@@ -777,9 +858,9 @@ fn discount(st: &mut State, t: TaskId) -> (Notified, Changes, Wake) {
     (Notified::Counted { completed: true }, changes, wake)
 }
 
-/// Task `t` leaves its gang (remove, or the thread's exit): its notify,
-/// then its membership; a closed gang without members is freed. `None` if
-/// it is in no gang.
+/// Task `t` leaves its gang (`remove_member`, or the thread's exit): its
+/// notify, then its membership; a closed gang without members is freed.
+/// `None` if it is in no gang.
 fn leave(st: &mut State, t: TaskId) -> Option<(Notified, Changes, Wake)> {
     let gid = *st.gangs.member_of.get(&t)?;
     let (n, changes, wake) = discount(st, t);
@@ -836,7 +917,7 @@ pub enum PointResult {
 /// on the resumption condition; the barrier is *complete* when every
 /// active member has notified ([`Barrier::wait_until`], the gang's wait);
 /// the initiator then releases them ([`Barrier::release`]). With
-/// [`GangAttr::boost`] false it is the same barrier without boosts (the
+/// [`GangAttr::gpm`] false it is the same barrier without boosts (the
 /// no-GPM baseline).
 #[derive(Debug)]
 pub struct Barrier {
@@ -861,29 +942,42 @@ impl Barrier {
         &self.gang
     }
 
-    /// The calling thread joins as an active member ([`BARRIER_BIT`] set
-    /// in a new control word, returned: [`ControlWord::set_passive`]
-    /// withdraws it while it sleeps or does I/O).
+    /// Thread `tid` becomes a member with a new control word, returned.
+    /// `active`: [`BARRIER_BIT`] set, so the barriers count it
+    /// ([`ControlWord::deactivate`] withdraws it while it sleeps or does
+    /// I/O). Passive: it counts for the gang priority (an initiator of
+    /// higher priority, as T_H in the GPM paper's Fig. 1) but not in the
+    /// barriers until [`BARRIER_BIT`] is set in its word. The errors of
+    /// [`Gang::add_member`] (C: `heir_barrier_add_member`).
+    pub fn add_member(&self, tid: i32, active: bool) -> Result<ControlWord, Error> {
+        let w = ControlWord::new(if active { BARRIER_BIT } else { 0 });
+        self.gang.add_member(tid, &w)?;
+        Ok(w)
+    }
+
+    /// Thread `tid` leaves (counted as its notify if a barrier counts it).
+    /// [`Error::NotMember`] if it is not a member (C:
+    /// `heir_barrier_remove_member`).
+    pub fn remove_member(&self, tid: i32) -> Result<Notified, Error> {
+        self.gang.remove_member(tid)
+    }
+
+    /// The previous release's call: `add_member(thread::current_tid(), true)`.
+    #[deprecated(note = "use `add_member(tid, true)`")]
     pub fn join(&self) -> Result<ControlWord, Error> {
-        let w = ControlWord::new(BARRIER_BIT);
-        self.gang.insert(rt::tid(), &w)?;
-        Ok(w)
+        self.add_member(rt::tid(), true)
     }
 
-    /// The calling thread joins as a passive member: it counts for the
-    /// gang priority (an initiator of higher priority, as T_H in the GPM
-    /// paper's Fig. 1) but is not counted by the runs until it sets
-    /// [`BARRIER_BIT`] in the returned word.
+    /// The previous release's call: `add_member(thread::current_tid(), false)`.
+    #[deprecated(note = "use `add_member(tid, false)`")]
     pub fn join_passive(&self) -> Result<ControlWord, Error> {
-        let w = ControlWord::new(0);
-        self.gang.insert(rt::tid(), &w)?;
-        Ok(w)
+        self.add_member(rt::tid(), false)
     }
 
-    /// The calling thread leaves (counted as its notify if a barrier
-    /// counts it).
+    /// The previous release's call: `remove_member(thread::current_tid())`.
+    #[deprecated(note = "use `remove_member(tid)`")]
     pub fn leave(&self) -> Result<Notified, Error> {
-        remove(rt::tid())
+        self.remove_member(rt::tid())
     }
 
     /// True while a barrier is active (started, not yet released).
@@ -941,7 +1035,8 @@ impl Barrier {
         // step under the engine lock, and rejoins once released. Else a
         // member that arrives between the flag and the run would notify
         // before the run counts it, and never again.
-        let (_, word) = notify_inner(true);
+        // Never an error without `only`.
+        let word = notify_inner(true, None).ok().and_then(|(_, w)| w);
         let r = loop {
             if self.resume.load(Ordering::Acquire) != gen {
                 break PointResult::Released;
@@ -955,7 +1050,7 @@ impl Barrier {
             }
         };
         if let Some((w, bits)) = word {
-            w.set_active(bits);
+            w.activate(bits);
         }
         r
     }
@@ -1000,20 +1095,20 @@ mod tests {
         assert!(w.mark_run(0x1, true));
         let s = w.load();
         assert!(s.counted() && s.boosted() && s.mask() == 1);
-        let before = w.set_passive(0x1);
+        let before = w.deactivate(0x1);
         assert!(before.counted(), "withdrawing learns it was counted");
         assert_eq!(w.load().mask(), 0);
         assert!(w.load().counted(), "still counted until it notifies");
         assert!(w.clear_run().counted());
         assert_eq!(w.load(), WordState(0));
-        let prev = w.set_active(0x3);
+        let prev = w.activate(0x3);
         assert_eq!(prev.mask(), 0);
         assert_eq!(w.load().mask(), 3);
         let mut raw = 0u32;
         // SAFETY: `raw` outlives `cw` (both locals, `cw` dropped first) and
         // is only accessed through it.
         let cw = unsafe { ControlWord::from_ptr(&mut raw) }.expect("aligned");
-        cw.set_active(5);
+        cw.activate(5);
         assert_eq!(cw.load().mask(), 5);
         drop(cw);
         assert_eq!(raw, 5);
@@ -1061,10 +1156,10 @@ mod tests {
                 let _ = prx.recv();
             });
             let ptid = tid_rx.recv().expect("tid");
-            g.insert(ptid, &ControlWord::new(0))
-                .expect("insert passive");
+            g.add_member(ptid, &ControlWord::new(0))
+                .expect("add passive");
             let me = rt::tid();
-            g.insert(me, &ControlWord::new(1)).expect("insert");
+            g.add_member(me, &ControlWord::new(1)).expect("add_member");
             let out = g.run(1).expect("run");
             assert_eq!((out.active, out.boosted), (1, 1));
             let prio = || sys::sched_getattr(0).expect("getattr").sched_priority;
@@ -1081,7 +1176,7 @@ mod tests {
                     while !go.load(Ordering::Acquire) && sys::now_ns() < limit {
                         std::thread::yield_now();
                     }
-                    get(me)
+                    gang_of(me)
                 })
             };
             rrx.recv().expect("waiter ready");
@@ -1098,8 +1193,8 @@ mod tests {
             drop(st);
             let after = prio();
             let seen = waiter.join().expect("waiter");
-            let _ = remove(me);
-            let _ = remove(ptid);
+            let _ = g.remove_member(me);
+            let _ = g.remove_member(ptid);
             drop(ptx);
             passive.join().expect("passive");
             (n, under, after, seen, g.id())

@@ -5,14 +5,15 @@
 //! on a stock kernel (PI-CV, and the library approach of the GPM paper's §4.2),
 //! driven by the same [`heir_core::Engine`] as the simulator.
 //!
-//! - [`thread`]: the registry — a thread joins with its base attributes
-//!   (`sched_getattr`, saved exactly) and leaves on exit; effective urgencies
+//! - [`thread`]: the registry — a thread registers with its base attributes
+//!   (`sched_getattr`, saved exactly) and unregisters on exit; effective urgencies
 //!   are applied with `sched_setattr` when the engine says they changed.
 //! - [`PiMutex`]: the kernel's PI futex (`FUTEX_LOCK_PI2`/`FUTEX_UNLOCK_PI`,
 //!   TID fast path, as glibc's `PTHREAD_PRIO_INHERIT`); contention is also
 //!   recorded in the engine so boosts continue past the owner into
 //!   condition-variable helpers (the PI-CV paper's Fig. 7).
-//! - [`PiCondvar`]: condition variable with helpers (`helpers_add/del`):
+//! - [`PiCondvar`]: condition variable with helpers (`add_helper` /
+//!   `remove_helper`):
 //!   waiters are woken in priority order and lend their urgency to the
 //!   helpers while they wait.
 //! - [`CeilingMutex`]: immediate priority ceiling (IPCP).
@@ -30,6 +31,19 @@
 //!
 //! The locking rule and what is saved and restored are in [`rt`]'s docs and
 //! `docs/RUNTIME.md`.
+//!
+//! # Names
+//!
+//! The Rust names follow heir.h's: membership is one verb pair,
+//! `add_ROLE` / `remove_ROLE` ([`PiCondvar::add_helper`],
+//! [`PrioQueue::add_producer`], [`rpc::Endpoint::add_server`],
+//! [`gang::Gang::add_member`], …), taking the thread's tid, except where
+//! only the calling thread can take the role (a donating server,
+//! [`donate::Endpoint::add_server`]); every gang call names its gang;
+//! "boost" means only a thread running above its base priority because
+//! another lends it — how a condition variable's waiters lend is its
+//! [`Lend`]. The previous release's names stay one release as
+//! `#[deprecated]` aliases (docs/RUNTIME.md lists them).
 //!
 //! This is the library a C or Rust program links. Running a scenario file
 //! on real threads (`heir run`: the file's tasks, the busy loops and their
@@ -64,7 +78,9 @@ pub mod thread;
 pub mod trace;
 
 pub use ceiling::{CeilingMutex, CeilingMutexGuard, RawEngineMutex};
-pub use condvar::{Boost, PiCondvar, WaitResult};
+#[allow(deprecated)]
+pub use condvar::Boost;
+pub use condvar::{Lend, PiCondvar, WaitResult};
 pub use heir_core::{Node, Urgency};
 pub use mutex::{PiMutex, PiMutexGuard, RawPiMutex};
 pub use queue::PrioQueue;
@@ -122,7 +138,7 @@ pub enum Error {
     /// A donating endpoint has no server ([`donate::Endpoint`]).
     #[error("the endpoint has no server")]
     NoServer,
-    /// The calling thread is not a server of the endpoint, or has no
+    /// The thread is not a server of the endpoint, or (the caller) has no
     /// received request to reply to.
     #[error("the calling thread serves no request of the endpoint")]
     NotServing,

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use heir_core::Urgency;
 
-use crate::condvar::{Boost, PiCondvar, WaitResult};
+use crate::condvar::{Lend, PiCondvar, WaitResult};
 use crate::mutex::PiMutex;
 use crate::Error;
 
@@ -90,43 +90,61 @@ impl<T: Send> PrioQueue<T> {
         }
     }
 
-    /// A queue like [`PrioQueue::new`] whose two condition variables boost
-    /// their helpers as `boost` says ([`PiCondvar::with_boost`]).
-    pub fn with_boost(capacity: usize, boost: Boost) -> Result<Self, Error> {
+    /// A queue like [`PrioQueue::new`] whose two condition variables' waiters
+    /// lend to their helpers as `lend` says ([`PiCondvar::with_lend`]).
+    pub fn with_lend(capacity: usize, lend: Lend) -> Result<Self, Error> {
         Ok(PrioQueue {
             inner: PiMutex::new(Inner {
                 heap: BinaryHeap::new(),
                 seq: 0,
             }),
-            more: PiCondvar::with_boost(boost)?,
-            less: PiCondvar::with_boost(boost)?,
+            more: PiCondvar::with_lend(lend)?,
+            less: PiCondvar::with_lend(lend)?,
             capacity: capacity.max(1),
             inside: AtomicU32::new(0),
         })
     }
 
+    /// The previous release's name of [`PrioQueue::with_lend`].
+    #[deprecated(note = "renamed `with_lend`")]
+    pub fn with_boost(capacity: usize, lend: Lend) -> Result<Self, Error> {
+        Self::with_lend(capacity, lend)
+    }
+
     /// Declares `tid` a producer: helper of the "more" condition.
     pub fn add_producer(&self, tid: i32) -> Result<(), Error> {
         let _in = Inside::enter(&self.inside);
-        self.more.helpers_add(tid)
+        self.more.add_helper(tid)
     }
 
     /// Declares `tid` a consumer: helper of the "less" condition.
     pub fn add_consumer(&self, tid: i32) -> Result<(), Error> {
         let _in = Inside::enter(&self.inside);
-        self.less.helpers_add(tid)
+        self.less.add_helper(tid)
     }
 
     /// Removes producer `tid`.
-    pub fn del_producer(&self, tid: i32) -> Result<(), Error> {
+    pub fn remove_producer(&self, tid: i32) -> Result<(), Error> {
         let _in = Inside::enter(&self.inside);
-        self.more.helpers_del(tid)
+        self.more.remove_helper(tid)
     }
 
     /// Removes consumer `tid`.
-    pub fn del_consumer(&self, tid: i32) -> Result<(), Error> {
+    pub fn remove_consumer(&self, tid: i32) -> Result<(), Error> {
         let _in = Inside::enter(&self.inside);
-        self.less.helpers_del(tid)
+        self.less.remove_helper(tid)
+    }
+
+    /// The previous release's name of [`PrioQueue::remove_producer`].
+    #[deprecated(note = "renamed `remove_producer`")]
+    pub fn del_producer(&self, tid: i32) -> Result<(), Error> {
+        self.remove_producer(tid)
+    }
+
+    /// The previous release's name of [`PrioQueue::remove_consumer`].
+    #[deprecated(note = "renamed `remove_consumer`")]
+    pub fn del_consumer(&self, tid: i32) -> Result<(), Error> {
+        self.remove_consumer(tid)
     }
 
     /// Pushes at the caller's current effective urgency, blocking while full.

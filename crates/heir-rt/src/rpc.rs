@@ -94,10 +94,29 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
         let mut g = self.state.lock()?;
         if self.pi_cv {
             for s in &g.slots {
-                s.cond.helpers_add(tid)?;
+                s.cond.add_helper(tid)?;
             }
         }
         g.servers.push(tid);
+        Ok(())
+    }
+
+    /// Thread `tid` stops being a server: with PI-CV, what it inherited
+    /// from waiting callers is revoked. [`Error::NotServing`] if it is not
+    /// a server of the endpoint.
+    pub fn remove_server(&self, tid: i32) -> Result<(), Error> {
+        let mut g = self.state.lock()?;
+        let i = g
+            .servers
+            .iter()
+            .position(|&s| s == tid)
+            .ok_or(Error::NotServing)?;
+        if self.pi_cv {
+            for s in &g.slots {
+                s.cond.remove_helper(tid)?;
+            }
+        }
+        g.servers.remove(i);
         Ok(())
     }
 
@@ -107,7 +126,7 @@ impl<Req: Send, Resp: Send> Endpoint<Req, Resp> {
         let cond = Arc::new(PiCondvar::new());
         if self.pi_cv {
             for &s in &g.servers {
-                cond.helpers_add(s)?;
+                cond.add_helper(s)?;
             }
         }
         g.slots.push(Slot {

@@ -83,7 +83,7 @@ pub(crate) struct ThreadShared {
     pub tid: i32,
     pub wake: AtomicU32,
     /// The PI futex word of a kernel-boosted condition-variable wait
-    /// ([`crate::condvar::Boost::Kernel`]): the TID of the helper it names
+    /// ([`crate::condvar::Lend::Kernel`]): the TID of the helper it names
     /// while the thread waits, 0 otherwise. Only this thread ever sleeps on
     /// it, so the kernel keeps no state for it once that sleep ends.
     pub boost: AtomicU32,
@@ -181,7 +181,7 @@ struct ThreadRec {
     shared: Arc<ThreadShared>,
     base: SchedAttr,
     base_urgency: Urgency,
-    /// What heir-rt last told the kernel (the base urgency at join).
+    /// What heir-rt last told the kernel (the base urgency at registration).
     applied: Urgency,
     /// While the thread sleeps in a kernel-boosted condition-variable wait:
     /// the helper its word names (the kernel boosts that helper).
@@ -195,7 +195,7 @@ struct ThreadRec {
     carried: u32,
     /// The thread called heir-rt itself ([`State::current`]): its exit
     /// runs the thread-local hook that purges it. A thread only named by
-    /// others (a helper, a gang member inserted by tid) has none.
+    /// others (a helper, a gang member added by tid) has none.
     hooked: bool,
 }
 
@@ -205,7 +205,7 @@ struct ThreadRec {
 pub struct ThreadInfo {
     /// Kernel thread id.
     pub tid: i32,
-    /// The attributes saved at join.
+    /// The attributes saved at registration.
     pub base: SchedAttr,
     /// The base, as an urgency.
     pub base_urgency: Urgency,
@@ -217,7 +217,7 @@ pub struct ThreadInfo {
     /// [`crate::PiMutex`], an engine mutex or a [`crate::PiCondvar`]).
     pub blocked_on: Option<heir_core::ObjId>,
     /// The helper a kernel-boosted condition-variable wait of this thread
-    /// names ([`crate::condvar::Boost::Kernel`]): the kernel, not
+    /// names ([`crate::condvar::Lend::Kernel`]): the kernel, not
     /// `sched_setattr`, lends that helper this thread's urgency.
     pub kernel_helper: Option<i32>,
 }
@@ -240,9 +240,9 @@ pub struct ApplyStats {
     pub last_error_tid: i32,
     /// Urgencies that could not be expressed for the target and were not
     /// applied: a deadline lent through something the kernel does not
-    /// carry (a condition variable's `sched_setattr` boost, `Boost::User`).
+    /// carry (a condition variable's `sched_setattr` boost, `Lend::User`).
     /// A deadline the kernel lends itself — along PI mutexes and
-    /// `Boost::Kernel` waits, its deadline inheritance — is not counted.
+    /// `Lend::Kernel` waits, its deadline inheritance — is not counted.
     /// Also counted: any change for another thread that is
     /// `SCHED_DEADLINE` while its registered base says otherwise (heir-rt
     /// never writes a deadline thread's attributes from another thread).
@@ -334,7 +334,7 @@ impl ApplyStats {
                 self.unexpressible,
                 "boost",
                 format!(
-                    "could not be expressed (a deadline lent through a condition variable's sched_setattr boost, last {}: the kernel lends a deadline only along PI futexes — a PI mutex, or a Boost::Kernel condition variable's named helper)",
+                    "could not be expressed (a deadline lent through a condition variable's sched_setattr boost, last {}: the kernel lends a deadline only along PI futexes — a PI mutex, or a Lend::Kernel condition variable's named helper)",
                     who(self.last_unexpressible_tid)
                 ),
             ),
@@ -1176,7 +1176,7 @@ impl State {
     /// Drops `t` from the engine and the registry: releases what it owns in
     /// the engine, cancels its wait, removes it from every helper set, and
     /// applies what that changes for others. Its own attributes are left
-    /// alone (`thread::leave` restores them first: [`State::restore_base`]).
+    /// alone (`thread::unregister` restores them first: [`State::restore_base`]).
     ///
     /// A PI mutex it owns is only released in the engine (the kernel hands
     /// the futex on, robustly). An engine mutex (a ceiling mutex) it owns

@@ -1,15 +1,15 @@
-//! The thread registry: join, leave, inspect.
+//! The thread registry: register, unregister, inspect.
 //!
-//! A thread joins the first time it uses heir-rt (or explicitly with
-//! [`join`]); another thread can name it by tid (e.g. as a helper) before
-//! that, which registers it on its behalf. Joining saves the thread's
+//! A thread registers the first time it uses heir-rt (or explicitly with
+//! [`register`]); another thread can name it by tid (e.g. as a helper) before
+//! that, which registers it on its behalf. Registering saves the thread's
 //! attributes exactly as `sched_getattr` reports them (the *base*); heir-rt
 //! only ever writes attributes derived from the base and restores the base
-//! itself when the boost ends. A thread that used heir-rt leaves when it
-//! exits (a thread-local destructor): what it owned in the engine is
+//! itself when the boost ends. A thread that used heir-rt is unregistered
+//! when it exits (a thread-local destructor): what it owned in the engine is
 //! released, its wait cancelled, and it is dropped from every helper set, so
-//! nobody keeps an urgency it lent. [`leave`] does the same and restores the
-//! caller's base attributes.
+//! nobody keeps an urgency it lent. [`unregister`] does the same and
+//! restores the caller's base attributes.
 //!
 //! This module is the public face of the registry, which lives with the
 //! engine lock in [`crate::rt`]: it only calls into `rt`, never the other
@@ -28,15 +28,22 @@ pub fn current_tid() -> i32 {
 }
 
 /// Registers the calling thread with its current attributes; returns its
-/// tid. Idempotent.
-pub fn join() -> Result<i32, Error> {
+/// tid. Idempotent (C: `heir_thread_register`).
+pub fn register() -> Result<i32, Error> {
     let mut st = rt::state();
     st.current()?;
     Ok(rt::tid())
 }
 
+/// The previous release's name of [`register`] (`join` means something
+/// else to `std::thread` and pthreads).
+#[deprecated(note = "renamed `register`")]
+pub fn join() -> Result<i32, Error> {
+    register()
+}
+
 /// Sets the calling thread's attributes (`sched_setattr`) and makes them its
-/// base, joining if needed. Fails with `EPERM` without the privilege.
+/// base, registering it if needed. Fails with `EPERM` without the privilege.
 pub fn set_sched(attr: &SchedAttr) -> Result<(), Error> {
     let me = rt::tid();
     let mut st = rt::state();
@@ -52,16 +59,22 @@ pub fn set_sched(attr: &SchedAttr) -> Result<(), Error> {
     st.set_base(t, base)
 }
 
-/// Leaves the registry: releases what the caller owns in the engine, drops it
-/// from every helper set (revoking what it inherited through them) and
-/// restores its base attributes.
-pub fn leave() {
+/// Unregisters the calling thread: releases what it owns in the engine,
+/// drops it from every helper set (revoking what it inherited through them)
+/// and restores its base attributes (C: `heir_thread_unregister`).
+pub fn unregister() {
     let me = rt::tid();
     let mut st = rt::state();
     if let Some(t) = st.lookup_tid(me) {
         st.restore_base(t);
         st.purge(t);
     }
+}
+
+/// The previous release's name of [`unregister`].
+#[deprecated(note = "renamed `unregister`")]
+pub fn leave() {
+    unregister()
 }
 
 /// What the registry knows about `tid`, if registered.
@@ -71,7 +84,8 @@ pub fn info(tid: i32) -> Option<ThreadInfo> {
     st.info(t)
 }
 
-/// The engine's effective urgency of the calling thread (joining if needed).
+/// The engine's effective urgency of the calling thread (registering it if
+/// needed).
 pub fn current_urgency() -> Result<Urgency, Error> {
     let mut st = rt::state();
     let t = st.current()?;

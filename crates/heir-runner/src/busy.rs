@@ -19,7 +19,7 @@
 //! loops sized by its calibration instead: see docs/PERFORMANCE.md, "heir
 //! run vs rt-app").
 
-use crate::sys;
+use heir::sys;
 
 /// The most CPU time [`run_cpu_ns`] spends between two reads of the
 /// thread's CPU clock (1 ms).
@@ -103,7 +103,7 @@ pub fn calibrate_within(cpu: u32, wait_ns: u64) -> Option<CpuCalibration> {
         let me = sys::gettid();
         let _ = tid_tx.send(me);
         let saved = sys::sched_getattr(me).ok();
-        let _ = sys::sched_setattr(me, &crate::sched::fifo(1));
+        let _ = sys::sched_setattr(me, &heir::sched::fifo(1));
         waste(CALIBRATION_LOOPS);
         let (min, max) = CALIBRATION_SAMPLES;
         let (mut sum_cpu, mut sum_wall, mut n) = (0.0, 0.0, 0usize);
@@ -138,7 +138,7 @@ pub fn calibrate_within(cpu: u32, wait_ns: u64) -> Option<CpuCalibration> {
         if let Ok(tid) = tid_rx.try_recv() {
             // Not a deadline thread: changing its policy from outside
             // leaks nothing.
-            let _ = sys::sched_setattr(tid, &crate::sched::other(0));
+            let _ = sys::sched_setattr(tid, &heir::sched::other(0));
         }
     }
     let (ns_per_loop, samples) = got.ok()?;

@@ -22,8 +22,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::caps::FileLock;
-use crate::sys;
+use heir::caps::FileLock;
+use heir::sys;
 
 /// A foreign real-time thread whose CPU use reaches this share of a CPU
 /// competes (2 %).

@@ -33,10 +33,3 @@ pub mod partition;
 pub mod run;
 pub mod tracedat;
 pub mod tracefs;
-
-// libheir's modules, at the paths the runner's modules name them by
-// (`crate::mutex`, `crate::sys`, …): the runner was a part of heir-rt.
-pub(crate) use heir::{
-    bwi, caps, ceiling, condvar, deadline, donate, gang, mutex, queue, rpc, sched, sys, thread,
-    trace, Error,
-};

@@ -438,7 +438,7 @@ pub fn restore_on_signals(report: fn(i32, &[String])) -> Result<(), String> {
     // SAFETY: `set` is initialised; the old mask is not asked for.
     let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     if r != 0 {
-        return Err(format!("pthread_sigmask: {}", crate::sys::errno_name(r)));
+        return Err(format!("pthread_sigmask: {}", heir::sys::errno_name(r)));
     }
     std::thread::Builder::new()
         .name("heir-signals".into())

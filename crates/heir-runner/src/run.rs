@@ -5,11 +5,11 @@
 //! - one thread per task instance, `SCHED_FIFO`/`SCHED_RR`/`SCHED_OTHER`/
 //!   `SCHED_DEADLINE` as the file says, pinned to the task's `cpus`; each
 //!   thread sets its own attributes and, at the end, a deadline thread
-//!   returns itself to `SCHED_OTHER` ([`crate::deadline`]: never another
+//!   returns itself to `SCHED_OTHER` ([`heir::deadline`]: never another
 //!   thread's policy). A deadline thread is `SCHED_FIFO` 99 while it waits
 //!   for the run to start and enters its reservation itself so that the
 //!   kernel's first period starts at its first release, as the simulator's
-//!   ([`crate::deadline::enter_at`]). With deadline tasks the free deadline bandwidth of
+//!   ([`heir::deadline::enter_at`]). With deadline tasks the free deadline bandwidth of
 //!   their CPUs is measured first (by trying), and a task that does not fit
 //!   is refused by name with its runtime, period and what is free
 //!   ([`RunError::DeadlineAdmission`]); a deadline thread must be allowed on
@@ -44,11 +44,11 @@
 //!   file's helpers when PI-CV is on; queues → the PI-CV paper's Fig. 5 (pushers help
 //!   "more", poppers help "less"); RPC endpoints → [`Endpoint`] (servers help
 //!   every caller's reply condition), or with `global.ipc: "donation"`
-//!   [`crate::donate::Endpoint`] (NOVA donation: the kernel lends a caller's
+//!   [`heir::donate::Endpoint`] (NOVA donation: the kernel lends a caller's
 //!   priority to the thread serving its request; passive servers, call
 //!   timeouts, nested calls, cycles named — see the `donation` module);
 //!   barriers and suspend/resume on [`PiCondvar`]s; gangs (GPM) on
-//!   [`crate::gang::Gang`]s, boosting with `global.gpm`, each waiter's
+//!   [`heir::gang::Gang`]s, boosting with `global.gpm`, each waiter's
 //!   latency from `gang_run` to the last notify in the report's `gangs`
 //!   (the `gang` module, docs/GANG.md §5).
 //!
@@ -84,16 +84,16 @@ pub use trace::{convert as convert_trace, RealTrace, RunFacts, TraceStats};
 pub use donation::TIMEOUT_YIELD_NS;
 use donation::{DonEndpoint, Donation};
 
-use crate::caps::Capabilities;
-use crate::ceiling::RawEngineMutex;
-use crate::condvar::{PiCondvar, WaitResult};
 use crate::cpus::{self, Survey};
-use crate::mutex::{PiMutex, RawPiMutex};
-use crate::queue::PrioQueue;
-use crate::rpc::{Caller, Endpoint};
-use crate::sys::{self, SchedAttr};
 use crate::tracefs::{self, TraceError};
-use crate::{thread, Error};
+use heir::caps::Capabilities;
+use heir::ceiling::RawEngineMutex;
+use heir::condvar::{PiCondvar, WaitResult};
+use heir::mutex::{PiMutex, RawPiMutex};
+use heir::queue::PrioQueue;
+use heir::rpc::{Caller, Endpoint};
+use heir::sys::{self, SchedAttr};
+use heir::{thread, Error};
 
 /// Overrides of what the scenario file says.
 #[derive(Clone, Debug, Default)]
@@ -206,7 +206,7 @@ pub enum RunError {
     /// A `SCHED_DEADLINE` task the kernel does not admit (`EBUSY`): its
     /// reservation is more than the deadline bandwidth left free on its
     /// CPUs' root domain (measured at start by trying:
-    /// [`crate::deadline::probe_free`]).
+    /// [`heir::deadline::probe_free`]).
     #[error("task {task}: SCHED_DEADLINE runtime {runtime_us} µs every {period_us} µs ({:.3} CPU) is not admitted: {free:.3} CPU of deadline bandwidth is free on CPUs {cpus:?}{} (the kernel's admission control, EBUSY)", *runtime_us as f64 / *period_us as f64, if *before > 0.0 { format!(" after the run's earlier deadline tasks ({before:.3} CPU)") } else { String::new() })]
     DeadlineAdmission {
         /// The task (the thread's name).
@@ -245,7 +245,7 @@ pub enum RunError {
     Trace(#[from] TraceError),
     /// The free deadline bandwidth could not be measured.
     #[error("measuring the free SCHED_DEADLINE bandwidth: {0}")]
-    DeadlineProbe(crate::deadline::ProbeError),
+    DeadlineProbe(heir::deadline::ProbeError),
     /// A thread could not be started.
     #[error("cannot start thread {name}: {source}")]
     Spawn {
@@ -266,7 +266,7 @@ impl From<Error> for RunError {
 enum Res {
     Pi(RawPiMutex),
     /// A `bwi` mutex: a PI futex with user-space M-BWI accounting
-    /// ([`crate::bwi`]).
+    /// ([`heir::bwi`]).
     Bwi(RawPiMutex),
     Engine(RawEngineMutex),
     Cond(PiCondvar),
@@ -288,7 +288,7 @@ enum Res {
     Endpoint(Endpoint<u64, ()>),
     /// An endpoint under the donation model (`global.ipc: "donation"`).
     Donate(DonEndpoint),
-    /// A gang (GPM): an L-GPM [`crate::gang::Gang`] (the `gang`
+    /// A gang (GPM): an L-GPM [`heir::gang::Gang`] (the `gang`
     /// module).
     Gang(gang::RunGang),
 }
@@ -330,13 +330,13 @@ fn attr_of(task: &Task) -> Result<SchedAttr, RunError> {
     let s = task.sched;
     let clamp_rt = |p: i32| p.clamp(1, 99) as u8;
     Ok(match s.policy {
-        Policy::Fifo => crate::sched::fifo(clamp_rt(s.priority)),
+        Policy::Fifo => heir::sched::fifo(clamp_rt(s.priority)),
         Policy::Rr => SchedAttr {
             sched_policy: sys::SCHED_RR,
             sched_priority: u32::from(clamp_rt(s.priority)),
             ..SchedAttr::default()
         },
-        Policy::Other => crate::sched::other(s.priority.clamp(-20, 19) as i8),
+        Policy::Other => heir::sched::other(s.priority.clamp(-20, 19) as i8),
         Policy::Batch => SchedAttr {
             sched_policy: sys::SCHED_BATCH,
             sched_nice: s.priority.clamp(-20, 19),
@@ -347,7 +347,7 @@ fn attr_of(task: &Task) -> Result<SchedAttr, RunError> {
             ..SchedAttr::default()
         },
         Policy::Deadline => match s.dl {
-            Some(dl) => crate::deadline::attr(dl.runtime_us, dl.deadline_us, dl.period_us),
+            Some(dl) => heir::deadline::attr(dl.runtime_us, dl.deadline_us, dl.period_us),
             None => {
                 return Err(RunError::Unsupported {
                     path: task.path.clone(),
@@ -368,7 +368,7 @@ struct ThreadOut {
     /// How late the thread woke for its start (ns).
     late_ns: u64,
     /// What it lent and borrowed through `bwi` mutexes.
-    bwi: crate::bwi::BwiThread,
+    bwi: heir::bwi::BwiThread,
     /// Its first [`LOG_EVENTS`] events: when each ended (ns) and what.
     log: Vec<(u64, String)>,
     /// Its calls that timed out (aborted).
@@ -414,7 +414,7 @@ struct Shared {
     /// The donation model's state (`global.ipc: "donation"`), else `None`.
     don: Option<Donation>,
     /// Each thread's gang control word, in start order (GPM).
-    words: Vec<crate::gang::ControlWord>,
+    words: Vec<heir::gang::ControlWord>,
     /// Per task, the gang that lists it (a resource index).
     task_gang: Vec<Option<usize>>,
 }
@@ -551,9 +551,9 @@ pub struct RealRun {
     /// (a `lock`: when the thread got the mutex).
     pub log: Vec<(f64, String, String)>,
     /// `bwi` mutexes: per thread with a non-zero figure, the budget it lent
-    /// and consumed, its throttles ([`crate::bwi`]: a user-space
+    /// and consumed, its throttles ([`heir::bwi`]: a user-space
     /// approximation of M-BWI). Empty without `bwi` mutexes.
-    pub bwi: Vec<crate::bwi::BwiReport>,
+    pub bwi: Vec<heir::bwi::BwiReport>,
     /// The kernel's view of the run, with [`RunConfig::trace`].
     pub trace: Option<RealTrace>,
     /// The run's ring-buffer pages and what decodes them, for a
@@ -857,14 +857,14 @@ fn merged_log(
     log
 }
 
-/// The `bwi` figures of the run's threads ([`crate::bwi::reports`]).
-fn bwi_reports(tids: &[(String, i32)], outs: &[Option<ThreadOut>]) -> Vec<crate::bwi::BwiReport> {
-    let threads: Vec<(String, i32, &crate::bwi::BwiThread)> = tids
+/// The `bwi` figures of the run's threads ([`heir::bwi::reports`]).
+fn bwi_reports(tids: &[(String, i32)], outs: &[Option<ThreadOut>]) -> Vec<heir::bwi::BwiReport> {
+    let threads: Vec<(String, i32, &heir::bwi::BwiThread)> = tids
         .iter()
         .zip(outs)
         .filter_map(|((n, t), o)| o.as_ref().map(|o| (n.clone(), *t, &o.bwi)))
         .collect();
-    crate::bwi::reports(&threads)
+    heir::bwi::reports(&threads)
 }
 
 /// The machine's CPUs a thread of `task` runs on at its start.
@@ -877,7 +877,7 @@ fn thread_cpus(task: &Task, cpu_map: &[(u32, u32)], physical: &[u32]) -> Vec<u32
 
 /// For a scenario with `SCHED_DEADLINE` tasks: the free deadline bandwidth
 /// of each CPU set its deadline threads run on, measured by trying
-/// ([`crate::deadline::probe_free`]), and the check that their reservations
+/// ([`heir::deadline::probe_free`]), and the check that their reservations
 /// fit — the first thread (in start order) that does not is named with its
 /// runtime, period and what is left ([`RunError::DeadlineAdmission`]).
 /// Threads also admit themselves at their start; an `EBUSY` there (another
@@ -897,8 +897,8 @@ fn deadline_admission(
         let i = match free.iter().position(|(c, _)| *c == cpus) {
             Some(i) => i,
             None => {
-                let f = crate::deadline::probe_free(&cpus).map_err(|e| match e {
-                    crate::deadline::ProbeError::NotARootDomain { cpus } => {
+                let f = heir::deadline::probe_free(&cpus).map_err(|e| match e {
+                    heir::deadline::ProbeError::NotARootDomain { cpus } => {
                         RunError::DeadlineAffinity {
                             task: t.name.clone(),
                             cpus,
@@ -1493,7 +1493,7 @@ impl ThreadStart {
         // reservation: nothing in the run runs yet).
         let deadline = self.attr.sched_policy == sys::SCHED_DEADLINE;
         let setup_attr = if deadline {
-            crate::sched::fifo(PRE_RELEASE_FIFO)
+            heir::sched::fifo(PRE_RELEASE_FIFO)
         } else {
             self.attr
         };
@@ -1502,10 +1502,14 @@ impl ThreadStart {
             .and_then(|()| {
                 sys::sched_setattr(sys::gettid(), &setup_attr).map_err(|e| ("sched_setattr", e))
             })
-            .and_then(|()| thread::join().map(|_| ()).map_err(|e| ("join", e.errno())))
+            .and_then(|()| {
+                thread::register()
+                    .map(|_| ())
+                    .map_err(|e| ("register", e.errno()))
+            })
             .and_then(|()| match &self.sh.don {
-                Some(d) => donation::join_servers(&self.sh.res, d, self.ti)
-                    .map_err(|e| ("join_server", e.errno())),
+                Some(d) => donation::add_servers(&self.sh.res, d, self.ti)
+                    .map_err(|e| ("add_server", e.errno())),
                 None => Ok(()),
             });
         let ok = started.is_ok();
@@ -1525,7 +1529,7 @@ impl ThreadStart {
             ),
             _ => ThreadOut::default(),
         };
-        thread::leave();
+        thread::unregister();
         leave_deadline();
         out
     }
@@ -1533,11 +1537,11 @@ impl ThreadStart {
 
 /// A `SCHED_DEADLINE` thread returns itself to `SCHED_OTHER`, running (its
 /// bandwidth is released by its own change: never by another thread's —
-/// see [`crate::deadline`]), at once: [`crate::deadline::leave_class`]
+/// see [`heir::deadline`]), at once: [`heir::deadline::leave_class`]
 /// shrinks its reservation first so that the kernel gives the bandwidth
 /// back at the switch, and a run ends with it free for the next.
 fn leave_deadline() {
-    let _ = crate::deadline::leave_class(&crate::sched::other(0));
+    let _ = heir::deadline::leave_class(&heir::sched::other(0));
 }
 
 /// Helpers (PI-CV) of conditions and queues, servers of endpoints; the
@@ -1561,7 +1565,7 @@ fn setup_helpers(
         match (&r.kind, &shared.res[ri]) {
             (ResourceKind::Cond { helpers }, Res::Cond(c)) if pi_cv => {
                 for tid in threads.of_tasks(scenario, helpers.iter().map(|t| t.0)) {
-                    c.helpers_add(tid)?;
+                    c.add_helper(tid)?;
                 }
             }
             (ResourceKind::Queue { .. }, Res::Queue(q)) if pi_cv => {
@@ -1667,7 +1671,7 @@ struct Ctx<'a> {
     /// The thread's voluntary context switches when last checked.
     zero_nvcsw: u64,
     /// Its `bwi` state and counts.
-    bwi: crate::bwi::BwiThread,
+    bwi: heir::bwi::BwiThread,
     /// Its first [`LOG_EVENTS`] events (see [`RealRun::log`]).
     log: Vec<(u64, String)>,
     /// Appended to the current event's path in the log (an aborted call).
@@ -2307,7 +2311,7 @@ const PRE_RELEASE_FIFO: u8 = 99;
 /// One thread of the run: its program from its start (`t0` + its `delay`)
 /// to the end of the run. A deadline thread (`dl`: its reservation) enters
 /// it now so that the kernel's first period starts at its start
-/// ([`crate::deadline::enter_at`]), as the simulator's CBS.
+/// ([`heir::deadline::enter_at`]), as the simulator's CBS.
 fn run_thread(
     sh: &Shared,
     task: &Task,
@@ -2317,7 +2321,7 @@ fn run_thread(
 ) -> ThreadOut {
     let start = t0 + task.delay_us * 1000;
     if let Some(attr) = dl.filter(|_| start < t0.saturating_add(sh.duration_ns)) {
-        let entered = crate::deadline::enter_at(&attr, start, |a| {
+        let entered = heir::deadline::enter_at(&attr, start, |a| {
             thread::set_sched(a).map_err(|e| e.errno())
         });
         if let Err(errno) = entered {
@@ -2357,7 +2361,7 @@ fn run_thread(
         zero_streak: 0,
         zero_since: 0,
         zero_nvcsw: 0,
-        bwi: crate::bwi::BwiThread::default(),
+        bwi: heir::bwi::BwiThread::default(),
         log: Vec::new(),
         log_suffix: None,
         aborted: 0,

@@ -32,11 +32,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::sys;
+use heir::sys;
 
 /// heir-rt's trace hook, which [`Instance::start`] points at the
 /// instance's `trace_marker`, and the markers' codes.
-pub use crate::trace::{kernel_prio, mark, mark_cond, parse_urgency, tracing, urgency_code};
+pub use heir::trace::{kernel_prio, mark, mark_cond, parse_urgency, tracing, urgency_code};
 
 /// The scheduler events the instance records.
 pub const EVENTS: [&str; 5] = [
@@ -287,7 +287,7 @@ impl Instance {
             .open(&path)
             .map_err(io(&path))?;
         write_file(&self.dir.join("tracing_on"), "1")?;
-        crate::trace::set_sink(std::os::fd::AsRawFd::as_raw_fd(&marker));
+        heir::trace::set_sink(std::os::fd::AsRawFd::as_raw_fd(&marker));
         self.marker = Some(marker);
         Ok(())
     }
@@ -314,7 +314,7 @@ impl Instance {
     /// Stops recording (heir's markers first).
     pub fn stop(&mut self) {
         if self.marker.is_some() {
-            crate::trace::take_sink();
+            heir::trace::take_sink();
         }
         let _ = write_file(&self.dir.join("tracing_on"), "0");
         self.marker = None;
@@ -387,7 +387,7 @@ pub fn stats_dropped(stats: &str) -> u64 {
 }
 
 extern "C" fn cleanup_handler(sig: libc::c_int) {
-    let fd = crate::trace::take_sink();
+    let fd = heir::trace::take_sink();
     if fd >= 0 {
         // SAFETY: close(2) is async-signal-safe; the fd is the marker's
         // (its File is not used after this: the process is ending).

@@ -196,7 +196,7 @@ fn tree(dir: &Path) -> Vec<PathBuf> {
 /// libheir installed the way C libraries are: `cargo cinstall` into a
 /// temporary prefix gives the versioned library behind its soname, heir.h
 /// and a generated heir.pc; the C examples build with nothing but
-/// `pkg-config --cflags --libs heir`, load libheir.so.0, and the
+/// `pkg-config --cflags --libs heir`, load libheir.so.1, and the
 /// producer/consumer example runs with its boost.
 #[test]
 fn cinstall_into_a_prefix_then_the_examples_build_with_pkg_config_alone() {
@@ -237,24 +237,38 @@ fn cinstall_into_a_prefix_then_the_examples_build_with_pkg_config_alone() {
     let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     for f in [
         "include/heir.h",
-        "lib/libheir.so.0.1.0",
-        "lib/libheir.so.0",
+        "lib/libheir.so.1.0.0",
+        "lib/libheir.so.1",
         "lib/libheir.so",
         "lib/libheir.a",
         "lib/pkgconfig/heir.pc",
     ] {
         assert!(names.iter().any(|n| n == f), "{f} not installed: {names:?}");
     }
-    // The soname chain: libheir.so -> libheir.so.0 -> libheir.so.0.1.0.
+    // The soname chain: libheir.so -> libheir.so.1 -> libheir.so.1.0.0
+    // (the library's ABI version, `[package.metadata.capi.library]
+    // version`, not the crate's: the C ABI broke at 1).
     let lib = prefix.join("lib");
     assert_eq!(
-        std::fs::read_link(lib.join("libheir.so.0")).expect("link"),
-        PathBuf::from("libheir.so.0.1.0")
+        std::fs::read_link(lib.join("libheir.so.1")).expect("link"),
+        PathBuf::from("libheir.so.1.0.0")
     );
     assert_eq!(
         std::fs::read_link(lib.join("libheir.so")).expect("link"),
-        PathBuf::from("libheir.so.0.1.0")
+        PathBuf::from("libheir.so.1.0.0")
     );
+    // The library's own soname, what a program linked against it records.
+    if let Ok(o) = Command::new("readelf")
+        .arg("-d")
+        .arg(lib.join("libheir.so.1.0.0"))
+        .output()
+    {
+        let dynamic = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(
+            dynamic.contains("Library soname: [libheir.so.1]"),
+            "{dynamic}"
+        );
+    }
     // The installed header is the source's.
     assert_eq!(
         std::fs::read(prefix.join("include/heir.h")).expect("installed heir.h"),
@@ -306,7 +320,7 @@ fn cinstall_into_a_prefix_then_the_examples_build_with_pkg_config_alone() {
         // Linked against the soname, not the development link.
         if let Ok(o) = Command::new("readelf").arg("-d").arg(&exe).output() {
             let dynamic = String::from_utf8_lossy(&o.stdout).to_string();
-            assert!(dynamic.contains("[libheir.so.0]"), "{src}: {dynamic}");
+            assert!(dynamic.contains("[libheir.so.1]"), "{src}: {dynamic}");
         }
         built.push(exe);
     }

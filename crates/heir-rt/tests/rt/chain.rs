@@ -54,7 +54,7 @@ fn mutex_owner_waiting_on_a_condvar_passes_the_boost_to_its_helper() {
         ys.store(now_ns(), Ordering::SeqCst);
         yc.signal().expect("signal");
     });
-    c.helpers_add(y_tid).expect("helper");
+    c.add_helper(y_tid).expect("helper");
     // H (prio 30): blocks on M at t0 + 1 ms — once X holds M and waits on
     // C (Y then runs at X's priority, 10). The file-like timing alone is
     // not enough: if something outside the test holds the CPU across t0 and

@@ -1,7 +1,7 @@
 //! A deadline lent to a non-deadline thread: the kernel expresses it along
 //! PI futexes (a deadline waiter on a `PiMutex` boosts the owner into the
 //! deadline class, transitively), so heir-rt does not count it as
-//! *unexpressible*; through a `Boost::User` condition variable nothing
+//! *unexpressible*; through a `Lend::User` condition variable nothing
 //! expresses it, and that is counted and said.
 //!
 //! And heir-rt never calls `sched_setattr` on a `SCHED_DEADLINE` thread
@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use heir::sys::{self, now_ns};
-use heir::{Boost, PiCondvar, PiMutex, Urgency, WaitResult};
+use heir::{Lend, PiCondvar, PiMutex, Urgency, WaitResult};
 use heir_core::ObjId;
 
 use crate::common::*;
@@ -169,7 +169,7 @@ fn a_deadline_lent_through_a_user_boost_condvar_is_counted_and_said() {
     let cpu = rt.cpu;
     let limit = now_ns() + 5_000 * MS;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::User).expect("condvar"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::User).expect("condvar"));
     let (go, rx) = mpsc::channel::<()>();
     let (hm, hc) = (m.clone(), c.clone());
     let (h, htid) = spawn_fifo_tid(cpu, 10, move || {
@@ -178,7 +178,7 @@ fn a_deadline_lent_through_a_user_boost_condvar_is_counted_and_said() {
             hc.signal().expect("signal");
         }
     });
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let before = heir::thread::apply_stats();
     let (wm, wc) = (m.clone(), c.clone());
     let Some(w) = spawn_deadline("deadline_lend::user_condvar", 10, move || {
@@ -231,7 +231,7 @@ fn a_deadline_helpers_base_is_never_rewritten_from_another_thread() {
     };
     let limit = now_ns() + 5_000 * MS;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::User).expect("condvar"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::User).expect("condvar"));
     // The helper: SCHED_DEADLINE by its own `set_sched` (its base), 20 ms.
     let (tid_tx, tid_rx) = mpsc::channel::<i32>();
     let (stop, stopped) = mpsc::channel::<()>();
@@ -243,7 +243,7 @@ fn a_deadline_helpers_base_is_never_rewritten_from_another_thread() {
     };
     let htid = tid_rx.recv().expect("helper tid");
     let base = sys::sched_getattr(htid).expect("sched_getattr");
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let before = heir::thread::apply_stats();
     // A more urgent deadline waiter (10 ms) lends the helper its deadline
     // (nothing can express it: counted) and times out: the de-boost, made
@@ -290,7 +290,7 @@ fn a_thread_that_made_itself_deadline_behind_heirs_back_is_not_demoted() {
     };
     let limit = now_ns() + 5_000 * MS;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::User).expect("condvar"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::User).expect("condvar"));
     // The helper joins heir with its current (non-deadline) attributes,
     // then makes itself SCHED_DEADLINE with a raw sched_setattr — not
     // through `thread::set_sched` — so the registry's base is stale.
@@ -299,7 +299,7 @@ fn a_thread_that_made_itself_deadline_behind_heirs_back_is_not_demoted() {
     let (hm, hc) = (m.clone(), c.clone());
     let h = std::thread::spawn(move || {
         sys::set_affinity(0, &sys::allowed_cpus()).expect("every CPU");
-        heir::thread::join().expect("join");
+        heir::thread::register().expect("join");
         let me = sys::gettid();
         let dl = heir::deadline::attr(200, 20_000, 20_000);
         if let Err(e) = sys::sched_setattr(me, &dl) {
@@ -313,7 +313,7 @@ fn a_thread_that_made_itself_deadline_behind_heirs_back_is_not_demoted() {
         }
         // Back to SCHED_OTHER by itself, running; then out of the registry.
         let _ = heir::deadline::leave_class(&heir::sched::other(0));
-        heir::thread::leave();
+        heir::thread::unregister();
     });
     let htid = match ready.recv().expect("report") {
         Ok(t) => t,
@@ -324,7 +324,7 @@ fn a_thread_that_made_itself_deadline_behind_heirs_back_is_not_demoted() {
         }
         Err(e) => panic!("SCHED_DEADLINE: {}", sys::errno_name(e)),
     };
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let before = heir::thread::apply_stats();
     // A FIFO 30 waiter: the engine lends the helper FIFO 30, which heir-rt
     // would write with sched_setattr from the waiter's thread — a deadline

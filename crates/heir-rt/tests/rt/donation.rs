@@ -34,7 +34,7 @@ pub fn server(
         if prio > 0 {
             heir::thread::set_sched(&heir::sched::fifo(prio)).expect("SCHED_FIFO");
         }
-        ep.join_server(prio == 0).expect("join");
+        ep.add_server(prio == 0).expect("join");
         tx.send(heir::thread::current_tid()).expect("tid");
         loop {
             let x = match ep.receive_until(Some(limit)) {

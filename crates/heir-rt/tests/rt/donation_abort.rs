@@ -150,7 +150,7 @@ fn a_request_whose_deadline_passed_is_never_received() {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let e = ep.clone();
     let srv = spawn_fifo(cpu, 40, move || {
-        e.join_server(false).expect("join");
+        e.add_server(false).expect("join");
         ready_tx.send(()).expect("ready");
         sys::sleep_until(t0 + 30 * MS);
         let got = e.receive_until(Some(t0 + 60 * MS));
@@ -158,7 +158,7 @@ fn a_request_whose_deadline_passed_is_never_received() {
         if matches!(got, Ok(Some(_))) {
             let _ = e.reply(0);
         }
-        let _ = e.leave_server();
+        let _ = e.remove_server();
         (got, taken_at)
     });
     ready_rx.recv().expect("server ready");

@@ -28,7 +28,7 @@ fn boosted_helper_exits_cleanly() {
         maxp
     });
     let c = Arc::new(PiCondvar::new());
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let cc = c.clone();
     let waiter = spawn_fifo(cpu, 30, move || {
         let m = PiMutex::new(());
@@ -59,13 +59,13 @@ fn leave_restores_the_base_of_a_boosted_thread() {
     let (helper, htid) = spawn_fifo_tid(cpu, 10, move || {
         rx.recv().expect("go");
         let boosted = my_prio();
-        heir::thread::leave();
+        heir::thread::unregister();
         let after = my_prio();
         done_tx.send(()).expect("done");
         (boosted, after)
     });
     let c = Arc::new(PiCondvar::new());
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let cc = c.clone();
     let waiter = spawn_fifo(cpu, 30, move || {
         let m = PiMutex::new(());

@@ -139,7 +139,7 @@ fn a_lazy_mutex_wait_is_told_to_the_engine_before_a_boost_walks_through_it() {
         *hcm.lock().expect("helper locks cm") = true;
         hcv.signal().expect("signal");
     });
-    cv.helpers_add(htid).expect("helper");
+    cv.add_helper(htid).expect("helper");
     // The helper sleeps in FUTEX_LOCK_PI on M; nobody has looked at the
     // engine since (`/proc` only), so its wait may still be lazy.
     let asleep = |tid: i32| {

@@ -44,7 +44,7 @@ struct Member {
 }
 
 impl Member {
-    fn spawn(cpu: u32, prio: u8, bits: u32, m: Arc<PiMutex<()>>) -> Member {
+    fn spawn(cpu: u32, prio: u8, bits: u32, m: Arc<PiMutex<()>>, g: Arc<Gang>) -> Member {
         let (tx, crx) = mpsc::channel::<Cmd>();
         let (rtx, rx) = mpsc::channel::<Reply>();
         let word = ControlWord::new(bits);
@@ -52,7 +52,7 @@ impl Member {
             let mut guard = None;
             while let Ok(c) = crx.recv() {
                 let r = match c {
-                    Cmd::Notify => Reply::Notified(gang::notify()),
+                    Cmd::Notify => Reply::Notified(g.notify().expect("a member's notify")),
                     Cmd::Lock => {
                         guard = Some(m.lock().expect("lock"));
                         Reply::Done
@@ -82,7 +82,7 @@ impl Member {
         if let Cmd::Withdraw(bits) = c {
             // The control word is changed by CAS, without a system call;
             // any thread holding the handle may do it for the test.
-            let before = self.word.set_passive(bits);
+            let before = self.word.deactivate(bits);
             return Reply::Withdrew {
                 counted: before.counted(),
             };
@@ -128,8 +128,8 @@ struct Fig1 {
     l_after: (u32, i32),
 }
 
-fn fig1(cpu: u32, boost: bool) -> Fig1 {
-    let b = Arc::new(Barrier::new(GangAttr { boost }).expect("barrier"));
+fn fig1(cpu: u32, gpm: bool) -> Fig1 {
+    let b = Arc::new(Barrier::new(GangAttr { gpm }).expect("barrier"));
     let t0 = now_ns() + 50 * MS;
     let limit = t0 + 3_000 * MS;
     let ready = Arc::new(StdBarrier::new(4));
@@ -143,7 +143,7 @@ fn fig1(cpu: u32, boost: bool) -> Fig1 {
         let (b, ready, l_tid, l_arrives) =
             (b.clone(), ready.clone(), l_tid.clone(), l_arrives.clone());
         spawn_fifo(cpu, 10, move || {
-            let _w = b.join().expect("join");
+            let _w = b.add_member(sys::gettid(), true).expect("add_member");
             l_tid.store(sys::gettid(), Ordering::Release);
             ready.wait();
             sys::sleep_until(t0);
@@ -169,9 +169,9 @@ fn fig1(cpu: u32, boost: bool) -> Fig1 {
         let (b, ready, l_tid, h_completes) =
             (b.clone(), ready.clone(), l_tid.clone(), h_completes.clone());
         spawn_fifo(cpu, 30, move || {
-            let w = b.join().expect("join");
+            let w = b.add_member(sys::gettid(), true).expect("add_member");
             // A passive member: counts for the gang priority, never active.
-            w.set_passive(BARRIER_BIT);
+            w.deactivate(BARRIER_BIT);
             ready.wait();
             sys::sleep_until(t0 + 4 * MS);
             let outcome = b.start().expect("start");
@@ -205,9 +205,9 @@ fn gpm_fig1_the_gang_lifts_t_l_above_t_m() {
     let Some(rt) = rt_or_skip("gang::fig1", 30) else {
         return;
     };
-    for boost in [false, true] {
-        let r = fig1(rt.cpu, boost);
-        let what = if boost { "GPM on" } else { "GPM off" };
+    for gpm in [false, true] {
+        let r = fig1(rt.cpu, gpm);
+        let what = if gpm { "GPM on" } else { "GPM off" };
         let ms = |ns: u64| ns as f64 / 1e6;
         eprintln!(
             "{what}: T_L at its point {:.1} ms, T_M done {:.1} ms, barrier complete {:.1} ms",
@@ -221,7 +221,7 @@ fn gpm_fig1_the_gang_lifts_t_l_above_t_m() {
         assert_eq!(r.outcome.priority, Some(Urgency::fixed(30)), "{what}");
         assert_eq!(r.l_after, (10, fifo(10)), "{what}: T_L back at 10");
         assert!(r.l_arrives <= r.h_completes, "{what}: completion after T_L");
-        if boost {
+        if gpm {
             assert_eq!(r.outcome.boosted, 1);
             assert_eq!(
                 (r.l_kernel_prio_at_start, r.l_set_prio_at_start),
@@ -254,14 +254,19 @@ fn a_second_run_fails_until_every_active_member_notified() {
         return;
     };
     let m = Arc::new(PiMutex::new(()));
-    let g = Gang::new().expect("gang");
-    let low = Member::spawn(rt.cpu, 10, 1, m.clone());
-    let high = Member::spawn(rt.cpu, 25, 0, m.clone());
-    g.insert(low.tid, &low.word).expect("insert low");
-    g.insert(high.tid, &high.word).expect("insert high");
-    assert_eq!(gang::get(low.tid), Some(g.id()));
-    // Harmless: the test thread is no member; no run is in progress.
-    assert_eq!(gang::notify(), Notified::NotCounted);
+    let g = Arc::new(Gang::new().expect("gang"));
+    let low = Member::spawn(rt.cpu, 10, 1, m.clone(), g.clone());
+    let high = Member::spawn(rt.cpu, 25, 0, m.clone(), g.clone());
+    g.add_member(low.tid, &low.word).expect("add low");
+    g.add_member(high.tid, &high.word).expect("add high");
+    assert!(g.has_member(low.tid) && !g.has_member(sys::gettid()));
+    // The test thread is no member: refused, nothing changed.
+    assert_eq!(g.notify(), Err(heir::Error::NotMember(sys::gettid())));
+    // The previous release's call without a gang: harmless for a thread
+    // in none.
+    #[allow(deprecated)]
+    let old = gang::notify();
+    assert_eq!(old, Notified::NotCounted);
     assert_eq!(low.ask(Cmd::Notify), Reply::Notified(Notified::NotCounted));
     let o = g.run(1).expect("run");
     assert_eq!((o.active, o.boosted), (1, 1));
@@ -305,12 +310,12 @@ fn a_masked_member_is_not_counted_nor_boosted() {
         return;
     };
     let m = Arc::new(PiMutex::new(()));
-    let g = Gang::new().expect("gang");
-    let a = Member::spawn(rt.cpu, 10, 0b01, m.clone());
-    let b = Member::spawn(rt.cpu, 12, 0b10, m.clone());
-    let c = Member::spawn(rt.cpu, 30, 0, m.clone());
+    let g = Arc::new(Gang::new().expect("gang"));
+    let a = Member::spawn(rt.cpu, 10, 0b01, m.clone(), g.clone());
+    let b = Member::spawn(rt.cpu, 12, 0b10, m.clone(), g.clone());
+    let c = Member::spawn(rt.cpu, 30, 0, m.clone(), g.clone());
     for x in [&a, &b, &c] {
-        g.insert(x.tid, &x.word).expect("insert");
+        g.add_member(x.tid, &x.word).expect("add_member");
     }
     let o = g.run(0b01).expect("run");
     assert_eq!((o.active, o.priority), (1, Some(Urgency::fixed(30))));
@@ -345,9 +350,9 @@ fn wait_times_out_and_the_eventfd_is_readable_exactly_when_complete() {
         return;
     };
     let m = Arc::new(PiMutex::new(()));
-    let g = Gang::new().expect("gang");
-    let a = Member::spawn(rt.cpu, 10, 1, m.clone());
-    g.insert(a.tid, &a.word).expect("insert");
+    let g = Arc::new(Gang::new().expect("gang"));
+    let a = Member::spawn(rt.cpu, 10, 1, m.clone(), g.clone());
+    g.add_member(a.tid, &a.word).expect("add_member");
     let readable = |g: &Gang| sys::poll_readable(g.fd(), 0).expect("poll");
     assert!(readable(&g), "no run yet: a wait would return at once");
     g.run(1).expect("run");
@@ -395,20 +400,20 @@ fn remove_and_exit_count_as_notify() {
         return;
     };
     let m = Arc::new(PiMutex::new(()));
-    let g = Gang::new().expect("gang");
-    let a = Member::spawn(rt.cpu, 10, 1, m.clone());
-    let b = Member::spawn(rt.cpu, 15, 1, m.clone());
-    let p = Member::spawn(rt.cpu, 35, 0, m.clone());
+    let g = Arc::new(Gang::new().expect("gang"));
+    let a = Member::spawn(rt.cpu, 10, 1, m.clone(), g.clone());
+    let b = Member::spawn(rt.cpu, 15, 1, m.clone(), g.clone());
+    let p = Member::spawn(rt.cpu, 35, 0, m.clone(), g.clone());
     for x in [&a, &b, &p] {
-        g.insert(x.tid, &x.word).expect("insert");
+        g.add_member(x.tid, &x.word).expect("add_member");
     }
     assert!(matches!(
-        g.insert(a.tid, &a.word),
+        g.add_member(a.tid, &a.word),
         Err(heir::Error::AlreadyMember { .. })
     ));
     let other = Gang::new().expect("gang");
     assert!(
-        matches!(other.insert(a.tid, &ControlWord::new(1)), Err(heir::Error::AlreadyMember { tid, .. }) if tid == a.tid),
+        matches!(other.add_member(a.tid, &ControlWord::new(1)), Err(heir::Error::AlreadyMember { tid, .. }) if tid == a.tid),
         "a thread is a member of at most one gang"
     );
     let o = g.run(1).expect("run");
@@ -418,13 +423,19 @@ fn remove_and_exit_count_as_notify() {
         (fifo(35), fifo(35))
     );
     assert_eq!(
-        gang::remove(a.tid),
+        other.remove_member(a.tid),
+        Err(heir::Error::NotMember(a.tid)),
+        "not a member of that gang: refused"
+    );
+    assert!(a.word.load().member() && g.has_member(a.tid));
+    assert_eq!(
+        g.remove_member(a.tid),
         Ok(Notified::Counted { completed: false })
     );
     assert_eq!(kernel_prio(a.tid), fifo(10), "removal ends its boost");
     assert!(!a.word.load().member());
-    assert_eq!(gang::get(a.tid), None);
-    assert_eq!(gang::remove(a.tid), Err(heir::Error::NotMember(a.tid)));
+    assert!(!g.has_member(a.tid));
+    assert_eq!(g.remove_member(a.tid), Err(heir::Error::NotMember(a.tid)));
     assert_eq!(g.pending(), 1);
     // b exits while counted: its exit leaves the gang, counted.
     b.stop();
@@ -452,11 +463,11 @@ fn a_gang_boost_and_a_pi_mutex_boost_combine_as_invariant_1_says() {
     let cases = [(40, 40, 40), (20, 30, 20)];
     for (w, boosted, after) in cases {
         let mx = Arc::new(PiMutex::new(()));
-        let g = Gang::new().expect("gang");
-        let mem = Member::spawn(rt.cpu, 10, 1, mx.clone());
-        let pas = Member::spawn(rt.cpu, 30, 0, mx.clone());
-        g.insert(mem.tid, &mem.word).expect("insert");
-        g.insert(pas.tid, &pas.word).expect("insert");
+        let g = Arc::new(Gang::new().expect("gang"));
+        let mem = Member::spawn(rt.cpu, 10, 1, mx.clone(), g.clone());
+        let pas = Member::spawn(rt.cpu, 30, 0, mx.clone(), g.clone());
+        g.add_member(mem.tid, &mem.word).expect("add_member");
+        g.add_member(pas.tid, &pas.word).expect("add_member");
         assert_eq!(mem.ask(Cmd::Lock), Reply::Done);
         let waiter = {
             let mx = mx.clone();
@@ -498,12 +509,12 @@ fn a_gang_boost_and_a_pi_mutex_boost_combine_as_invariant_1_says() {
     // And a member that blocks on a PI mutex while boosted passes the gang
     // priority on to the owner (lock-inherited from a gang boost).
     let mx = Arc::new(PiMutex::new(()));
-    let g = Gang::new().expect("gang");
-    let owner = Member::spawn(rt.cpu, 5, 0, mx.clone());
-    let mem = Member::spawn(rt.cpu, 10, 1, mx.clone());
-    let pas = Member::spawn(rt.cpu, 30, 0, mx.clone());
-    g.insert(mem.tid, &mem.word).expect("insert");
-    g.insert(pas.tid, &pas.word).expect("insert");
+    let g = Arc::new(Gang::new().expect("gang"));
+    let owner = Member::spawn(rt.cpu, 5, 0, mx.clone(), g.clone());
+    let mem = Member::spawn(rt.cpu, 10, 1, mx.clone(), g.clone());
+    let pas = Member::spawn(rt.cpu, 30, 0, mx.clone(), g.clone());
+    g.add_member(mem.tid, &mem.word).expect("add_member");
+    g.add_member(pas.tid, &pas.word).expect("add_member");
     assert_eq!(owner.ask(Cmd::Lock), Reply::Done);
     g.run(1).expect("run");
     mem.tx.send(Cmd::Lock).expect("send");

@@ -1,4 +1,4 @@
-//! `Boost::Kernel`: a waiter sleeps in `FUTEX_LOCK_PI` on a word naming a
+//! `Lend::Kernel`: a waiter sleeps in `FUTEX_LOCK_PI` on a word naming a
 //! helper, and the *kernel* boosts that helper — read from
 //! `/proc/self/task/TID/stat` (the effective priority, PI included), while
 //! `sched_getattr` (what heir-rt set) stays at the helper's base.
@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use heir::sys::{self, now_ns};
-use heir::{Boost, PiCondvar, PiMutex, Urgency, WaitResult};
+use heir::{Lend, PiCondvar, PiMutex, Urgency, WaitResult};
 
 use crate::common::*;
 
@@ -86,10 +86,10 @@ fn the_kernel_boosts_the_helper_and_its_signal_ends_the_boost() {
     let cpu = rt.cpu;
     let limit = now_ns() + 5_000 * MS;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::Kernel).expect("kernel boost"));
-    assert_eq!(c.boost(), Boost::Kernel);
+    let c = Arc::new(PiCondvar::with_lend(Lend::Kernel).expect("kernel boost"));
+    assert_eq!(c.lend(), Lend::Kernel);
     let (h, htid, go) = helper(cpu, 10, m.clone(), c.clone());
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     assert_eq!(kernel_prio(htid), -11, "FIFO 10 before any wait");
     let (w, wtid) = waiter(cpu, m.clone(), c.clone(), limit);
     assert!(
@@ -122,12 +122,12 @@ fn another_signaller_wakes_a_kernel_waiter_and_the_boost_ends() {
     let cpu = rt.cpu;
     let limit = now_ns() + 5_000 * MS;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::Kernel).expect("kernel boost"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::Kernel).expect("kernel boost"));
     let (hold_tx, hold_rx) = mpsc::channel::<()>();
     let (h, htid) = spawn_fifo_tid(cpu, 10, move || {
         let _ = hold_rx.recv();
     });
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let (w, _) = waiter(cpu, m.clone(), c.clone(), limit);
     assert!(eventually(limit, || kernel_prio(htid) == -31), "boosted");
     // Not the named helper: the wait ends with the wake signal.
@@ -152,12 +152,12 @@ fn a_kernel_wait_times_out_and_the_boost_ends() {
     };
     let cpu = rt.cpu;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::Kernel).expect("kernel boost"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::Kernel).expect("kernel boost"));
     let (hold_tx, hold_rx) = mpsc::channel::<()>();
     let (h, htid) = spawn_fifo_tid(cpu, 10, move || {
         let _ = hold_rx.recv();
     });
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let (w, _) = waiter(cpu, m.clone(), c.clone(), now_ns() + 50 * MS);
     assert_eq!(w.join().expect("waiter"), WaitResult::TimedOut);
     assert_eq!(kernel_prio(htid), -11, "no boost after the timeout");
@@ -188,7 +188,7 @@ fn the_kernel_boost_follows_the_helpers_pi_mutex_to_its_owner() {
     });
     t_locked.recv().expect("third holds the mutex");
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::Kernel).expect("kernel boost"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::Kernel).expect("kernel boost"));
     let (hm, hc, hpm) = (m.clone(), c.clone(), pm.clone());
     let (h_go, h_rx) = mpsc::channel::<()>();
     let (h, htid) = spawn_fifo_tid(cpu, 10, move || {
@@ -199,7 +199,7 @@ fn the_kernel_boost_follows_the_helpers_pi_mutex_to_its_owner() {
         *hm.lock().expect("lock") = true;
         hc.signal().expect("signal");
     });
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     h_go.send(()).expect("go");
     assert!(
         eventually(limit, || kernel_prio(ttid) == -11),
@@ -229,9 +229,9 @@ fn a_deadline_waiter_lends_its_deadline_to_a_fifo_helper() {
     let cpu = rt.cpu;
     let limit = now_ns() + 5_000 * MS;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::Kernel).expect("kernel boost"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::Kernel).expect("kernel boost"));
     let (h, htid, go) = helper(cpu, 10, m.clone(), c.clone());
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let (wm, wc) = (m.clone(), c.clone());
     let (ready_tx, ready) = mpsc::channel::<Result<(), heir::Error>>();
     // Not pinned: a SCHED_DEADLINE thread must be allowed on every CPU of
@@ -293,11 +293,11 @@ fn a_deleted_helper_hands_the_kernel_boost_to_the_next() {
     let cpu = rt.cpu;
     let limit = now_ns() + 5_000 * MS;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::Kernel).expect("kernel boost"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::Kernel).expect("kernel boost"));
     let (h1, h1tid, go1) = helper(cpu, 10, m.clone(), c.clone());
     let (h2, h2tid, go2) = helper(cpu, 12, m.clone(), c.clone());
-    c.helpers_add(h1tid).expect("helper 1");
-    c.helpers_add(h2tid).expect("helper 2");
+    c.add_helper(h1tid).expect("helper 1");
+    c.add_helper(h2tid).expect("helper 2");
     let (w, wtid) = waiter(cpu, m.clone(), c.clone(), limit);
     assert!(
         eventually(limit, || kernel_prio(h1tid) == -31),
@@ -308,7 +308,7 @@ fn a_deleted_helper_hands_the_kernel_boost_to_the_next() {
         eventually(limit, || set_prio(h2tid) == 30),
         "second: sched_setattr"
     );
-    c.helpers_del(h1tid).expect("del");
+    c.remove_helper(h1tid).expect("del");
     assert!(
         eventually(limit, || heir::thread::info(wtid)
             .and_then(|i| i.kernel_helper)
@@ -345,9 +345,9 @@ fn a_kernel_waiter_outlives_its_helper() {
     let cpu = rt.cpu;
     let limit = now_ns() + 5_000 * MS;
     let m = Arc::new(PiMutex::new(false));
-    let c = Arc::new(PiCondvar::with_boost(Boost::Kernel).expect("kernel boost"));
+    let c = Arc::new(PiCondvar::with_lend(Lend::Kernel).expect("kernel boost"));
     let (h, htid, go) = helper(cpu, 10, m.clone(), c.clone());
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let (w, wtid) = waiter(cpu, m.clone(), c.clone(), limit);
     assert!(eventually(limit, || kernel_prio(htid) == -31), "boosted");
     drop(go); // the helper exits without signalling

@@ -30,12 +30,12 @@ fn round(tid: i32, word: &ControlWord) {
     *c.lock().expect("ceiling lock") += 1;
     drop(c);
     let cv = PiCondvar::new();
-    cv.helpers_add(tid).expect("helper");
+    cv.add_helper(tid).expect("helper");
     assert!(!cv.signal().expect("signal"));
     drop(cv);
     let g = Gang::new().expect("gang");
-    g.insert(tid, word).expect("insert");
-    heir::gang::remove(tid).expect("remove");
+    g.add_member(tid, word).expect("add_member");
+    g.remove_member(tid).expect("remove_member");
     drop(g);
     let ep: Endpoint<u32, u32> = Endpoint::new(true);
     drop(ep);

@@ -72,3 +72,28 @@ fn rpc_server_keeps_its_priority_without_pi_cv() {
     };
     assert_eq!(rpc(&rt, false), (42, 10));
 }
+
+/// `remove_server` undoes `add_server`: with PI-CV, the server stops being
+/// a helper of every caller's reply condition (adding it again is refused
+/// while it still is one); a thread that is no server is refused.
+#[test]
+fn rpc_remove_server_undoes_add_server() {
+    let ep = Endpoint::<u64, u32>::new(true);
+    let me = heir::thread::register().expect("register");
+    ep.add_server(me).expect("server");
+    let _c = ep.caller().expect("caller");
+    assert!(
+        matches!(
+            ep.add_server(me),
+            Err(heir::Error::Engine(
+                heir_core::EngineError::HelperExists { .. }
+            ))
+        ),
+        "a helper of the caller's reply condition already"
+    );
+    assert_eq!(ep.remove_server(me), Ok(()));
+    assert_eq!(ep.remove_server(me), Err(heir::Error::NotServing));
+    ep.add_server(me)
+        .expect("a server again: no helper was left behind");
+    assert_eq!(ep.remove_server(me), Ok(()));
+}

@@ -63,7 +63,7 @@ fn scene(cpu: u32, deadline: impl FnOnce(u64) -> u64 + Send + 'static) -> Scene 
         sample_until(t0 + 60 * MS)
     });
     let c = Arc::new(PiCondvar::new());
-    c.helpers_add(htid).expect("helper");
+    c.add_helper(htid).expect("helper");
     let (from, to) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let (cc, f, t) = (c.clone(), from.clone(), to.clone());
     let waiter = spawn_fifo(cpu, 30, move || {
@@ -117,7 +117,7 @@ fn helper_removal_revokes_the_boost() {
     let (cd, d, htid, t0) = (sc.c.clone(), del_at.clone(), sc.htid, sc.t0);
     let remover = spawn_fifo(cpu, 40, move || {
         heir::sys::sleep_until(t0 + 20 * MS);
-        cd.helpers_del(htid).expect("helpers_del");
+        cd.remove_helper(htid).expect("remove_helper");
         d.store(now_ns(), Ordering::SeqCst);
     });
     remover.join().expect("remover");

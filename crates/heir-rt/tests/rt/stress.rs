@@ -111,9 +111,9 @@ fn random_operations_leave_everyone_at_base() {
                         let all = ts.lock().unwrap().clone();
                         let who = all[rng.below(all.len() as u64) as usize];
                         let r = if rng.below(2) == 0 {
-                            cs[c].helpers_add(who)
+                            cs[c].add_helper(who)
                         } else {
-                            cs[c].helpers_del(who)
+                            cs[c].remove_helper(who)
                         };
                         match r {
                             Ok(()) => {}
@@ -141,7 +141,7 @@ fn random_operations_leave_everyone_at_base() {
             dn.wait();
             let me = heir::thread::current_tid();
             for c in cs.iter() {
-                let _ = c.helpers_del(me);
+                let _ = c.remove_helper(me);
             }
             dn.wait();
             let info = heir::thread::info(me).expect("registered");

@@ -37,7 +37,7 @@ fn wait_releases_the_mutex_a_blocked_helper_needs() {
         cvp.signal().expect("signal");
         drop(g);
     });
-    cv.helpers_add(prod_tid).expect("helpers_add");
+    cv.add_helper(prod_tid).expect("add_helper");
 
     // Consumer (prio 30): holds m until the engine shows the producer
     // blocked on it, then waits on cv with m.

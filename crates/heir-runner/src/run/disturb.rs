@@ -42,8 +42,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::sys;
 use crate::tracefs::{Parsed, RecordKind};
+use heir::sys;
 
 /// `PF_KTHREAD` in `/proc/TID/stat`'s flags.
 const PF_KTHREAD: u64 = 0x0020_0000;

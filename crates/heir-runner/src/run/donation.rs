@@ -5,7 +5,7 @@
 //! futex per request.
 //!
 //! - A serving thread joins its endpoints before the run starts
-//!   ([`join_servers`]; a `passive` task becomes `SCHED_IDLE` there, the
+//!   ([`add_servers`]; a `passive` task becomes `SCHED_IDLE` there, the
 //!   documented approximation of "no scheduling context"). Each `serve`
 //!   event is one [`donate::Endpoint::receive_until`], the handler's steps
 //!   in order ([`Step`]: `run`, `lock`, `unlock`, `sleep`, nested `call`), and one
@@ -37,7 +37,7 @@ use heir_report::DeadlockKind;
 use heir_scenario::{CallSpec, Event, EventKind, HandlerEvent, IpcModel, Micros, Scenario};
 
 use super::{Ctx, Res, Stop};
-use crate::{donate, sys, Error};
+use heir::{donate, sys, Error};
 use heir_scenario::messages;
 
 /// How long after a request's timeout its serving thread keeps yielding
@@ -201,11 +201,11 @@ impl Donation {
 /// The calling thread (of task `ti`) becomes a server of each endpoint its
 /// task serves, before the run starts (a call never finds an endpoint
 /// without its servers); a passive task's thread switches to `SCHED_IDLE`.
-pub(super) fn join_servers(res: &[Res], don: &Donation, ti: usize) -> Result<(), Error> {
+pub(super) fn add_servers(res: &[Res], don: &Donation, ti: usize) -> Result<(), Error> {
     let passive = don.is_passive(ti);
     for &e in don.serves.get(ti).into_iter().flatten() {
         if let Some(Res::Donate(ep)) = res.get(e) {
-            ep.join_server(passive)?;
+            ep.add_server(passive)?;
         }
     }
     Ok(())

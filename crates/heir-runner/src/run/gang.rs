@@ -10,16 +10,16 @@
 //! - `gang_active` / `gang_passive` set / clear the caller's bits (one CAS,
 //!   no system call); `gang_run` is [`Gang::run`] with the event's mask (a
 //!   run in progress: it fails and is counted in `failed_runs`);
-//!   `gang_notify` is [`gang::notify`] for a member of that gang (harmless
+//!   `gang_notify` is [`Gang::notify`] for a member of that gang (harmless
 //!   otherwise); `gang_wait` is [`Gang::wait_until`] with min(timeout, end
 //!   of the run) as its deadline;
 //! - `global.gpm: false` (`--gpm off`) makes every gang with
-//!   [`GangAttr`] `boost: false`: the same counting and waiting, no boost.
+//!   [`GangAttr`] `gpm: false`: the same counting and waiting, no boost.
 //!
 //! **Latency** (the report's `gangs`, the simulator's schema): from a run's
 //! `gang_run` (the time taken just before [`Gang::run`]) to its last
-//! notify (the time taken just before the completing [`gang::notify`] or
-//! [`gang::remove`]). The operations that change the count — run, notify,
+//! notify (the time taken just before the completing [`Gang::notify`] or
+//! [`Gang::remove_member`]). The operations that change the count — run, notify,
 //! remove, a finished thread's leaving — take the gang's *book* (a
 //! [`PiMutex`]) around the heir-rt call, so that the completing notify
 //! knows it completes the run (it is counted and is the last pending
@@ -41,9 +41,10 @@ use heir_report::{GangReport, GangWaitReport, ResponseStats};
 use heir_scenario::{Event, GangOp, Scenario, GANG_DEFAULT_BITS};
 
 use super::{Ctx, Res, RunError, Shared, Stop};
-use crate::gang::{self, ControlWord, Gang, GangAttr, GangWait, MASK_BITS};
-use crate::mutex::PiMutex;
-use crate::{sys, tracefs, Error};
+use crate::tracefs;
+use heir::gang::{ControlWord, Gang, GangAttr, GangWait, MASK_BITS};
+use heir::mutex::PiMutex;
+use heir::{sys, Error};
 
 /// A gang resource of the run.
 pub(super) struct RunGang {
@@ -82,7 +83,7 @@ impl RunGang {
     /// A gang that boosts when `gpm` is on.
     pub fn new(gpm: bool) -> Result<RunGang, Error> {
         Ok(RunGang {
-            gang: Gang::with_attr(GangAttr { boost: gpm })?,
+            gang: Gang::with_attr(GangAttr { gpm })?,
             book: PiMutex::new(Book::default()),
             done: AtomicU64::new(0),
         })
@@ -134,7 +135,7 @@ pub(super) fn insert_members(scenario: &Scenario, sh: &Shared, tids: &[i32]) -> 
         for _ in 0..t.instance {
             if let Some(r) = initial_gang(scenario, ti) {
                 if let Res::Gang(g) = &sh.res[r] {
-                    g.gang.insert(tids[k], &sh.words[k])?;
+                    g.gang.add_member(tids[k], &sh.words[k])?;
                 }
             }
             k += 1;
@@ -229,7 +230,7 @@ impl Ctx<'_> {
                 if mine {
                     let b = g.book.lock()?;
                     self.record_completion(g, &b, now);
-                    gang::notify();
+                    g.gang.notify()?;
                     drop(b);
                 }
             }
@@ -249,10 +250,10 @@ impl Ctx<'_> {
                 }
                 None => {
                     let w = self.word();
-                    w.set_passive(MASK_BITS);
-                    w.set_active(GANG_DEFAULT_BITS);
+                    w.deactivate(MASK_BITS);
+                    w.activate(GANG_DEFAULT_BITS);
                     let b = g.book.lock()?;
-                    g.gang.insert(sys::gettid(), w)?;
+                    g.gang.add_member(sys::gettid(), w)?;
                     drop(b);
                     self.gang = Some(r);
                     mark("gang_insert", sys::now_ns(), r);
@@ -265,12 +266,12 @@ impl Ctx<'_> {
             }
             GangOp::Active { bits } => {
                 if mine {
-                    self.word().set_active(bits);
+                    self.word().activate(bits);
                 }
             }
             GangOp::Passive { bits } => {
                 if mine {
-                    self.word().set_passive(bits);
+                    self.word().deactivate(bits);
                 }
             }
         }
@@ -303,7 +304,7 @@ impl Ctx<'_> {
             mark("gang_notify", now, r);
         }
         self.record_completion(g, &b, now);
-        let left = gang::remove(sys::gettid());
+        let left = g.gang.remove_member(sys::gettid());
         drop(b);
         self.gang = None;
         mark("gang_remove", now, r);

@@ -65,7 +65,7 @@ fn a_boost_the_kernel_refuses_is_counted_with_its_errno_and_thread() {
         drop_sys_nice();
         let m = PiMutex::new(());
         let cv = PiCondvar::new();
-        cv.helpers_add(htid).expect("helper");
+        cv.add_helper(htid).expect("helper");
         let mut g = m.lock().expect("lock");
         // The helper is lent nice 0: refused, counted, and the wait goes on.
         cv.wait_until(&mut g, sys::now_ns() + 20_000_000)
