@@ -58,12 +58,14 @@ pub enum Wakeup {
 
 impl Engine {
     /// The budget state of context `c`.
+    #[inline]
     pub fn budget(&self, c: ContextId) -> Result<Budget, EngineError> {
         Ok(self.ctx(c)?.budget)
     }
 
     /// The parameters `c` runs on inherited from a deadline waiter (Linux's
     /// rt_mutex deadline inheritance), if any.
+    #[inline]
     pub fn inherited(&self, c: ContextId) -> Result<Option<Reservation>, EngineError> {
         Ok(self.ctx(c)?.inherited)
     }

@@ -249,11 +249,13 @@ impl Engine {
 
     /// The context `t` is bound to (`None`: a passive task, which runs
     /// only on lent time).
+    #[inline]
     pub fn context(&self, t: TaskId) -> Result<Option<ContextId>, EngineError> {
         Ok(self.live(t)?.context)
     }
 
     /// The task context `c` is bound to, if any.
+    #[inline]
     pub fn bound_to(&self, c: ContextId) -> Result<Option<TaskId>, EngineError> {
         Ok(self.ctx(c)?.bound)
     }
@@ -273,6 +275,7 @@ impl Engine {
     }
 
     /// The reservation of context `c`, if it has one.
+    #[inline]
     pub fn reservation(&self, c: ContextId) -> Result<Option<Reservation>, EngineError> {
         Ok(self.ctx(c)?.reservation)
     }
@@ -306,24 +309,18 @@ impl Engine {
 
     /// The context running task `t` consumes, with its deadline (M-BWI's
     /// rule, the NOVA paper's donation chain): the earliest-deadline one
-    /// among
+    /// that `usable` accepts (the face's exclusions: a context another CPU
+    /// consumes, a CPU the task may not run on) among
     ///
     /// 1. `t`'s own context, if it has a deadline to run at (a reservation,
     ///    or parameters inherited from a deadline waiter:
     ///    [`Engine::set_inherited`]) and is not throttled;
-    /// 2. the contexts lent to `t`: those with a reservation of the tasks
-    ///    blocked upstream of `t` through objects that lend time
-    ///    (`donates && lends_budget`), transitively (through passive and
-    ///    non-deadline waiters too), that are not throttled and that
-    ///    `usable` accepts (the face's exclusions: a context another CPU
-    ///    consumes, a waiter spinning on its own).
+    /// 2. the contexts lent to `t` ([`Engine::lenders`]) that are not
+    ///    throttled.
     ///
-    /// Ties: `t`'s own context first, then the lent one found first,
-    /// breadth-first up the chains (objects in the order `t` became their
-    /// target, waiters in wake order). `None`: nothing to run on (a
-    /// throttled deadline task, a passive task nobody lends to, a task
-    /// without a deadline anywhere). At most [`Engine::MAX_LENDERS`] tasks
-    /// are followed upstream.
+    /// Ties: `t`'s own context first, then the lent one found first.
+    /// `None`: nothing to run on (a throttled deadline task, a passive
+    /// task nobody lends to, a task without a deadline anywhere).
     ///
     /// Pre: `t` is live. No state changes.
     pub fn consumer(
@@ -332,16 +329,91 @@ impl Engine {
         mut usable: impl FnMut(ContextId) -> bool,
     ) -> Result<Option<Consumed>, EngineError> {
         let ts = self.live(t)?;
-        let mut best: Option<Consumed> = None;
-        if let Some(c) = ts.context {
-            let cs = &self.contexts[c.0 as usize];
-            if cs.has_deadline() && !cs.budget.throttled {
-                best = Some(Consumed {
-                    context: c,
-                    deadline_ns: cs.budget.deadline_ns,
-                });
+        let mut best = self.own_consumed(ts).filter(|b| usable(b.context));
+        if ts.targeted.is_empty() {
+            return Ok(best);
+        }
+        // Breadth-first up the time-lending edges (as [`Engine::lenders`],
+        // without listing them): `frontier` is made only when some object
+        // lends `t` time.
+        let mut frontier: Vec<TaskId> = Vec::new();
+        let mut next = 0;
+        let mut u = t;
+        loop {
+            for &o in &self.tasks[u.0 as usize].targeted {
+                let os = &self.objs[o.0 as usize];
+                if !Engine::lends_time(&os.spec) {
+                    continue;
+                }
+                for w in &os.queue.waiters {
+                    let w = w.task;
+                    if frontier.is_empty() {
+                        frontier.push(t);
+                    }
+                    if frontier.len() > Engine::MAX_LENDERS || frontier.contains(&w) {
+                        continue;
+                    }
+                    frontier.push(w);
+                    let Some(c) = self.tasks[w.0 as usize].context else {
+                        continue;
+                    };
+                    let cs = &self.contexts[c.0 as usize];
+                    let d = cs.budget.deadline_ns;
+                    if cs.reservation.is_none()
+                        || cs.budget.throttled
+                        || best.is_some_and(|b| d >= b.deadline_ns)
+                    {
+                        continue;
+                    }
+                    if usable(c) {
+                        best = Some(Consumed {
+                            context: c,
+                            deadline_ns: d,
+                        });
+                    }
+                }
+            }
+            next += 1;
+            match frontier.get(next) {
+                Some(&v) => u = v,
+                None => return Ok(best),
             }
         }
+    }
+
+    /// [`Engine::consumer`] when nothing lends `t` time (a face that knows
+    /// no object lends time skips the walk): `t`'s own context if it has a
+    /// deadline to run at and is not throttled.
+    ///
+    /// Pre: `t` is live. No state changes.
+    #[inline]
+    pub fn own_consumer(&self, t: TaskId) -> Result<Option<Consumed>, EngineError> {
+        Ok(self.own_consumed(self.live(t)?))
+    }
+
+    /// Rule 1 of [`Engine::consumer`] for the task `ts`.
+    #[inline]
+    fn own_consumed(&self, ts: &crate::state::TaskState) -> Option<Consumed> {
+        let c = ts.context?;
+        let cs = &self.contexts[c.0 as usize];
+        (cs.has_deadline() && !cs.budget.throttled).then_some(Consumed {
+            context: c,
+            deadline_ns: cs.budget.deadline_ns,
+        })
+    }
+
+    /// The contexts lent to `t`, written into `out` (cleared first): the
+    /// contexts with a reservation of the tasks blocked upstream of `t`
+    /// through objects that lend time (`donates && lends_budget`),
+    /// transitively (through passive and non-deadline waiters too),
+    /// throttled or not, breadth-first up the chains (objects in the order
+    /// `t` became their target, waiters in wake order), each once. At most
+    /// [`Engine::MAX_LENDERS`] tasks are followed upstream.
+    ///
+    /// Pre: `t` is live. No state changes.
+    pub fn lenders(&self, t: TaskId, out: &mut Vec<ContextId>) -> Result<(), EngineError> {
+        out.clear();
+        self.live(t)?;
         let mut frontier: Vec<TaskId> = vec![t];
         let mut next = 0;
         while next < frontier.len() {
@@ -358,27 +430,18 @@ impl Engine {
                         continue;
                     }
                     frontier.push(w);
-                    let Some(c) = self.tasks[w.0 as usize].context else {
-                        continue;
-                    };
-                    let cs = &self.contexts[c.0 as usize];
-                    if cs.reservation.is_none() || cs.budget.throttled {
-                        continue;
-                    }
-                    let d = cs.budget.deadline_ns;
-                    if best.is_none_or(|b| d < b.deadline_ns) && usable(c) {
-                        best = Some(Consumed {
-                            context: c,
-                            deadline_ns: d,
-                        });
+                    if let Some(c) = self.tasks[w.0 as usize].context {
+                        if self.contexts[c.0 as usize].reservation.is_some() {
+                            out.push(c);
+                        }
                     }
                 }
             }
         }
-        Ok(best)
+        Ok(())
     }
 
-    /// The most tasks [`Engine::consumer`] follows upstream of one task.
+    /// The most tasks [`Engine::lenders`] follows upstream of one task.
     pub const MAX_LENDERS: usize = 4096;
 
     /// Whether an object of `spec` lends its waiters' time (their

@@ -12,7 +12,8 @@
 //! engine's breadth-first walk: the lenders of `t` are the fixed point of
 //! "waiters of a time-lending object one of the set is a target of",
 //! computed from the public queries over every object, and the answer must
-//! be a candidate of least deadline (the task's own context on a tie).
+//! be a candidate of least deadline (the task's own context on a tie);
+//! [`Engine::lenders`] must list exactly the reserved contexts of that set.
 
 use std::collections::{HashMap, HashSet};
 
@@ -630,7 +631,10 @@ impl Model {
             let mut cands: Vec<(u64, ContextId, bool)> = Vec::new();
             if let Some(c) = own {
                 let m = &self.ctx[&c];
-                if (m.reservation.is_some() || m.inherited.is_some()) && !m.budget.throttled {
+                if (m.reservation.is_some() || m.inherited.is_some())
+                    && !m.budget.throttled
+                    && usable(c)
+                {
                     cands.push((m.budget.deadline_ns, c, true));
                 }
             }
@@ -642,6 +646,22 @@ impl Model {
                     cands.push((m.budget.deadline_ns, c, false));
                 }
             }
+            let mut lent = Vec::new();
+            e.lenders(t, &mut lent).unwrap();
+            let mut want: Vec<ContextId> = up
+                .iter()
+                .filter(|&&w| w != t)
+                .filter_map(|&w| {
+                    self.ctx
+                        .iter()
+                        .find(|(_, v)| v.bound == Some(w) && v.reservation.is_some())
+                        .map(|(&c, _)| c)
+                })
+                .collect();
+            want.sort();
+            let mut sorted = lent.clone();
+            sorted.sort();
+            prop_assert_eq!(sorted, want, "lenders of {:?}", t);
             let got = e.consumer(t, usable).unwrap();
             let least = cands.iter().map(|x| x.0).min();
             prop_assert_eq!(got.map(|g| g.deadline_ns), least, "consumer of {:?}", t);
