@@ -25,9 +25,9 @@
 //! the engine answers:
 //!
 //! - [`Engine::consumer`]: which context a running task consumes — M-BWI's
-//!   earliest-deadline context that has budget, among the task's own and
-//!   those lent to it along the chains of its waiters (NOVA's donation
-//!   chain for a passive server);
+//!   earliest-deadline context that is not throttled, among the task's own
+//!   and those lent to it along the chains of its waiters (NOVA's donation
+//!   chain for a passive server); [`Engine::lenders`] lists the lent ones;
 //! - [`Engine::donors`]: which contexts come with the urgencies that reach
 //!   a task, most urgent first;
 //! - [`Engine::time_goes_to`]: where does a blocked task's time go — the
