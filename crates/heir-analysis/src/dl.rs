@@ -49,7 +49,7 @@
 //!    owner runs on its own deadline and budget, and the CBS wake-up rule
 //!    renews or cuts the waiter's budget (docs/ANALYSIS.md §5.3).
 
-use crate::edf::sum_le_one;
+use crate::edf::{sum_le_one, Reservation};
 use crate::fp::{TaskResult, Unbounded};
 use crate::model::{Class, MutexProtocol, Nanos, Task, TaskSet};
 
@@ -73,15 +73,22 @@ pub struct GroupAdmission {
     pub admitted: bool,
 }
 
-/// `(Q, D, P)` of a reservation.
-pub(crate) fn params(t: &Task) -> (Nanos, Nanos, Nanos) {
-    match t.class {
+/// The reservation `(Q, D, P)` of a deadline task, as the engine's type
+/// (the one the simulator charges); for a fixed-priority task, its demand,
+/// deadline and period.
+pub(crate) fn reservation(t: &Task) -> Reservation {
+    let (runtime_ns, deadline_ns, period_ns) = match t.class {
         Class::Deadline {
             runtime,
             deadline,
             period,
         } => (runtime, deadline, period),
         Class::Fixed { .. } => (t.demand, t.deadline, t.period),
+    };
+    Reservation {
+        runtime_ns,
+        deadline_ns,
+        period_ns,
     }
 }
 
@@ -182,7 +189,9 @@ fn interference(
     let cl = closure(set, i, members);
     let not_bwi = (0..cl.len())
         .find(|&r| cl[r] && shared[r] && set.mutexes[r].protocol != MutexProtocol::Bwi);
-    let (_, di, _) = params(&set.tasks[i]);
+    let Reservation {
+        deadline_ns: di, ..
+    } = reservation(&set.tasks[i]);
     let waits = set.tasks[i]
         .sections
         .iter()
@@ -203,7 +212,9 @@ fn interference(
         }
         let (longest, sum) = outer_sections(tx, &cl);
         out.gamma.push(x);
-        let (_, dx, _) = params(tx);
+        let Reservation {
+            deadline_ns: dx, ..
+        } = reservation(tx);
         out.b_all = out.b_all.saturating_add(longest);
         if global {
             let jobs = di.saturating_add(dx).div_ceil(tx.period.max(1));
@@ -221,7 +232,11 @@ fn admission(set: &TaskSet, members: &[usize], cpu: Option<u32>, cpus: u32) -> G
     let dens: Vec<(u64, u64)> = members
         .iter()
         .map(|&i| {
-            let (q, d, _) = params(&set.tasks[i]);
+            let Reservation {
+                runtime_ns: q,
+                deadline_ns: d,
+                ..
+            } = reservation(&set.tasks[i]);
             (q, d)
         })
         .collect();
@@ -315,7 +330,7 @@ pub fn analyze_group(
             .filter(|(_, f)| f.not_bwi.is_none())
             .map(|(&i, f)| {
                 let t = &set.tasks[i];
-                t.demand.saturating_add(f.b) as f64 / params(t).1 as f64
+                t.demand.saturating_add(f.b) as f64 / reservation(t).deadline_ns as f64
             })
             .sum(),
     );
@@ -343,7 +358,7 @@ pub fn analyze_group(
         out[i] = Some(match (&pre[k], blocked_by) {
             (Pre::Out(why, b), _) => TaskResult::unbounded(why.clone(), *b),
             (_, Some(other)) => TaskResult::unbounded(Unbounded::Interferer { other }, Some(f.b)),
-            (Pre::Fits, None) => TaskResult::bounded(params(t).1, f.b, t.deadline),
+            (Pre::Fits, None) => TaskResult::bounded(reservation(t).deadline_ns, f.b, t.deadline),
             (Pre::Spans(r), None) => TaskResult::bounded(*r, f.b, t.deadline),
         });
     }
@@ -352,7 +367,11 @@ pub fn analyze_group(
 
 /// The verdict of task `t` from its own numbers and the admission.
 fn pre_verdict(t: &Task, f: &Interf, adm: &GroupAdmission, global: bool) -> Pre {
-    let (q, d, p) = params(t);
+    let Reservation {
+        runtime_ns: q,
+        deadline_ns: d,
+        period_ns: p,
+    } = reservation(t);
     if !adm.admitted {
         let why = if global {
             Unbounded::NotAdmittedGlobal {
@@ -436,7 +455,11 @@ fn throttle_risk(
 ) -> Option<(usize, usize)> {
     members.iter().zip(inter).find_map(|(&x, f)| {
         let t = &set.tasks[x];
-        let (q, d, p) = params(t);
+        let Reservation {
+            runtime_ns: q,
+            deadline_ns: d,
+            period_ns: p,
+        } = reservation(t);
         let room = f.waits.saturating_add(1).saturating_mul(p);
         if t.demand <= q && d >= p && t.period >= room {
             return None;
@@ -485,7 +508,11 @@ fn analyze_pinned(
         .iter()
         .enumerate()
         .map(|(k, &i)| {
-            let (q, d, p) = params(&set.tasks[i]);
+            let Reservation {
+                runtime_ns: q,
+                deadline_ns: d,
+                period_ns: p,
+            } = reservation(&set.tasks[i]);
             if clean[k] {
                 Demand::Sporadic { q, d, s: p }
             } else if d >= p {
@@ -499,7 +526,11 @@ fn analyze_pinned(
     let load: f64 = members
         .iter()
         .map(|&i| {
-            let (q, _, p) = params(&set.tasks[i]);
+            let Reservation {
+                runtime_ns: q,
+                period_ns: p,
+                ..
+            } = reservation(&set.tasks[i]);
             q as f64 / p as f64
         })
         .sum();
@@ -528,7 +559,7 @@ fn analyze_pinned(
             .filter(|(_, f)| f.not_bwi.is_none())
             .map(|(&i, f)| {
                 let t = &set.tasks[i];
-                t.demand.saturating_add(f.b) as f64 / params(t).1 as f64
+                t.demand.saturating_add(f.b) as f64 / reservation(t).deadline_ns as f64
             })
             .sum(),
     );
@@ -548,7 +579,11 @@ fn analyze_pinned(
                 TaskResult::unbounded(Unbounded::Interferer { other }, Some(f.b))
             }
             (None, PinnedPre::Fits, None) => {
-                let (_, d, p) = params(t);
+                let Reservation {
+                    deadline_ns: d,
+                    period_ns: p,
+                    ..
+                } = reservation(t);
                 let r = fits_bound(&demands, k, t, f.b, d, p);
                 TaskResult::bounded(r, f.b, t.deadline)
             }
@@ -601,13 +636,21 @@ fn fits_bound(
 /// later it is past.) Such a task is analysed as a job spanning two
 /// chunks.
 fn exact_budget_hazard(t: &Task, needed: Nanos) -> bool {
-    let (q, d, p) = params(t);
+    let Reservation {
+        runtime_ns: q,
+        deadline_ns: d,
+        period_ns: p,
+    } = reservation(t);
     needed == q && d < p && t.period > p && t.period < p.saturating_mul(2)
 }
 
 /// The verdict of a member of a pinned group from its own numbers.
 fn pinned_pre(t: &Task, f: &Interf) -> PinnedPre {
-    let (q, d, p) = params(t);
+    let Reservation {
+        runtime_ns: q,
+        deadline_ns: d,
+        period_ns: p,
+    } = reservation(t);
     if t.period < p {
         return PinnedPre::Out(Unbounded::ReservationPeriod, Some(f.b));
     }

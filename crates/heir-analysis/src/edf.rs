@@ -18,19 +18,25 @@
 //! with a relative tolerance of 1e-12.
 
 use crate::model::Nanos;
+pub use heir_core::Reservation;
 use std::cmp::Ordering;
 
-/// One reservation, and the blocking it can suffer.
+/// One reservation — the engine's type, `(Q, D, P)` in ns, the one the
+/// simulator charges and the runtime maps onto `SCHED_DEADLINE` — and the
+/// blocking it can suffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reservation {
-    /// `Q`: budget per period.
-    pub runtime: Nanos,
-    /// `D`: relative deadline.
-    pub deadline: Nanos,
-    /// `P`: period.
-    pub period: Nanos,
+pub struct Reserved {
+    /// `Q`, `D`, `P`.
+    pub reservation: Reservation,
     /// `B`: worst-case blocking (0 for independent tasks).
     pub blocking: Nanos,
+}
+
+impl Reserved {
+    /// `Q / P` as a fraction.
+    fn utilisation(&self) -> (u64, u64) {
+        (self.reservation.runtime_ns, self.reservation.period_ns)
+    }
 }
 
 /// The outcome of an admission test.
@@ -44,8 +50,8 @@ pub struct Admission {
 }
 
 /// `Σ Q_i / P_i ≤ 1`.
-pub fn utilisation_test(res: &[Reservation]) -> Admission {
-    let terms: Vec<(u64, u64)> = res.iter().map(|r| (r.runtime, r.period)).collect();
+pub fn utilisation_test(res: &[Reserved]) -> Admission {
+    let terms: Vec<(u64, u64)> = res.iter().map(Reserved::utilisation).collect();
     let ok = sum_le_one(&terms);
     let total: f64 = terms.iter().map(|&(n, d)| n as f64 / d as f64).sum();
     Admission {
@@ -55,7 +61,7 @@ pub fn utilisation_test(res: &[Reservation]) -> Admission {
 }
 
 /// `∀i: Σ_{D_j ≤ D_i} Q_j / P_j + B_i / P_i ≤ 1` (the M-BWI paper's §3.3).
-pub fn blocking_test(res: &[Reservation]) -> Admission {
+pub fn blocking_test(res: &[Reserved]) -> Admission {
     let mut admitted = true;
     let mut load = Vec::with_capacity(res.len());
     let mut terms: Vec<(u64, u64)> = Vec::with_capacity(res.len() + 1);
@@ -63,10 +69,10 @@ pub fn blocking_test(res: &[Reservation]) -> Admission {
         terms.clear();
         terms.extend(
             res.iter()
-                .filter(|o| o.deadline <= r.deadline)
-                .map(|o| (o.runtime, o.period)),
+                .filter(|o| o.reservation.deadline_ns <= r.reservation.deadline_ns)
+                .map(Reserved::utilisation),
         );
-        terms.push((r.blocking, r.period));
+        terms.push((r.blocking, r.reservation.period_ns));
         if !sum_le_one(&terms) {
             admitted = false;
         }

@@ -1,27 +1,45 @@
 //! Scheduling contexts: whose *time* a task runs on, as opposed to whose
-//! urgency (seL4 MCS's scheduling contexts, M-BWI's reservations, the NOVA paper's
-//! timeslices).
+//! urgency (seL4 MCS's scheduling contexts, M-BWI's reservations, the NOVA
+//! paper's timeslices).
 //!
-//! Each task owns a context; a blocked task lends its context down its
-//! chain, so a target may run on any context lent to it. The engine keeps
-//! no clock: the face that runs time (simulator, runtime) consumes and
-//! replenishes budgets, throttles a context whose budget ran out (by
-//! moving its owner's base deadline with [`Engine::set_base`]) and makes
-//! sure no context is consumed by two CPUs at once. The engine answers two
-//! questions:
+//! A context is an object of its own arena ([`ContextId`], generation
+//! checked like tasks and objects): an optional [`Reservation`] (Q, D, P)
+//! and the state the faces need to run time on it ([`Budget`]: remaining
+//! budget, absolute deadline, throttled). A task is **bound** to at most
+//! one context and a context to at most one task; a task bound to none is
+//! **passive** (a NOVA or seL4 MCS passive server): it runs only on time
+//! lent to it. [`Engine::add_task`] creates and binds a context without a
+//! reservation (a task's own timeslice), [`Engine::add_passive_task`] none;
+//! [`Engine::add_context`], [`Engine::bind`], [`Engine::unbind`] and
+//! [`Engine::remove_context`] manage them explicitly.
 //!
-//! - [`Engine::donors`]: which contexts may this task run on, most urgent
-//!   first — its own, and that of every task upstream of it through
-//!   donating objects (and the floors it has, which lend urgency but no
-//!   time);
+//! **Lending** follows the wait-for graph: a blocked task lends its context
+//! along the edges of objects that lend time ([`Spec::lends_budget`]: `bwi`
+//! mutexes, condition variables with helpers, endpoints), and its urgency
+//! along every donating edge (an `inherit` mutex lends urgency, not time;
+//! Linux's deadline inheritance lends *parameters*, kept on the owner's own
+//! context: [`Engine::set_inherited`]). The engine keeps no clock: the
+//! face that runs time calls the CBS operations (`budget.rs`:
+//! [`Engine::start`], [`Engine::wakeup`], [`Engine::consume`],
+//! [`Engine::throttle`], [`Engine::replenish`]) with its own instants, and
+//! the engine answers:
+//!
+//! - [`Engine::consumer`]: which context a running task consumes — M-BWI's
+//!   earliest-deadline context that is not throttled, among the task's own
+//!   and those lent to it along the chains of its waiters (NOVA's donation
+//!   chain for a passive server); [`Engine::lenders`] lists the lent ones;
+//! - [`Engine::donors`]: which contexts come with the urgencies that reach
+//!   a task, most urgent first;
 //! - [`Engine::time_goes_to`]: where does a blocked task's time go — the
 //!   runnable tasks at the ends of its chains, or why none can be reached.
 
-use crate::{Engine, EngineError, ObjId, Source, TaskId, Urgency, MAX_CHAIN_DEPTH};
+use crate::state::ContextState;
+use crate::{Engine, EngineError, ObjId, Source, Spec, TaskId, Urgency, MAX_CHAIN_DEPTH};
 
-/// A scheduling context in the engine's arena: `.0` its slot (its owner's
-/// task slot), `.1` the generation (its owner's). Removed with its owner:
-/// a stale id is refused ([`EngineError::UnknownContext`]).
+/// A scheduling context in the engine's arena: `.0` is its slot, `.1` the
+/// slot's generation. A removed context's slot is reused by a later
+/// context with the next generation, so a stale id is refused
+/// ([`EngineError::StaleContext`]), never taken for the new context.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ContextId(pub u32, pub u32);
 
@@ -32,11 +50,10 @@ impl core::fmt::Debug for ContextId {
     }
 }
 
-/// A reservation: the CBS budget of a `SCHED_DEADLINE` task, runtime Q every
-/// period P, relative deadline D (what the CBS literature calls a
-/// constant-bandwidth server). The engine stores it for
-/// the faces; the budget left and the current absolute deadline live in the
-/// face that runs time.
+/// A reservation: the CBS budget of a `SCHED_DEADLINE` context, runtime Q
+/// every period P, relative deadline D (what the CBS literature calls a
+/// constant-bandwidth server). Every field is at least 1 ns, and Q at
+/// most `i64::MAX` ([`EngineError::BadReservation`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Reservation {
     /// Q: the budget per period, ns.
@@ -47,6 +64,40 @@ pub struct Reservation {
     pub period_ns: u64,
 }
 
+impl Reservation {
+    /// Whether every field is at least 1 ns and Q at most `i64::MAX`.
+    pub fn is_valid(&self) -> bool {
+        self.runtime_ns > 0
+            && self.deadline_ns > 0
+            && self.period_ns > 0
+            && self.runtime_ns <= i64::MAX as u64
+    }
+}
+
+/// The state of a context that the face running time needs: what is left
+/// of the budget, the absolute deadline it runs at, and whether it is
+/// throttled (out of budget until its replenishment instant). All zero for
+/// a context that never ran on a reservation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Budget {
+    /// Budget left, ns; negative after an overrun.
+    pub remaining_ns: i64,
+    /// The absolute deadline, ns.
+    pub deadline_ns: u64,
+    /// Out of budget until replenished ([`Engine::replenish`]).
+    pub throttled: bool,
+}
+
+/// What [`Engine::consumer`] answers: the context a running task consumes
+/// and the absolute deadline it runs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Consumed {
+    /// The context.
+    pub context: ContextId,
+    /// Its absolute deadline, ns.
+    pub deadline_ns: u64,
+}
+
 /// One entry of [`Engine::donors`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Donor {
@@ -54,9 +105,9 @@ pub struct Donor {
     pub urgency: Urgency,
     /// The task whose base it is, or the object whose floor it is.
     pub source: Source,
-    /// The context whose time comes with it: the task's own, or for a floor
+    /// The context whose time comes with it: the task's, or for a floor
     /// (which lends urgency but no time) the context of the task it lifts;
-    /// `None` for a task without a context.
+    /// `None` for a passive task.
     pub context: Option<ContextId>,
 }
 
@@ -85,40 +136,319 @@ pub enum Stall {
 }
 
 impl Engine {
-    /// The context `t` owns (`None`: it runs only on lent time).
+    // ----- the arena -----
+
+    /// The context `c` names: `UnknownContext` if its slot was never used,
+    /// [`EngineError::StaleContext`] if it was removed.
+    #[inline]
+    pub(crate) fn ctx(&self, c: ContextId) -> Result<&ContextState, EngineError> {
+        match self.contexts.get(c.0 as usize) {
+            Some(cs) if cs.alive && cs.gen == c.1 => Ok(cs),
+            Some(_) => Err(EngineError::StaleContext(c)),
+            None => Err(EngineError::UnknownContext(c)),
+        }
+    }
+
+    /// `c`'s state, mutable (the caller has checked `c`).
+    #[inline]
+    pub(crate) fn ctx_mut(&mut self, c: ContextId) -> &mut ContextState {
+        &mut self.contexts[c.0 as usize]
+    }
+
+    /// Creates a context, bound to no task, with `reservation` (or none:
+    /// a task's own timeslice) and a zero [`Budget`].
+    ///
+    /// Pre: `reservation`, if any, is valid ([`Reservation::is_valid`],
+    /// else [`EngineError::BadReservation`]). Post: `bound_to(c) ==
+    /// None`, `budget(c) == Budget::default()`. It takes the slot of the
+    /// last context removed, if any (in the slot's next generation).
+    pub fn add_context(
+        &mut self,
+        reservation: Option<Reservation>,
+    ) -> Result<ContextId, EngineError> {
+        if let Some(r) = reservation.filter(|r| !r.is_valid()) {
+            return Err(EngineError::BadReservation(r));
+        }
+        Ok(self.new_context(reservation))
+    }
+
+    /// [`Engine::add_context`] without the check.
+    pub(crate) fn new_context(&mut self, reservation: Option<Reservation>) -> ContextId {
+        if let Some(slot) = self.free_contexts.pop() {
+            let cs = &mut self.contexts[slot as usize];
+            *cs = ContextState::new(reservation, cs.gen);
+            return ContextId(slot, cs.gen);
+        }
+        self.contexts.push(ContextState::new(reservation, 0));
+        ContextId(self.contexts.len() as u32 - 1, 0)
+    }
+
+    /// Removes a context.
+    ///
+    /// Pre: `c` is live and bound to no task ([`EngineError::ContextBound`]:
+    /// unbind it first). Post: `c` is refused by every query
+    /// ([`EngineError::StaleContext`]); its slot is free for a later context.
+    pub fn remove_context(&mut self, c: ContextId) -> Result<(), EngineError> {
+        if let Some(task) = self.ctx(c)?.bound {
+            return Err(EngineError::ContextBound { context: c, task });
+        }
+        self.free_context(c);
+        self.debug_validate();
+        Ok(())
+    }
+
+    /// Frees `c`'s slot (checked and unbound by the caller).
+    pub(crate) fn free_context(&mut self, c: ContextId) {
+        let cs = self.ctx_mut(c);
+        *cs = ContextState::new(None, cs.gen);
+        cs.alive = false;
+        // A slot whose generations ran out is retired, never reused.
+        if let Some(gen) = cs.gen.checked_add(1) {
+            cs.gen = gen;
+            self.free_contexts.push(c.0);
+        }
+    }
+
+    /// Binds context `c` to task `t`: `t` runs on it from now on.
+    ///
+    /// Pre: `t` is live and passive ([`EngineError::HasContext`]); `c` is
+    /// live and bound to no task ([`EngineError::ContextBound`]). Post:
+    /// `context(t) == Some(c)`, `bound_to(c) == Some(t)`. Urgencies are
+    /// unchanged (a context carries time; a deadline base follows from it
+    /// only through [`Engine::set_base`]), and so is the budget.
+    pub fn bind(&mut self, t: TaskId, c: ContextId) -> Result<(), EngineError> {
+        if let Some(has) = self.live(t)?.context {
+            return Err(EngineError::HasContext {
+                task: t,
+                context: has,
+            });
+        }
+        if let Some(task) = self.ctx(c)?.bound {
+            return Err(EngineError::ContextBound { context: c, task });
+        }
+        self.ctx_mut(c).bound = Some(t);
+        self.tasks[t.0 as usize].context = Some(c);
+        self.debug_validate();
+        Ok(())
+    }
+
+    /// Unbinds `t`'s context, which `t` leaves passive; returns it (live,
+    /// bound to nothing, its budget kept).
+    ///
+    /// Pre: `t` is live and bound ([`EngineError::Passive`]). Post:
+    /// `context(t) == None`, `bound_to(c) == None`.
+    pub fn unbind(&mut self, t: TaskId) -> Result<ContextId, EngineError> {
+        let Some(c) = self.live(t)?.context else {
+            return Err(EngineError::Passive(t));
+        };
+        self.ctx_mut(c).bound = None;
+        self.tasks[t.0 as usize].context = None;
+        self.debug_validate();
+        Ok(c)
+    }
+
+    /// The context `t` is bound to (`None`: a passive task, which runs
+    /// only on lent time).
+    #[inline]
     pub fn context(&self, t: TaskId) -> Result<Option<ContextId>, EngineError> {
         Ok(self.live(t)?.context)
     }
 
-    /// The context `c` names, if its owner is live and of its generation.
-    fn ctx(&self, c: ContextId) -> Result<&crate::state::ContextState, EngineError> {
-        match self.contexts.get(c.0 as usize) {
-            Some(cs) if cs.owner.1 == c.1 && self.live(cs.owner).is_ok() => Ok(cs),
-            _ => Err(EngineError::UnknownContext(c)),
-        }
+    /// The task context `c` is bound to, if any.
+    #[inline]
+    pub fn bound_to(&self, c: ContextId) -> Result<Option<TaskId>, EngineError> {
+        Ok(self.ctx(c)?.bound)
     }
 
-    /// The task that owns context `c`.
-    pub fn context_owner(&self, c: ContextId) -> Result<TaskId, EngineError> {
-        Ok(self.ctx(c)?.owner)
+    /// Every live context, in id order.
+    pub fn contexts(&self) -> impl Iterator<Item = ContextId> + '_ {
+        self.contexts
+            .iter()
+            .enumerate()
+            .filter(|(_, cs)| cs.alive)
+            .map(|(i, cs)| ContextId(i as u32, cs.gen))
     }
 
-    /// The reservation of context `c`, if it is one.
+    /// The slots of the context arena: the most contexts ever live at once.
+    pub fn context_slots(&self) -> usize {
+        self.contexts.len()
+    }
+
+    /// The reservation of context `c`, if it has one.
+    #[inline]
     pub fn reservation(&self, c: ContextId) -> Result<Option<Reservation>, EngineError> {
         Ok(self.ctx(c)?.reservation)
     }
 
-    /// Sets or clears the reservation of context `c` (its owner's class
-    /// changed). Urgencies are unaffected: the base deadline is set with
-    /// [`Engine::set_base`].
+    /// Sets or clears the reservation of context `c` (its task's class
+    /// changed). The budget is kept until the next [`Engine::start`];
+    /// urgencies are unaffected (the base deadline is set with
+    /// [`Engine::set_base`]).
+    ///
+    /// Pre: `c` is live; the reservation, if any, is valid. Post:
+    /// `reservation(c) == reservation`; without one, `c` is not throttled.
     pub fn set_reservation(
         &mut self,
         c: ContextId,
         reservation: Option<Reservation>,
     ) -> Result<(), EngineError> {
         self.ctx(c)?;
-        self.contexts[c.0 as usize].reservation = reservation;
+        if let Some(r) = reservation.filter(|r| !r.is_valid()) {
+            return Err(EngineError::BadReservation(r));
+        }
+        let cs = self.ctx_mut(c);
+        cs.reservation = reservation;
+        if reservation.is_none() {
+            cs.budget.throttled = false;
+        }
+        self.debug_validate();
         Ok(())
+    }
+
+    // ----- lending -----
+
+    /// The context running task `t` consumes, with its deadline (M-BWI's
+    /// rule, the NOVA paper's donation chain): the earliest-deadline one
+    /// that `usable` accepts (the face's exclusions: a context another CPU
+    /// consumes, a CPU the task may not run on) among
+    ///
+    /// 1. `t`'s own context, if it has a deadline to run at (a reservation,
+    ///    or parameters inherited from a deadline waiter:
+    ///    [`Engine::set_inherited`]) and is not throttled;
+    /// 2. the contexts lent to `t` ([`Engine::lenders`]) that are not
+    ///    throttled.
+    ///
+    /// Ties: `t`'s own context first, then the lent one found first.
+    /// `None`: nothing to run on (a throttled deadline task, a passive
+    /// task nobody lends to, a task without a deadline anywhere).
+    ///
+    /// Pre: `t` is live. No state changes.
+    pub fn consumer(
+        &self,
+        t: TaskId,
+        mut usable: impl FnMut(ContextId) -> bool,
+    ) -> Result<Option<Consumed>, EngineError> {
+        let ts = self.live(t)?;
+        let mut best = self.own_consumed(ts).filter(|b| usable(b.context));
+        if ts.targeted.is_empty() {
+            return Ok(best);
+        }
+        // Breadth-first up the time-lending edges (as [`Engine::lenders`],
+        // without listing them): `frontier` is made only when some object
+        // lends `t` time.
+        let mut frontier: Vec<TaskId> = Vec::new();
+        let mut next = 0;
+        let mut u = t;
+        loop {
+            for &o in &self.tasks[u.0 as usize].targeted {
+                let os = &self.objs[o.0 as usize];
+                if !Engine::lends_time(&os.spec) {
+                    continue;
+                }
+                for w in &os.queue.waiters {
+                    let w = w.task;
+                    if frontier.is_empty() {
+                        frontier.push(t);
+                    }
+                    if frontier.len() > Engine::MAX_LENDERS || frontier.contains(&w) {
+                        continue;
+                    }
+                    frontier.push(w);
+                    let Some(c) = self.tasks[w.0 as usize].context else {
+                        continue;
+                    };
+                    let cs = &self.contexts[c.0 as usize];
+                    let d = cs.budget.deadline_ns;
+                    if cs.reservation.is_none()
+                        || cs.budget.throttled
+                        || best.is_some_and(|b| d >= b.deadline_ns)
+                    {
+                        continue;
+                    }
+                    if usable(c) {
+                        best = Some(Consumed {
+                            context: c,
+                            deadline_ns: d,
+                        });
+                    }
+                }
+            }
+            next += 1;
+            match frontier.get(next) {
+                Some(&v) => u = v,
+                None => return Ok(best),
+            }
+        }
+    }
+
+    /// [`Engine::consumer`] when nothing lends `t` time (a face that knows
+    /// no object lends time skips the walk): `t`'s own context if it has a
+    /// deadline to run at and is not throttled.
+    ///
+    /// Pre: `t` is live. No state changes.
+    #[inline]
+    pub fn own_consumer(&self, t: TaskId) -> Result<Option<Consumed>, EngineError> {
+        Ok(self.own_consumed(self.live(t)?))
+    }
+
+    /// Rule 1 of [`Engine::consumer`] for the task `ts`.
+    #[inline]
+    fn own_consumed(&self, ts: &crate::state::TaskState) -> Option<Consumed> {
+        let c = ts.context?;
+        let cs = &self.contexts[c.0 as usize];
+        (cs.has_deadline() && !cs.budget.throttled).then_some(Consumed {
+            context: c,
+            deadline_ns: cs.budget.deadline_ns,
+        })
+    }
+
+    /// The contexts lent to `t`, written into `out` (cleared first): the
+    /// contexts with a reservation of the tasks blocked upstream of `t`
+    /// through objects that lend time (`donates && lends_budget`),
+    /// transitively (through passive and non-deadline waiters too),
+    /// throttled or not, breadth-first up the chains (objects in the order
+    /// `t` became their target, waiters in wake order), each once. At most
+    /// [`Engine::MAX_LENDERS`] tasks are followed upstream.
+    ///
+    /// Pre: `t` is live. No state changes.
+    pub fn lenders(&self, t: TaskId, out: &mut Vec<ContextId>) -> Result<(), EngineError> {
+        out.clear();
+        self.live(t)?;
+        let mut frontier: Vec<TaskId> = vec![t];
+        let mut next = 0;
+        while next < frontier.len() {
+            let u = frontier[next];
+            next += 1;
+            for &o in &self.tasks[u.0 as usize].targeted {
+                let os = &self.objs[o.0 as usize];
+                if !Engine::lends_time(&os.spec) {
+                    continue;
+                }
+                for w in &os.queue.waiters {
+                    let w = w.task;
+                    if frontier.len() > Engine::MAX_LENDERS || frontier.contains(&w) {
+                        continue;
+                    }
+                    frontier.push(w);
+                    if let Some(c) = self.tasks[w.0 as usize].context {
+                        if self.contexts[c.0 as usize].reservation.is_some() {
+                            out.push(c);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The most tasks [`Engine::lenders`] follows upstream of one task.
+    pub const MAX_LENDERS: usize = 4096;
+
+    /// Whether an object of `spec` lends its waiters' time (their
+    /// contexts) to its targets, not only their urgency.
+    #[inline]
+    pub fn lends_time(spec: &Spec) -> bool {
+        spec.donates && spec.lends_budget
     }
 
     /// Every context `t` may run on, most urgent first, written into `out`

@@ -13,7 +13,7 @@
 use smallvec::SmallVec;
 
 use crate::state::Waiter;
-use crate::{Effective, Engine, InvariantError, ObjId, Source, TaskId, MAX_CHAIN_DEPTH};
+use crate::{ContextId, Effective, Engine, InvariantError, ObjId, Source, TaskId, MAX_CHAIN_DEPTH};
 
 fn fail<T>(msg: String) -> Result<T, InvariantError> {
     Err(InvariantError(msg))
@@ -256,26 +256,63 @@ fn check_targets(e: &Engine) -> Result<(), InvariantError> {
     Ok(())
 }
 
-/// Each task's context is owned by that task, and the other way round.
+/// Contexts: each live task's context is live and bound to it, each live
+/// context's task is live and has it (so a context is bound to at most one
+/// task and a task to at most one context); removed contexts are unbound,
+/// hold no reservation, and are on the free list exactly once (unless
+/// retired); a throttled context has a reservation; reservations and
+/// inherited parameters are valid.
 fn check_contexts(e: &Engine) -> Result<(), InvariantError> {
     for (i, ts) in e.tasks.iter().enumerate().filter(|(_, ts)| ts.alive) {
         if let Some(c) = ts.context {
             match e.contexts.get(c.0 as usize) {
-                Some(cs) if cs.owner == TaskId(i as u32, ts.gen) && c.1 == ts.gen => {}
-                _ => return fail(format!("T{i}: context {c:?} is not owned by it")),
+                Some(cs)
+                    if cs.alive && cs.gen == c.1 && cs.bound == Some(TaskId(i as u32, ts.gen)) => {}
+                _ => return fail(format!("T{i}: context {c:?} is not bound to it")),
             }
         }
     }
-    for (ci, cs) in e.contexts.iter().enumerate() {
-        if !e.tasks.get(ci).is_some_and(|ts| ts.alive) {
-            continue;
+    let mut free = vec![0u32; e.contexts.len()];
+    for &i in &e.free_contexts {
+        match free.get_mut(i as usize) {
+            Some(n) => *n += 1,
+            None => return fail(format!("free context slot {i} is beyond the arena")),
         }
-        let owner_ctx = e.tasks.get(cs.owner.0 as usize).and_then(|ts| ts.context);
-        if owner_ctx.map(|c| c.0 as usize) != Some(ci) {
+    }
+    for (ci, cs) in e.contexts.iter().enumerate() {
+        let id = ContextId(ci as u32, cs.gen);
+        if !cs.alive {
+            if cs.bound.is_some() || cs.reservation.is_some() {
+                return fail(format!("removed context slot {ci} is bound or reserved"));
+            }
+            if cs.gen == u32::MAX && free[ci] == 0 {
+                continue;
+            }
+        }
+        if free[ci] != u32::from(!cs.alive) {
             return fail(format!(
-                "context {ci}: its owner {:?} has {owner_ctx:?}",
-                cs.owner
+                "context slot {ci} (alive {}) is on the free list {} times",
+                cs.alive, free[ci]
             ));
+        }
+        if let Some(t) = cs.bound {
+            let ok = e
+                .tasks
+                .get(t.0 as usize)
+                .is_some_and(|ts| ts.alive && ts.gen == t.1 && ts.context == Some(id));
+            if !ok {
+                return fail(format!("{id:?}: bound to {t:?}, which does not have it"));
+            }
+        }
+        if cs.budget.throttled && cs.reservation.is_none() {
+            return fail(format!("{id:?}: throttled without a reservation"));
+        }
+        if [cs.reservation, cs.inherited]
+            .iter()
+            .flatten()
+            .any(|r| !r.is_valid())
+        {
+            return fail(format!("{id:?}: an invalid reservation"));
         }
     }
     Ok(())

@@ -37,13 +37,20 @@
 //!   lifts. The **donor** is that task: the task itself when not boosted or
 //!   under its own ceiling, else the root of the boosting chain.
 //! - **scheduling context** ([`ContextId`]): whose *time* a task runs on, as
-//!   opposed to whose *urgency*. Each task owns one (with a [`Reservation`]
-//!   for `SCHED_DEADLINE`: runtime, relative deadline, period); blocked
-//!   tasks lend theirs down their chains. The engine keeps no clock:
-//!   budgets are consumed and replenished by the face that runs time; the
-//!   engine answers which contexts a task may run on
-//!   ([`Engine::donors`], most urgent first) and where a blocked task's time
-//!   goes ([`Engine::time_goes_to`]).
+//!   opposed to whose *urgency* (seL4 MCS). An object of its own arena: an
+//!   optional [`Reservation`] (`SCHED_DEADLINE`: runtime, relative
+//!   deadline, period) and its [`Budget`] (remaining budget, absolute
+//!   deadline, throttled). A task is **bound** to at most one; a
+//!   **passive** task ([`Engine::add_passive_task`]) to none, and runs only
+//!   on lent time. Blocked tasks lend theirs along the edges of objects
+//!   that lend time ([`Spec::lends_budget`]). The engine keeps no clock:
+//!   the face that runs time applies the CBS rules through the engine
+//!   ([`Engine::start`], [`Engine::wakeup`], [`Engine::consume`],
+//!   [`Engine::throttle`], [`Engine::replenish`]) with its own instants;
+//!   the engine answers which context a running task consumes
+//!   ([`Engine::consumer`]), which contexts come with the urgencies that
+//!   reach it ([`Engine::donors`]) and where a blocked task's time goes
+//!   ([`Engine::time_goes_to`]).
 //! - **wait-for graph**: nodes are tasks and objects ([`Node`]); edges go
 //!   from a blocked task to its object and from an object to each of its
 //!   targets, whatever the object contributes. It is kept acyclic (a DAG: a
@@ -88,8 +95,9 @@
 //!   is still refused).
 //! - **Bandwidth inheritance** (M-BWI): [`Urgency::Deadline`] orders by
 //!   absolute deadline alone; a blocked task lends its scheduling context
-//!   down its chain, and the face runs the owner on the most urgent context
-//!   it holds that still has budget ([`Engine::donors`]).
+//!   down its chain (`bwi` mutexes, condvars, endpoints: [`Spec::lends_budget`]),
+//!   and the owner runs on the earliest-deadline context it holds that is
+//!   not throttled ([`Engine::consumer`]).
 //! - **IPC donation and helping** (NOVA donation): an object of [`Spec::ENDPOINT`]
 //!   per request; its one target is the server that took the call
 //!   ([`Engine::add_target`] / [`Engine::remove_target`] as servers take and
@@ -106,9 +114,9 @@
 //! A condvar with several helpers fans one waiter's *urgency* out to each of
 //! them; its *time* must not be: a reservation's budget is consumed by at
 //! most one CPU at a time. The engine cannot enforce that (it has no CPUs):
-//! [`Engine::donors`] gives a task every context it may run on, most urgent
-//! first, and the face that runs time picks, for each CPU, a context no
-//! other CPU is consuming and that is not throttled.
+//! [`Engine::consumer`] takes the face's exclusions as a predicate (a
+//! context another CPU consumes), and the face picks, for each CPU, a
+//! context no other CPU is consuming and that is not throttled.
 //!
 //! # Ordering guarantees
 //!
@@ -173,6 +181,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod budget;
 mod cond;
 mod context;
 mod graph;
@@ -187,7 +196,8 @@ mod task;
 mod urgency;
 mod walk;
 
-pub use context::{ContextId, Donor, Reservation, Stall, TimeError};
+pub use budget::Wakeup;
+pub use context::{Budget, Consumed, ContextId, Donor, Reservation, Stall, TimeError};
 pub use object::{CondId, MutexId, ObjId, ObjKind, Spec};
 pub use protocol::{Family, Protocol};
 pub use urgency::Urgency;
@@ -400,9 +410,47 @@ pub enum EngineError {
         /// Its current owner.
         owner: TaskId,
     },
-    /// No such scheduling context.
+    /// No such scheduling context (its slot was never used).
     #[error("unknown scheduling context {0:?}")]
     UnknownContext(ContextId),
+    /// A context id whose context was removed: its slot is free, or holds
+    /// a later context (another generation).
+    #[error("scheduling context {0:?} was removed (a stale id)")]
+    StaleContext(ContextId),
+    /// [`Engine::bind`] of, or [`Engine::remove_context`] on, a context
+    /// bound to a task.
+    #[error("scheduling context {context:?} is bound to task {task:?}")]
+    ContextBound {
+        /// The context.
+        context: ContextId,
+        /// The task it is bound to.
+        task: TaskId,
+    },
+    /// [`Engine::bind`] of a task that is bound to a context already.
+    #[error("task {task:?} is bound to scheduling context {context:?} already")]
+    HasContext {
+        /// The task.
+        task: TaskId,
+        /// Its context.
+        context: ContextId,
+    },
+    /// [`Engine::unbind`] of a passive task (bound to no context).
+    #[error("task {0:?} is passive (no scheduling context)")]
+    Passive(TaskId),
+    /// A reservation with a zero field, or a budget beyond `i64::MAX` ns.
+    #[error("invalid reservation {0:?}: every field must be at least 1 ns")]
+    BadReservation(Reservation),
+    /// A CBS rule that needs a reservation (or, for
+    /// [`Engine::replenish_inherited`], inherited parameters) on a context
+    /// without one.
+    #[error("scheduling context {0:?} has no reservation")]
+    NoReservation(ContextId),
+    /// [`Engine::throttle`] of a throttled context.
+    #[error("scheduling context {0:?} is throttled already")]
+    Throttled(ContextId),
+    /// [`Engine::replenish`] of a context that is not throttled.
+    #[error("scheduling context {0:?} is not throttled")]
+    NotThrottled(ContextId),
 }
 
 /// A violated invariant, found by [`Engine::check_invariants`].
@@ -430,9 +478,10 @@ pub struct Engine {
     tasks: Vec<TaskState>,
     objs: Vec<ObjState>,
     contexts: Vec<ContextState>,
-    /// Free task slots (removed tasks), reused last-freed first; a task's
-    /// context has the task's slot.
+    /// Free task slots (removed tasks), reused last-freed first.
     free_tasks: Vec<u32>,
+    /// Free context slots (removed contexts), reused last-freed first.
+    free_contexts: Vec<u32>,
     /// Free object slots (removed objects), reused last-freed first.
     free_objs: Vec<u32>,
     /// Next sequence number (FIFO order among equal waiters and floors).
@@ -451,6 +500,7 @@ impl PartialEq for Engine {
             && self.objs == other.objs
             && self.contexts == other.contexts
             && self.free_tasks == other.free_tasks
+            && self.free_contexts == other.free_contexts
             && self.free_objs == other.free_objs
             && self.next_seq == other.next_seq
     }
@@ -472,6 +522,7 @@ impl Engine {
             objs: Vec::new(),
             contexts: Vec::new(),
             free_tasks: Vec::new(),
+            free_contexts: Vec::new(),
             free_objs: Vec::new(),
             next_seq: 0,
             blocked_count: 0,
@@ -507,7 +558,9 @@ impl Engine {
     /// desc, enqueue asc) order with unique sequence numbers; target
     /// relations agree on both sides and respect each spec's target limit;
     /// inputs are exactly the contributing objects each task is a target of;
-    /// contexts and their owners agree; the wait-for graph is acyclic with
+    /// contexts and their tasks agree (each bound to at most one, both
+    /// sides), removed contexts are free and unbound, and a throttled
+    /// context has a reservation; the wait-for graph is acyclic with
     /// every chain at most [`MAX_CHAIN_DEPTH`]; and every effective value
     /// (urgency and source) equals a from-scratch evaluation in topological
     /// order that shares no code with the chain walk.

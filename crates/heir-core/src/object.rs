@@ -127,10 +127,14 @@ pub struct Spec {
     /// A floor under every target while set, whoever waits (a ceiling, or
     /// a running gang's priority).
     pub floor: Option<Urgency>,
-    /// Waiters lend their budget too, not only their urgency: a
-    /// [`Protocol::Bwi`] mutex (M-BWI). Only with `donates`. The engine's
-    /// walk and [`crate::Engine::donors`] treat it as any donating object;
-    /// the faces that run time charge the budget (see [`Protocol`]).
+    /// Waiters lend their time (their scheduling context) too, not only
+    /// their urgency: a [`Protocol::Bwi`] mutex (M-BWI), a condvar to its
+    /// helpers (PI-CV under M-BWI), an endpoint to its server (NOVA
+    /// donation); not an `inherit` mutex, whose owner runs on its own
+    /// context (Linux lends parameters: [`crate::Engine::set_inherited`]).
+    /// Only with `donates`. The walk and [`crate::Engine::donors`] treat it
+    /// as any donating object; [`crate::Engine::consumer`] follows only
+    /// these edges.
     pub lends_budget: bool,
 }
 
@@ -141,7 +145,7 @@ impl Spec {
         donates: true,
         max_targets: None,
         floor: None,
-        lends_budget: false,
+        lends_budget: true,
     };
 
     /// An IPC request endpoint: the caller donates to the one server that
@@ -151,7 +155,7 @@ impl Spec {
         donates: true,
         max_targets: Some(1),
         floor: None,
-        lends_budget: false,
+        lends_budget: true,
     };
 
     /// A gang: no donation; the floor is set while the gang runs

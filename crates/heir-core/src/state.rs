@@ -7,7 +7,7 @@
 use smallvec::SmallVec;
 
 use crate::packed::{Eff, Key};
-use crate::{ContextId, ObjId, Reservation, Spec, TaskId, Urgency};
+use crate::{Budget, ContextId, ObjId, Reservation, Spec, TaskId, Urgency};
 
 /// One task of the arena. Laid out for the chain walk: what it reads of
 /// every task it passes (`eff`, `blocked`, `inputs`) in the first cache
@@ -31,8 +31,8 @@ pub(crate) struct TaskState {
     /// The objects the task is a target of (owned mutexes, helped condvars,
     /// …), in the order it became their target.
     pub targeted: SmallVec<[ObjId; 2]>,
-    /// The scheduling context the task owns (`None`: it runs only on lent
-    /// time).
+    /// The scheduling context the task is bound to (`None`: passive, it
+    /// runs only on lent time).
     pub context: Option<ContextId>,
     /// False once removed (the slot is free until a new task takes it).
     pub alive: bool,
@@ -151,10 +151,39 @@ impl ObjState {
 /// One scheduling context of the arena.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ContextState {
-    /// The task that owns it.
-    pub owner: TaskId,
+    /// The task bound to it, if any.
+    pub bound: Option<TaskId>,
     /// Its reservation, if it is one (`SCHED_DEADLINE`).
     pub reservation: Option<Reservation>,
+    /// Parameters inherited from a deadline waiter (Linux's rt_mutex).
+    pub inherited: Option<Reservation>,
+    /// The CBS state.
+    pub budget: Budget,
+    /// False once removed (the slot is free until a new context takes it).
+    pub alive: bool,
+    /// The slot's generation: the `.1` of the id of the context in it.
+    pub gen: u32,
+}
+
+impl ContextState {
+    /// A new, unbound context in generation `gen` of its slot.
+    pub fn new(reservation: Option<Reservation>, gen: u32) -> ContextState {
+        ContextState {
+            bound: None,
+            reservation,
+            inherited: None,
+            budget: Budget::default(),
+            alive: true,
+            gen,
+        }
+    }
+
+    /// Whether it has a deadline to run at: a reservation, or inherited
+    /// parameters.
+    #[inline]
+    pub fn has_deadline(&self) -> bool {
+        self.reservation.is_some() || self.inherited.is_some()
+    }
 }
 
 /// A waiter entry: the waiting task, a copy of its effective urgency (kept in

@@ -1,46 +1,68 @@
 //! Tasks: adding, removing, changing the base, and what a task is doing.
 
 use crate::packed::Eff;
-use crate::state::{ContextState, TaskState};
+use crate::state::TaskState;
 use crate::{
     Changes, CondId, ContextId, Effective, Engine, EngineError, MutexId, ObjId, ObjKind,
     Reservation, TaskId, Urgency,
 };
 
 impl Engine {
-    /// Adds a task with a base urgency and a scheduling context of its own
-    /// without a reservation; it is runnable and owns nothing.
+    /// Adds a task with a base urgency, bound to a new scheduling context
+    /// of its own without a reservation (its timeslice); it is runnable
+    /// and owns nothing.
     ///
-    /// Post: `effective(t) == Effective { urgency: base, source: Task(t) }`.
+    /// Post: `effective(t) == Effective { urgency: base, source: Task(t) }`;
+    /// `context(t)` is a new context bound to `t`.
     pub fn add_task(&mut self, base: Urgency) -> TaskId {
-        self.add_task_with(base, None)
+        let c = self.new_context(None);
+        self.add_task_in(base, Some(c))
     }
 
-    /// Adds a task whose own scheduling context has `reservation`
-    /// (`SCHED_DEADLINE`: runtime, relative deadline, period).
+    /// Adds a task bound to a new context with `reservation`
+    /// (`SCHED_DEADLINE`: runtime, relative deadline, period; its budget
+    /// starts at zero: [`Engine::start`] starts it).
     ///
-    /// The task takes the slot of the last task removed, if any (in the
-    /// slot's next generation), else a new slot; its context has the same
-    /// slot and generation.
-    pub fn add_task_with(&mut self, base: Urgency, reservation: Option<Reservation>) -> TaskId {
-        if let Some(slot) = self.free_tasks.pop() {
+    /// Pre: the reservation, if any, is valid
+    /// ([`EngineError::BadReservation`]).
+    pub fn add_task_with(
+        &mut self,
+        base: Urgency,
+        reservation: Option<Reservation>,
+    ) -> Result<TaskId, EngineError> {
+        let c = self.add_context(reservation)?;
+        Ok(self.add_task_in(base, Some(c)))
+    }
+
+    /// Adds a **passive** task: bound to no context, it runs only on time
+    /// lent to it ([`Engine::consumer`]; a NOVA or seL4 MCS passive server).
+    /// Its base urgency is [`Urgency::LOWEST`]: it has no urgency of its
+    /// own either, only what is lent to it (a face may still
+    /// [`Engine::set_base`] it).
+    ///
+    /// Post: `context(t) == None`, `effective(t).urgency == LOWEST`.
+    pub fn add_passive_task(&mut self) -> TaskId {
+        self.add_task_in(Urgency::LOWEST, None)
+    }
+
+    /// Adds a task bound to `context` (new, unbound: checked by the
+    /// callers). The task takes the slot of the last task removed, if any
+    /// (in the slot's next generation), else a new slot.
+    fn add_task_in(&mut self, base: Urgency, context: Option<ContextId>) -> TaskId {
+        let id = if let Some(slot) = self.free_tasks.pop() {
             let gen = self.tasks[slot as usize].gen;
             let id = TaskId(slot, gen);
-            self.contexts[slot as usize] = ContextState {
-                owner: id,
-                reservation,
-            };
-            self.tasks[slot as usize] = TaskState::new(id, base, Some(ContextId(slot, gen)));
-            return id;
+            self.tasks[slot as usize] = TaskState::new(id, base, context);
+            id
+        } else {
+            let id = TaskId(self.tasks.len() as u32, 0);
+            self.tasks.push(TaskState::new(id, base, context));
+            self.scratch.add_task();
+            id
+        };
+        if let Some(c) = context {
+            self.ctx_mut(c).bound = Some(id);
         }
-        let id = TaskId(self.tasks.len() as u32, 0);
-        let ctx = ContextId(self.contexts.len() as u32, 0);
-        self.contexts.push(ContextState {
-            owner: id,
-            reservation,
-        });
-        self.tasks.push(TaskState::new(id, base, Some(ctx)));
-        self.scratch.add_task();
         id
     }
 
@@ -49,9 +71,13 @@ impl Engine {
     /// object (helper sets, endpoints, gangs), revoking what it inherited
     /// through them. Returns the changes of other tasks.
     ///
-    /// Pre: `t` is live, not blocked, owns no mutex. Post: `t` (and its
-    /// context) is refused by every query ([`EngineError::StaleTask`]); no
-    /// object targets it; its slot is free for a later task. Since a task
+    /// The context bound to `t`, if any, is removed with it (unbind it
+    /// first to keep it).
+    ///
+    /// Pre: `t` is live, not blocked, owns no mutex. Post: `t` is refused
+    /// by every query ([`EngineError::StaleTask`]) and so is its context
+    /// ([`EngineError::StaleContext`]); no object targets it; both slots
+    /// are free for later ones. Since a task
     /// that is not blocked donates to nobody, no other task changes: the
     /// result is empty.
     pub fn remove_task(&mut self, t: TaskId) -> Result<Changes, EngineError> {
@@ -76,7 +102,9 @@ impl Engine {
             ts.gen = gen;
             self.free_tasks.push(t.0);
         }
-        self.contexts[t.0 as usize].reservation = None;
+        if let Some(c) = ts.context.take() {
+            self.free_context(c);
+        }
         self.debug_validate();
         Ok(Changes::new())
     }

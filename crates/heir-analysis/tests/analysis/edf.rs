@@ -1,16 +1,18 @@
 //! EDF / CBS admission (the M-BWI paper's §3.3).
 
-use heir_analysis::edf::{blocking_test, utilisation_test, Reservation};
+use heir_analysis::edf::{blocking_test, utilisation_test, Reservation, Reserved};
 use heir_analysis::model::{Class, Mutex, MutexProtocol, Section, Task, TaskSet};
 use heir_analysis::{analyze_set, Unbounded};
 
 use crate::MS;
 
-fn res(q: u64, d: u64, p: u64, b: u64) -> Reservation {
-    Reservation {
-        runtime: q,
-        deadline: d,
-        period: p,
+fn res(q: u64, d: u64, p: u64, b: u64) -> Reserved {
+    Reserved {
+        reservation: Reservation {
+            runtime_ns: q,
+            deadline_ns: d,
+            period_ns: p,
+        },
         blocking: b,
     }
 }

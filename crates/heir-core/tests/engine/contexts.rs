@@ -44,7 +44,7 @@ fn donors_are_every_upstream_context_most_urgent_first() {
     // Each task owns a distinct context.
     let all: Vec<_> = [a, b, c, d].iter().map(|&t| ctx(t)).collect();
     assert!(all.iter().all(Option::is_some));
-    assert_eq!(e.context_owner(all[2].unwrap()).unwrap(), c);
+    assert_eq!(e.bound_to(all[2].unwrap()).unwrap(), Some(c));
 }
 
 /// A floor lends urgency, not time: it is listed with the context of the
@@ -135,7 +135,9 @@ fn a_reservation_belongs_to_its_context() {
         deadline_ns: 10_000_000,
         period_ns: 10_000_000,
     };
-    let t = e.add_task_with(Urgency::deadline(10_000_000), Some(r));
+    let t = e
+        .add_task_with(Urgency::deadline(10_000_000), Some(r))
+        .unwrap();
     let u = e.add_task(fx(10));
     let (ct, cu) = (
         e.context(t).unwrap().unwrap(),

@@ -324,8 +324,8 @@ fn one_slot_many_generations() {
     assert_eq!((t2.0, t2.1), (t.0, t.1 + 1));
     assert_eq!(e.effective(t), Err(EngineError::StaleTask(t)));
     let ctx = e.context(t2).unwrap().unwrap();
-    assert_eq!(e.context_owner(ctx), Ok(t2));
-    assert!(e.context_owner(heir_core::ContextId(t.0, t.1)).is_err());
+    assert_eq!(e.bound_to(ctx), Ok(Some(t2)));
+    assert!(e.bound_to(heir_core::ContextId(t.0, t.1)).is_err());
 }
 
 /// Removing an object revokes what it gave its targets: a ceiling's floor,

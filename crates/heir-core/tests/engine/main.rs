@@ -11,6 +11,7 @@
 
 mod support;
 
+mod budgets;
 mod ceiling;
 mod chain;
 mod changes;

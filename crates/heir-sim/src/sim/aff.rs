@@ -106,24 +106,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// entity if `t` may run on `c`, a lent one if its task may; each
     /// with budget, not spinning, not consumed by another thread.
     pub(super) fn dl_pair_on(&self, t: u32, c: u32) -> Option<(u64, u32)> {
-        let th = &self.threads[t as usize];
-        let mut best: Option<(u64, u32)> = None;
-        if self.in_dl_class(t) && !th.dl.throttled && self.allowed(t, c) {
-            best = Some((th.dl.deadline, t));
-        }
-        let mut lenders = Vec::new();
-        self.lenders(t, &mut lenders);
-        for w in lenders {
-            let d = &self.threads[w as usize].dl;
-            let free = d.used_by.is_none_or(|u| u == t);
-            if d.throttled || d.spinning || !free || !self.allowed(w, c) {
-                continue;
-            }
-            if best.is_none_or(|(bd, _)| d.deadline < bd) {
-                best = Some((d.deadline, w));
-            }
-        }
-        best
+        self.consumer_where(t, |s| self.allowed(s, c))
     }
 
     /// Where `t` would stand on CPU `c`: at the deadline of the reservation it

@@ -243,21 +243,23 @@ impl<'s> ThreadSet<'s> {
         };
         for (ti, task) in scenario.tasks.iter().enumerate() {
             let first = set.threads.len() as u32;
-            // A passive task has no scheduling context of its own: the
-            // least urgency there is, and it runs only when lent to.
+            // A passive task has no scheduling context of its own (the
+            // engine's passive task, whose base is the least urgency there
+            // is): it runs only when lent to.
             let passive = scenario.rpc.is_passive(heir_scenario::TaskIdx(ti));
-            let base = if passive {
-                Urgency::LOWEST
-            } else {
-                engine::urgency(&task.sched)
-            };
             let (has_timer, first_period_ns) = timer_of(task);
             let op_first = set.ops.len() as u32;
             for p in &task.phases {
                 set.ops.extend(p.events.iter().map(|e| e.kind.clone()));
             }
             for name in task.thread_names() {
-                let eng = engine.add_task(base);
+                let eng = if passive {
+                    engine.add_passive_task()
+                } else {
+                    engine.add_task(engine::urgency(&task.sched))
+                };
+                let base = engine.base(eng).unwrap_or(Urgency::LOWEST);
+                let ctx = engine.context(eng).ok().flatten();
                 let slot = eng.0 as usize;
                 if set.task_thread.len() <= slot {
                     set.task_thread.resize(slot + 1, u32::MAX);
@@ -283,6 +285,7 @@ impl<'s> ThreadSet<'s> {
                 th.op_base = op_first;
                 th.first_period_ns = first_period_ns;
                 th.passive = passive;
+                th.dl.ctx = ctx;
                 set.threads.push(th);
             }
             set.of_task.push(first..set.threads.len() as u32);

@@ -4,9 +4,18 @@
 //!
 //! # Reservations
 //!
-//! Every `SCHED_DEADLINE` thread owns a reservation ([`Dl`]): a budget
-//! (`runtime`) and an absolute deadline, with its reservation (Q, D, P).
-//! The CBS rules, as Linux's `kernel/sched/deadline.c` applies them:
+//! Every thread but a passive one is bound to a scheduling context of the
+//! engine (`heir_core::ContextId`, [`Dl::ctx`]); a `SCHED_DEADLINE`
+//! thread's has its reservation (Q, D, P), its budget and its absolute
+//! deadline. The CBS rules are the engine's operations (`heir_core`'s
+//! `budget.rs`: `start`, `wakeup`, `consume`, `throttle`, `replenish`,
+//! `replenish_inherited`), and which context a running thread consumes is
+//! the engine's answer (`Engine::consumer`); this module schedules their
+//! events (the replenishment timer, the budget's exhaustion, the order of
+//! simultaneous events), counts and traces them, and keeps what only a
+//! simulator of CPUs knows ([`Dl`]: who consumes a context now, spinning
+//! waiters, parked threads). The rules, as Linux's
+//! `kernel/sched/deadline.c` applies them:
 //!
 //! 1. start (`sched_setattr`): deadline = now + D, runtime = Q;
 //! 2. wake-up: if the deadline has passed, or runtime / (deadline − now)
@@ -76,30 +85,25 @@
 
 use super::*;
 use crate::queue::{Rank, DL_LEVEL};
+use heir_core::{Budget, ContextId, Reservation, Wakeup};
 
-/// A reservation in ns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Res {
-    pub q: u64,
-    pub d: u64,
-    pub p: u64,
-}
-
-impl Res {
-    pub fn of(s: &Sched) -> Option<Res> {
-        match (s.policy, s.dl) {
-            (Policy::Deadline, Some(dl)) => Some(Res {
-                q: us_to_ns(dl.runtime_us).max(1),
-                d: us_to_ns(dl.deadline_us).max(1),
-                p: us_to_ns(dl.period_us).max(1),
-            }),
-            _ => None,
-        }
+/// The reservation of a `SCHED_DEADLINE` policy, in ns (each field at
+/// least 1 ns, as the engine requires).
+pub(super) fn res_of(s: &Sched) -> Option<Reservation> {
+    match (s.policy, s.dl) {
+        (Policy::Deadline, Some(dl)) => Some(Reservation {
+            runtime_ns: us_to_ns(dl.runtime_us).clamp(1, i64::MAX as u64),
+            deadline_ns: us_to_ns(dl.deadline_us).max(1),
+            period_ns: us_to_ns(dl.period_us).max(1),
+        }),
+        _ => None,
     }
 }
 
-/// A thread's deadline entity: its own reservation when it is a
-/// `SCHED_DEADLINE` thread, or the entity Linux gives a boosted thread.
+/// A thread's deadline state beside its engine context (the context holds
+/// the reservation, the budget, the deadline and the throttled flag, and
+/// the parameters Linux's inheritance lends: [`heir_core::Engine`]'s CBS
+/// operations): what the simulator schedules events and CPUs by.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub(super) struct Dl {
@@ -111,17 +115,12 @@ pub(super) struct Dl {
     pub parked: bool,
     /// Queued in the spread list (affinity inheritance, `sim::aff`).
     pub in_spread: bool,
-    /// Out of budget until the replenishment timer fires.
-    pub throttled: bool,
-    /// The thread's own reservation (a `SCHED_DEADLINE` thread).
-    pub own: Option<Res>,
-    /// Linux inheritance: the top deadline waiter (thread) and the
-    /// parameters it lends (its own, or those it inherited).
-    pub pi: Option<(u32, Res)>,
-    /// Budget left (ns); negative after an overrun.
-    pub runtime: i64,
-    /// Absolute deadline (ns).
-    pub deadline: u64,
+    /// The thread's scheduling context in the engine (`None`: a passive
+    /// thread).
+    pub ctx: Option<ContextId>,
+    /// Linux inheritance: the top deadline waiter (thread) whose parameters
+    /// (its own, or those it inherited) the context runs with.
+    pub pi: Option<u32>,
     /// Generation of the replenishment timer (stale timers are ignored).
     pub timer_gen: u32,
     /// While running: the thread whose reservation this thread consumes.
@@ -157,20 +156,83 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// Whether `t` is scheduled in the deadline class: its own reservation, or a
     /// Linux boost by a deadline waiter.
     pub(super) fn in_dl_class(&self, t: u32) -> bool {
-        let d = &self.threads[t as usize].dl;
-        d.own.is_some() || d.pi.is_some()
+        self.own(t).is_some() || self.threads[t as usize].dl.pi.is_some()
+    }
+
+    /// `t`'s own reservation (its context's), if it is a deadline thread.
+    pub(super) fn own(&self, t: u32) -> Option<Reservation> {
+        let c = self.threads[t as usize].dl.ctx?;
+        self.engine.reservation(c).ok().flatten()
+    }
+
+    /// The budget state of `t`'s context (zero for a passive thread).
+    pub(super) fn bud(&self, t: u32) -> Budget {
+        self.threads[t as usize]
+            .dl
+            .ctx
+            .and_then(|c| self.engine.budget(c).ok())
+            .unwrap_or_default()
+    }
+
+    /// The thread bound to context `c`.
+    pub(super) fn ctx_thread(&self, c: ContextId) -> Option<u32> {
+        let t = self.engine.bound_to(c).ok().flatten()?;
+        self.thread_of(t)
+    }
+
+    /// The earliest-deadline context `t` may run on, by the engine's
+    /// [`heir_core::Engine::consumer`], with the thread it belongs to;
+    /// `allowed(s)`: whether the context of thread `s` may be used (besides
+    /// the rule that a lent one is not spinning nor consumed by another
+    /// thread).
+    pub(super) fn consumer_where(
+        &self,
+        t: u32,
+        allowed: impl Fn(u32) -> bool,
+    ) -> Option<(u64, u32)> {
+        let eng = self.threads[t as usize].eng;
+        let own = self.threads[t as usize].dl.ctx;
+        let c = self
+            .engine
+            .consumer(eng, |c| {
+                if Some(c) == own {
+                    return allowed(t);
+                }
+                let Some(s) = self.ctx_thread(c) else {
+                    return false;
+                };
+                let d = &self.threads[s as usize].dl;
+                !d.spinning && d.used_by.is_none_or(|u| u == t) && allowed(s)
+            })
+            .ok()
+            .flatten()?;
+        if Some(c.context) == own {
+            return Some((c.deadline_ns, t));
+        }
+        Some((c.deadline_ns, self.ctx_thread(c.context)?))
     }
 
     /// Step 1 of the CBS rules: a thread becomes `SCHED_DEADLINE` (at its
     /// start, or a phase's `sched`).
-    pub(super) fn dl_setup(&mut self, t: u32, res: Option<Res>) -> R<()> {
+    pub(super) fn dl_setup(&mut self, t: u32, res: Option<Reservation>) -> R<()> {
         let now = self.now;
-        let d = &mut self.threads[t as usize].dl;
-        d.own = res;
-        if let Some(r) = res {
-            d.deadline = now.saturating_add(r.d);
-            d.runtime = r.q as i64;
-            d.throttled = false;
+        let Some(c) = self.threads[t as usize].dl.ctx else {
+            if res.is_some() {
+                // A passive thread has no context to run a reservation on
+                // (the scenario's checks refuse one).
+                let eng = self.threads[t as usize].eng;
+                return Err(self.internal(t, EngineError::Passive(eng)));
+            }
+            return Ok(());
+        };
+        if let Err(e) = self.engine.set_reservation(c, res) {
+            return Err(self.internal(t, e));
+        }
+        if res.is_some() {
+            if let Err(e) = self.engine.start(c, now) {
+                return Err(self.internal(t, e));
+            }
+            let d = &mut self.threads[t as usize].dl;
             d.timer_gen = d.timer_gen.wrapping_add(1);
             self.dl_base(t)?;
         }
@@ -180,13 +242,13 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// The engine's base urgency of a deadline thread follows its reservation's
     /// absolute deadline.
     pub(super) fn dl_base(&mut self, t: u32) -> R<()> {
-        let th = &mut self.threads[t as usize];
-        if th.dl.own.is_none() || th.status == Status::Exited {
+        if self.own(t).is_none() || self.threads[t as usize].status == Status::Exited {
             return Ok(());
         }
         let base = Urgency::Deadline {
-            abs_ns: th.dl.deadline,
+            abs_ns: self.bud(t).deadline_ns,
         };
+        let th = &mut self.threads[t as usize];
         if th.base == base {
             return Ok(());
         }
@@ -201,64 +263,50 @@ impl<'s, 'o> Simulator<'s, 'o> {
         }
     }
 
-    /// Step 2: the wake-up rule, when a deadline thread becomes ready.
+    /// Step 2: the wake-up rule, when a deadline thread becomes ready (the
+    /// engine's [`heir_core::Engine::wakeup`]: nothing for a throttled or
+    /// boosted context).
     pub(super) fn dl_wakeup(&mut self, t: u32) -> R<()> {
-        let now = self.now;
-        let d = &mut self.threads[t as usize].dl;
-        let Some(r) = d.own else {
+        let Some(c) = self.threads[t as usize].dl.ctx else {
             return Ok(());
         };
-        if d.throttled || d.pi.is_some() {
+        if self.own(t).is_none() {
             return Ok(());
         }
-        let next_period = d.deadline.saturating_sub(r.d).saturating_add(r.p);
-        if r.d < r.p && d.deadline <= now && now < next_period {
-            // Linux's dl_check_constrained_dl: a constrained server woken
-            // after its deadline and before its next period is throttled
-            // until that period (runtime at most 0), then replenished
-            // (deadline + P, runtime + Q).
-            d.runtime = d.runtime.min(0);
-            self.throttle(t);
-            return self.dl_base(t);
-        }
-        let passed = d.deadline <= now;
-        // runtime / (deadline − now) > Q / D  ⇔  runtime·D > (deadline − now)·Q
-        let overflow = !passed
-            && (d.runtime.max(0) as u128) * u128::from(r.d)
-                > u128::from(d.deadline - now) * u128::from(r.q);
-        if passed || overflow {
-            if !passed && r.d < r.p {
-                // Revised CBS for a constrained deadline: keep the
-                // deadline, cut the runtime to the density's share.
-                d.runtime =
-                    (u128::from(r.q) * u128::from(d.deadline - now) / u128::from(r.d)) as i64;
-            } else {
-                d.deadline = now.saturating_add(r.d);
-                d.runtime = r.q as i64;
+        match self.engine.wakeup(c, self.now) {
+            Ok(Wakeup::Unchanged) => Ok(()),
+            Ok(Wakeup::Throttled { until_ns }) => {
+                // Linux's dl_check_constrained_dl: a constrained server woken
+                // after its deadline and before its next period is throttled
+                // until that period, then replenished.
+                self.throttled_until(t, until_ns);
+                self.dl_base(t)
             }
+            Ok(_) => self.dl_base(t),
+            Err(e) => Err(self.internal(t, e)),
         }
-        self.dl_base(t)
     }
 
-    /// The reservations lent to `t` through M-BWI objects, transitively: the
-    /// deadline threads blocked upstream of `t`, breadth-first.
+    /// The threads whose reservations are lent to `t` through M-BWI
+    /// objects, transitively, breadth-first (the engine's
+    /// [`heir_core::Engine::lenders`]).
     pub(super) fn lenders(&self, t: u32, out: &mut Vec<u32>) {
         out.clear();
-        let mut next = 0;
-        let mut frontier = vec![t];
-        while next < frontier.len() {
-            let u = frontier[next];
-            next += 1;
-            for wt in self.waiting_on(u, Lends::Reservation) {
-                if frontier.contains(&wt) || frontier.len() > MAX_LENDERS {
-                    continue;
-                }
-                frontier.push(wt);
-                if self.threads[wt as usize].dl.own.is_some() {
-                    out.push(wt);
-                }
-            }
+        let mut lent = Vec::new();
+        if self
+            .engine
+            .lenders(self.threads[t as usize].eng, &mut lent)
+            .is_ok()
+        {
+            out.extend(lent.into_iter().filter_map(|c| self.ctx_thread(c)));
         }
+    }
+
+    /// Whether the reservation of thread `w` is lent to `t`.
+    fn lends_to(&self, w: u32, t: u32) -> bool {
+        let mut lenders = Vec::new();
+        self.lenders(t, &mut lenders);
+        lenders.contains(&w)
     }
 
     /// The threads waiting on the objects `t` is a target of that lend as
@@ -283,26 +331,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if let Some(p) = self.aff_pair(t) {
             return p;
         }
-        let th = &self.threads[t as usize];
-        let mut best: Option<(u64, u32)> = None;
-        if self.in_dl_class(t) && !th.dl.throttled {
-            best = Some((th.dl.deadline, t));
+        if !self.has_bwi {
+            // Nothing lends time: the thread's own context, if any.
+            let c = self
+                .engine
+                .own_consumer(self.threads[t as usize].eng)
+                .ok()??;
+            return Some((c.deadline_ns, t));
         }
-        if self.has_bwi {
-            let mut lenders = Vec::new();
-            self.lenders(t, &mut lenders);
-            for w in lenders {
-                let d = &self.threads[w as usize].dl;
-                let free = d.used_by.is_none_or(|u| u == t);
-                if d.throttled || d.spinning || !free {
-                    continue;
-                }
-                if best.is_none_or(|(bd, _)| d.deadline < bd) {
-                    best = Some((d.deadline, w));
-                }
-            }
-        }
-        best
+        self.consumer_where(t, |_| true)
     }
 
     /// Where `t` stands in the run queues; `None` when it may not run
@@ -329,7 +366,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// not a lent deadline.
     pub(super) fn rank_without_reservation(&self, t: u32) -> Option<Rank> {
         let th = &self.threads[t as usize];
-        if th.dl.own.is_some() {
+        if self.own(t).is_some() {
             return None;
         }
         if th.passive {
@@ -369,53 +406,42 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// Linux's inheritance for `t`: the deadline waiter it inherits from
     /// through `inherit` mutexes (with the parameters that waiter lends),
     /// if it is boosted.
-    fn linux_top(&self, t: u32) -> Option<(u32, Res)> {
-        let th = &self.threads[t as usize];
-        let mut top: Option<u32> = None;
+    fn linux_top(&self, t: u32) -> Option<(u32, Reservation)> {
+        // A passive thread has no context to run inherited parameters on.
+        let c = self.threads[t as usize].dl.ctx?;
+        let mut top: Option<(u32, u64)> = None;
         for wt in self.waiting_on(t, Lends::Parameters) {
             if !self.in_dl_class(wt) {
                 continue;
             }
-            let wd = self.threads[wt as usize].dl.deadline;
-            if top.is_none_or(|x| wd < self.threads[x as usize].dl.deadline) {
-                top = Some(wt);
+            let wd = self.bud(wt).deadline_ns;
+            if top.is_none_or(|(_, xd)| wd < xd) {
+                top = Some((wt, wd));
             }
         }
-        let top = top?;
-        let td = &self.threads[top as usize].dl;
-        let params = td.pi.map(|p| p.1).or(td.own)?;
+        let (top, top_deadline) = top?;
+        let tc = self.threads[top as usize].dl.ctx?;
+        let params = self.engine.inherited(tc).ok().flatten().or(self.own(top))?;
         // A deadline owner is boosted only by an earlier deadline
         // (`dl_entity_preempt`).
-        if th.dl.own.is_some() && td.deadline >= th.dl.deadline {
+        if self.own(t).is_some() && top_deadline >= self.engine.budget(c).ok()?.deadline_ns {
             return None;
         }
         Some((top, params))
     }
 
-    /// Linux's `replenish_dl_entity` for a boosted thread: a thread without
-    /// its own reservation starts a fresh period with the donor's
-    /// parameters; then the deadline moves by the donor's period until the
-    /// runtime is positive; a deadline left in the past restarts.
+    /// Linux's `replenish_dl_entity` for a boosted thread (the engine's
+    /// [`heir_core::Engine::replenish_inherited`]): a thread without its own
+    /// reservation starts a fresh period with the donor's parameters; then
+    /// the deadline moves by the donor's period until the runtime is
+    /// positive; a deadline left in the past restarts; a throttled context
+    /// is unthrottled (its timer forgotten).
     fn replenish_boosted(&mut self, t: u32) {
-        let now = self.now;
-        let d = &mut self.threads[t as usize].dl;
-        let Some((_, pr)) = d.pi else {
+        let Some(c) = self.threads[t as usize].dl.ctx else {
             return;
         };
-        if d.own.is_none() {
-            d.deadline = now.saturating_add(pr.d);
-            d.runtime = pr.q as i64;
-        }
-        while d.runtime <= 0 {
-            d.deadline = d.deadline.saturating_add(pr.p);
-            d.runtime += pr.q as i64;
-        }
-        if d.deadline < now {
-            d.deadline = now.saturating_add(pr.d);
-            d.runtime = pr.q as i64;
-        }
-        if d.throttled {
-            d.throttled = false;
+        if let Ok(true) = self.engine.replenish_inherited(c, self.now) {
+            let d = &mut self.threads[t as usize].dl;
             d.timer_gen = d.timer_gen.wrapping_add(1);
         }
     }
@@ -438,15 +464,28 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 }
                 let new = self.linux_top(t);
                 let old = self.threads[t as usize].dl.pi;
-                if new.map(|p| p.0) != old.map(|p| p.0) || new.map(|p| p.1) != old.map(|p| p.1) {
+                let ctx = self.threads[t as usize].dl.ctx;
+                // The parameters are read only when the donor stays.
+                let differs = match (new, old) {
+                    (None, None) => false,
+                    (Some((n, p)), Some(o)) if n == o => {
+                        ctx.and_then(|c| self.engine.inherited(c).ok().flatten()) != Some(p)
+                    }
+                    _ => true,
+                };
+                if differs {
                     changed = true;
                     self.charge(t);
-                    self.threads[t as usize].dl.pi = new;
+                    self.threads[t as usize].dl.pi = new.map(|p| p.0);
+                    if let Some(c) = ctx {
+                        // Valid parameters: the engine's own reservations.
+                        let _ = self.engine.set_inherited(c, new.map(|p| p.1));
+                    }
                     if new.is_some() {
                         self.replenish_boosted(t);
                     } else {
-                        let d = &self.threads[t as usize].dl;
-                        if d.own.is_some() && d.runtime <= 0 && !d.throttled {
+                        let b = self.bud(t);
+                        if self.own(t).is_some() && b.remaining_ns <= 0 && !b.throttled {
                             self.throttle(t);
                         }
                     }
@@ -548,8 +587,9 @@ impl<'s, 'o> Simulator<'s, 'o> {
         };
         let used = now.saturating_sub(th.dl.since);
         th.dl.since = now;
-        let sd = &mut self.threads[s as usize].dl;
-        sd.runtime = sd.runtime.saturating_sub(used as i64);
+        if let Some(c) = self.threads[s as usize].dl.ctx {
+            let _ = self.engine.consume(c, used);
+        }
     }
 
     /// `t` (just dispatched, or moved) starts consuming the reservation it
@@ -569,9 +609,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
             // A lent reservation may be lent to others too (the helpers of one
             // condvar): taken here, it ranks them no longer.
             self.dl_dirty |= s != t;
-            let sd = &mut self.threads[s as usize].dl;
-            sd.used_by = Some(t);
-            let left = sd.runtime.max(0) as u64;
+            let left = self.bud(s).remaining_ns.max(0) as u64;
+            self.threads[s as usize].dl.used_by = Some(t);
             self.evq
                 .push(now.saturating_add(left), EvKind::Budget, t, gen);
         }
@@ -596,18 +635,24 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     /// Step 4: reservation `s` ran out of budget: throttled until its
-    /// replenishment instant.
+    /// replenishment instant (the engine's [`heir_core::Engine::throttle`]).
     fn throttle(&mut self, s: u32) {
-        let now = self.now;
-        let d = &mut self.threads[s as usize].dl;
-        let Some(r) = d.own else {
+        let Some(c) = self.threads[s as usize].dl.ctx else {
             return;
         };
-        d.throttled = true;
+        if let Ok(at) = self.engine.throttle(c, self.now) {
+            self.throttled_until(s, at);
+        }
+    }
+
+    /// Reservation `s` was throttled until `at`: its replenishment timer,
+    /// counted and traced.
+    fn throttled_until(&mut self, s: u32, at: u64) {
+        let now = self.now;
+        let d = &mut self.threads[s as usize].dl;
         d.timer_gen = d.timer_gen.wrapping_add(1);
         let gen = d.timer_gen;
         self.dl_dirty = true;
-        let at = d.deadline.saturating_sub(r.d).saturating_add(r.p).max(now);
         self.cold[s as usize].throttles += 1;
         self.evq.push(at, EvKind::Replenish, s, gen);
         if self.trace {
@@ -664,11 +709,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// entity is replenished at once (Linux never throttles a boosted
     /// task), any other reservation is throttled.
     fn exhausted(&mut self, s: u32, t: u32) {
-        let d = &self.threads[s as usize].dl;
-        if d.runtime > 0 || d.throttled {
+        let b = self.bud(s);
+        if b.remaining_ns > 0 || b.throttled {
             return;
         }
-        if s == t && d.pi.is_some() {
+        if s == t && self.threads[s as usize].dl.pi.is_some() {
             self.replenish_boosted(t);
             self.cold[t as usize].replenishments += 1;
         } else {
@@ -679,21 +724,15 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// The replenishment timer of reservation `s` fired.
     pub(super) fn replenish_event(&mut self, s: u32, gen: u32) -> R<()> {
         let now = self.now;
-        let d = &mut self.threads[s as usize].dl;
-        if d.timer_gen != gen || !d.throttled {
-            return Ok(());
-        }
-        let Some(r) = d.own else {
+        let d = &self.threads[s as usize].dl;
+        let Some(c) = d.ctx else {
             return Ok(());
         };
-        d.throttled = false;
-        while d.runtime <= 0 {
-            d.deadline = d.deadline.saturating_add(r.p);
-            d.runtime += r.q as i64;
+        if d.timer_gen != gen || !self.bud(s).throttled || self.own(s).is_none() {
+            return Ok(());
         }
-        if d.deadline < now {
-            d.deadline = now.saturating_add(r.d);
-            d.runtime = r.q as i64;
+        if let Err(e) = self.engine.replenish(c, now) {
+            return Err(self.internal(s, e));
         }
         self.cold[s as usize].replenishments += 1;
         if self.trace {
@@ -749,9 +788,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// After a `bwi` lock blocked `t`: spin if the owner runs on another
     /// CPU (true), else sleep (false: the caller blocks it).
     pub(super) fn bwi_spin(&mut self, t: u32, m: SimMutex) -> bool {
-        if self.lends(m.id.0 as usize) != Lends::Reservation
-            || self.threads[t as usize].dl.own.is_none()
-        {
+        if self.lends(m.id.0 as usize) != Lends::Reservation || self.own(t).is_none() {
             return false;
         }
         let Some(end) = self.chain_end(t) else {
@@ -772,8 +809,8 @@ impl<'s, 'o> Simulator<'s, 'o> {
     /// it waits on one (the waiters that spin; those of condition
     /// variables and endpoints only lend).
     pub(super) fn bwi_wait(&self, t: u32) -> Option<usize> {
+        self.own(t)?;
         let th = &self.threads[t as usize];
-        th.dl.own?;
         let o = self.engine.blocked_on(th.eng).ok().flatten()?;
         if self.lends(o.0 as usize) != Lends::Reservation
             || self.engine.spec(o).ok()?.kind != heir_core::ObjKind::Mutex
@@ -810,7 +847,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         for t in 0..self.threads.len() as u32 {
             let th = &self.threads[t as usize];
             // Only spinners and blocked deadline threads can change.
-            if th.dl.own.is_none() || !(th.dl.spinning || th.status == Status::Blocked) {
+            if !(th.dl.spinning || th.status == Status::Blocked) || self.own(t).is_none() {
                 continue;
             }
             if !th.dl.spinning && self.bwi_wait(t).is_none() {
@@ -870,9 +907,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
         if used.is_some_and(|u| u != t) || self.bwi_wait(t).is_none() {
             return false;
         }
-        let mut lenders = Vec::new();
-        self.lenders(end, &mut lenders);
-        lenders.contains(&t)
+        self.lends_to(t, end)
     }
 
     /// A spinner dispatched on a CPU starts spinning there (shown as a
@@ -919,7 +954,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
             };
             let donor = match th.dl.on.or_else(|| self.dl_pair(t).map(|p| p.1)) {
                 Some(s) if s != t => Some(s as usize),
-                _ => th.dl.pi.map(|p| p.0 as usize),
+                _ => th.dl.pi.map(|p| p as usize),
             };
             return (urgency, donor);
         }
@@ -929,6 +964,3 @@ impl<'s, 'o> Simulator<'s, 'o> {
         (th.eff.urgency, self.donor_of(t))
     }
 }
-
-/// The most reservations followed upstream of one thread.
-const MAX_LENDERS: usize = 4096;

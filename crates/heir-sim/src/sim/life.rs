@@ -41,7 +41,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                 deadline_ns,
             });
         }
-        if let Some(r) = dl::Res::of(&task.sched) {
+        if let Some(r) = dl::res_of(&task.sched) {
             self.dl_setup(t, Some(r))?;
         }
         self.queue_or_park(t, false);
@@ -60,10 +60,25 @@ impl<'s, 'o> Simulator<'s, 'o> {
         // `gang_notify` first if it is an active member of a run).
         self.gang_leave(t)?;
         let eng = self.threads[t as usize].eng;
+        // Its scheduling context outlives it, unbound (the report reads its
+        // reservation; a pending replenishment still fires).
+        let ctx = self.threads[t as usize].dl.ctx;
+        if ctx.is_some() {
+            if let Err(e) = self.engine.unbind(eng) {
+                return Err(self.internal(t, e));
+            }
+        }
         match self.engine.remove_task(eng) {
             Ok(ch) => self.apply_changes(&ch),
-            // Exits owning a mutex: it stays in the engine as the owner.
-            Err(EngineError::Busy { .. }) => {}
+            // Exits owning a mutex: it stays in the engine as the owner,
+            // with its context.
+            Err(EngineError::Busy { .. }) => {
+                if let Some(c) = ctx {
+                    if let Err(e) = self.engine.bind(eng, c) {
+                        return Err(self.internal(t, e));
+                    }
+                }
+            }
             Err(e) => return Err(self.internal(t, e)),
         }
         Ok(())
@@ -257,10 +272,11 @@ impl<'s, 'o> Simulator<'s, 'o> {
     }
 
     pub(super) fn set_sched(&mut self, t: u32, s: &Sched) -> R<()> {
-        let res = dl::Res::of(s);
-        if res.is_some() || self.threads[t as usize].dl.own.is_some() {
+        let res = dl::res_of(s);
+        let own = self.own(t);
+        if res.is_some() || own.is_some() {
             self.threads[t as usize].policy = s.policy;
-            if res != self.threads[t as usize].dl.own {
+            if res != own {
                 self.release_reservation(t);
                 self.dl_setup(t, res)?;
                 if res.is_some() {

@@ -619,9 +619,10 @@ impl<'s, 'o> Simulator<'s, 'o> {
             tasks: self
                 .cold
                 .iter()
-                .zip(&self.threads)
+                .zip(0..self.threads.len() as u32)
                 .zip(&self.info.threads)
-                .map(|((c, th), i)| {
+                .map(|((c, t), i)| {
+                    let th = &self.threads[t as usize];
                     let unfinished = u64::from(Self::unfinished_miss(c, th, end_ns));
                     TaskReport {
                         name: i.name.clone(),
@@ -629,7 +630,7 @@ impl<'s, 'o> Simulator<'s, 'o> {
                         deadline_misses: c.misses + unfinished,
                         unfinished_misses: unfinished,
                         response_us: c.stats.summary(),
-                        server: th.dl.own.map(|_| heir_report::ServerStats {
+                        server: self.own(t).map(|_| heir_report::ServerStats {
                             throttled: c.throttles,
                             replenished: c.replenishments,
                         }),

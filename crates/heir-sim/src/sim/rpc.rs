@@ -176,7 +176,8 @@ pub(super) fn help_spec(donates: bool) -> Spec {
         donates,
         max_targets: None,
         floor: None,
-        lends_budget: false,
+        // A donating request or help object lends the caller's time.
+        lends_budget: donates,
     }
 }
 
