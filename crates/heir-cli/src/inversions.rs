@@ -175,6 +175,9 @@ struct Trace {
     /// Job (`release`, `complete`, `deadline miss`) and sync instants of
     /// every thread, in time order.
     marks: Vec<Instant>,
+    /// When each condition variable was signalled or broadcast, in time
+    /// order.
+    signals: HashMap<String, Vec<u64>>,
 }
 
 fn parse(path: &Path, text: &str) -> Result<Trace, CliError> {
@@ -304,11 +307,18 @@ fn parse_value(path: &Path, v: &Value) -> Result<Trace, CliError> {
     // Time order; the file's order among equal times (a stable sort).
     instants.sort_by_key(|i| i.at);
     marks.sort_by_key(|i| i.at);
+    let mut signals: HashMap<String, Vec<u64>> = HashMap::new();
+    for i in &instants {
+        if matches!(i.name.as_str(), "signal" | "broadcast") && !i.resource.is_empty() {
+            signals.entry(i.resource.clone()).or_default().push(i.at);
+        }
+    }
     Ok(Trace {
         threads,
         slices,
         instants,
         marks,
+        signals,
     })
 }
 
@@ -363,18 +373,11 @@ impl Trace {
                 }
                 "woken" | "resume" => {
                     if let Some(a) = off.take() {
-                        let signalled = self
-                            .instants
-                            .iter()
-                            .filter(|s| {
-                                !off_res.is_empty()
-                                    && s.resource == off_res
-                                    && matches!(s.name.as_str(), "signal" | "broadcast")
-                                    && s.at >= a
-                                    && s.at <= ev.at
-                            })
-                            .map(|s| s.at)
-                            .max();
+                        // The last signal or broadcast of it in [a, woken].
+                        let signalled = self.signals.get(off_res).and_then(|at| {
+                            let n = at.partition_point(|&x| x <= ev.at);
+                            n.checked_sub(1).map(|i| at[i]).filter(|&x| x >= a)
+                        });
                         idle.push((a, signalled.unwrap_or(ev.at)));
                     }
                 }
@@ -458,15 +461,49 @@ impl Trace {
 
     fn summary(&self, file: &Path) -> Summary {
         let waits = self.waits();
+        // Mutex waits by their end, and the longest: the ones that overlap
+        // a window are found without reading them all.
+        let mut mutex_waits: Vec<usize> = (0..waits.len())
+            .filter(|&i| waits[i].2 == Kind::Mutex)
+            .collect();
+        mutex_waits.sort_by_key(|&i| waits[i].5);
+        let longest = mutex_waits
+            .iter()
+            .map(|&i| waits[i].5.saturating_sub(waits[i].4))
+            .max()
+            .unwrap_or(0);
+        // Each thread's slices by start, with the longest: those that
+        // meet a window start at most that long before it.
+        let mut slices: BTreeMap<u64, (Vec<(u64, u64)>, u64)> = BTreeMap::new();
+        for s in &self.slices {
+            let e = slices.entry(s.tid).or_default();
+            e.0.push((s.start, s.end));
+            e.1 = e.1.max(s.end.saturating_sub(s.start));
+        }
+        for (v, _) in slices.values_mut() {
+            v.sort_unstable();
+        }
+        let mut pending: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
         let mut inversions = Vec::new();
         for (w, resource, kind, direct, from, to) in &waits {
             // The chain: what it waited for, and the owners of the mutexes
-            // those blocked on during this wait (transitively).
+            // those blocked on during this wait (transitively), in passes
+            // over the mutex waits that overlap it, in their order.
+            let lo = mutex_waits.partition_point(|&i| waits[i].5 <= *from);
+            let hi = mutex_waits
+                .partition_point(|&i| waits[i].5 < to.saturating_add(longest))
+                .max(lo);
+            let mut overlap: Vec<usize> = mutex_waits[lo..hi]
+                .iter()
+                .copied()
+                .filter(|&i| waits[i].4 < *to)
+                .collect();
+            overlap.sort_unstable();
             let mut waited = direct.clone();
             let mut grew = true;
             while grew {
                 grew = false;
-                for (w2, _, k2, owners, f2, t2) in &waits {
+                for (w2, _, k2, owners, f2, t2) in overlap.iter().map(|&i| &waits[i]) {
                     if *k2 == Kind::Mutex && waited.contains(w2) && f2 < to && t2 > from {
                         for o in owners {
                             if o != w && !waited.contains(o) {
@@ -480,23 +517,32 @@ impl Trace {
             let waited = &waited;
             // When what it waited for had work: the windows that count.
             let windows: Vec<(u64, u64)> = match waited.first() {
-                Some(&t) => self
-                    .pending(t)
-                    .into_iter()
-                    .map(|(a, b)| (a.max(*from), b.min(*to)))
-                    .filter(|(a, b)| b > a)
-                    .collect(),
+                Some(&t) => {
+                    let p = pending.entry(t).or_insert_with(|| self.pending(t));
+                    // Sorted and disjoint: those that meet the wait.
+                    let first = p.partition_point(|&(_, b)| b <= *from);
+                    p[first..]
+                        .iter()
+                        .take_while(|&&(a, _)| a < *to)
+                        .map(|&(a, b)| (a.max(*from), b.min(*to)))
+                        .filter(|(a, b)| b > a)
+                        .collect()
+                }
                 None => vec![(*from, *to)],
             };
             let mut ran: BTreeMap<u64, u64> = BTreeMap::new();
-            for s in &self.slices {
-                if s.tid == *w || waited.contains(&s.tid) || !self.lower(s.tid, *w) {
+            for (&tid, (sl, longest)) in &slices {
+                if tid == *w || waited.contains(&tid) || !self.lower(tid, *w) {
                     continue;
                 }
                 for &(wa, wb) in &windows {
-                    let (a, b) = (s.start.max(wa), s.end.min(wb));
-                    if b > a {
-                        *ran.entry(s.tid).or_default() += b - a;
+                    let first =
+                        sl.partition_point(|&(start, _)| start < wa.saturating_sub(*longest));
+                    for &(start, end) in sl[first..].iter().take_while(|&&(start, _)| start < wb) {
+                        let (a, b) = (start.max(wa), end.min(wb));
+                        if b > a {
+                            *ran.entry(tid).or_default() += b - a;
+                        }
                     }
                 }
             }
