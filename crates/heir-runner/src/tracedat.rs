@@ -29,7 +29,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::tracefs::{parse_text, Instance, RecordKind, Recorded, TraceError};
+use crate::tracefs::{io as io_err, parse_text, Instance, RecordKind, Recorded, TraceError};
 
 /// The file format version written.
 pub const VERSION: u8 = 6;
@@ -58,13 +58,6 @@ pub struct DatCapture {
     cpus: Vec<Vec<u8>>,
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TraceError + '_ {
-    move |source| TraceError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// A tracefs file, read with one large first `read`: some (the headers)
 /// answer a later `read` with nothing when the first one was short.
 fn read(path: &Path) -> Result<Vec<u8>, TraceError> {
@@ -86,22 +79,6 @@ fn formats(dir: &Path) -> Result<Vec<Vec<u8>>, TraceError> {
         .collect();
     names.sort();
     Ok(names.iter().filter_map(|p| read(p).ok()).collect())
-}
-
-/// The instance's CPUs (`per_cpu/cpuN`), ascending.
-fn cpus(per_cpu: &Path) -> Result<Vec<u32>, TraceError> {
-    let mut v: Vec<u32> = fs::read_dir(per_cpu)
-        .map_err(io_err(per_cpu))?
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .strip_prefix("cpu")
-                .and_then(|n| n.parse().ok())
-        })
-        .collect();
-    v.sort_unstable();
-    Ok(v)
 }
 
 /// Reads `trace_pipe_raw` without blocking until it is empty: whole pages
@@ -225,7 +202,7 @@ impl DatCapture {
             c.systems.push((s.to_string(), formats(&events.join(s))?));
         }
         let per_cpu = dir.join("per_cpu");
-        for cpu in cpus(&per_cpu)? {
+        for cpu in crate::tracefs::instance_cpus(&per_cpu)? {
             let i = cpu as usize;
             if c.cpus.len() <= i {
                 c.cpus.resize(i + 1, Vec::new());

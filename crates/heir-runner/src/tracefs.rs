@@ -66,11 +66,27 @@ pub enum TraceError {
     },
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TraceError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TraceError + '_ {
     move |source| TraceError::Io {
         path: path.to_path_buf(),
         source,
     }
+}
+
+/// An instance's CPUs (`per_cpu/cpuN`), ascending.
+pub(crate) fn instance_cpus(per_cpu: &Path) -> Result<Vec<u32>, TraceError> {
+    let mut v: Vec<u32> = fs::read_dir(per_cpu)
+        .map_err(io(per_cpu))?
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .strip_prefix("cpu")
+                .and_then(|n| n.parse().ok())
+        })
+        .collect();
+    v.sort_unstable();
+    Ok(v)
 }
 
 /// A dedicated ftrace instance (see the module docs). Removed on drop.
@@ -329,18 +345,7 @@ impl Instance {
         self.stop();
         let mut dropped = Vec::new();
         let per_cpu = self.dir.join("per_cpu");
-        let mut cpus: Vec<u32> = fs::read_dir(&per_cpu)
-            .map_err(io(&per_cpu))?
-            .flatten()
-            .filter_map(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .strip_prefix("cpu")
-                    .and_then(|n| n.parse().ok())
-            })
-            .collect();
-        cpus.sort_unstable();
-        for c in cpus {
+        for c in instance_cpus(&per_cpu)? {
             let path = per_cpu.join(format!("cpu{c}")).join("stats");
             let text = fs::read_to_string(&path).map_err(io(&path))?;
             let n = stats_dropped(&text);
