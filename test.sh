@@ -38,15 +38,22 @@ command -v pi_stress >/dev/null 2>&1 || need+=(rt-tests)
 # cargo-c (cargo cinstall), for libheir's install test and the Debian
 # package: as root with apt, the distribution's package (Debian 12: 0.9.14,
 # seconds) unless a cargo-c is in cargo's own bin directory already.
+# (Outputs are read whole before grep: under pipefail, `grep -q` leaving
+# early fails the pipe.)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
-cargo_c_10() { cargo cinstall --version 2>/dev/null | grep -Eq '^cargo-c 0\.(1[0-9]|[2-9][0-9])\.'; }
+usable_cargo_c='(0\.9\.14|0\.(1[0-9]|[2-9][0-9])\.)'
+cargo_c_10() {
+    local v
+    v=$(cargo cinstall --version 2>/dev/null) && grep -Eq '^cargo-c 0\.(1[0-9]|[2-9][0-9])\.' <<<"$v"
+}
 cargo_c_debian() {
-    [ ! -e "$cargo_home/bin/cargo-cinstall" ] &&
-        /usr/bin/cargo-cinstall --version 2>/dev/null | grep -Eq '^cargo-c (0\.9\.14|0\.(1[0-9]|[2-9][0-9])\.)'
+    local v
+    [ ! -e "$cargo_home/bin/cargo-cinstall" ] && v=$(/usr/bin/cargo-cinstall --version 2>/dev/null) &&
+        grep -Eq "^cargo-c $usable_cargo_c" <<<"$v"
 }
 if ! cargo_c_10 && ! cargo_c_debian && [ ! -e "$cargo_home/bin/cargo-cinstall" ] &&
     [ "$(id -u)" = 0 ] && command -v apt-cache >/dev/null 2>&1 &&
-    apt-cache policy cargo-c 2>/dev/null | grep -Eq 'Candidate: (0\.9\.14|0\.(1[0-9]|[2-9][0-9])\.)'; then
+    grep -Eq "Candidate: $usable_cargo_c" <<<"$(apt-cache policy cargo-c 2>/dev/null)"; then
     need+=(cargo-c)
 fi
 if ! command -v chromium >/dev/null 2>&1; then
