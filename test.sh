@@ -38,6 +38,27 @@ command -v pi_stress >/dev/null 2>&1 || need+=(rt-tests)
 # trace-cmd and KernelShark's library read heir run --trace-dat's file back (heir-cli's trace_dat test; skipped without them outside CI).
 [ "${CI:-}" != true ] || command -v trace-cmd >/dev/null 2>&1 || need+=(trace-cmd)
 [ "${CI:-}" != true ] || ldconfig -p 2>/dev/null | grep 'libkshark\.so\.2 ' >/dev/null || need+=(libkshark2)
+# cargo-c (cargo cinstall), for libheir's install test and the Debian
+# package: as root with apt, the distribution's package (Debian 12: 0.9.14,
+# seconds) unless a cargo-c is in cargo's own bin directory already.
+# (Outputs are read whole before grep: under pipefail, `grep -q` leaving
+# early fails the pipe.)
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+usable_cargo_c='(0\.9\.14|0\.(1[0-9]|[2-9][0-9])\.)'
+cargo_c_10() {
+    local v
+    v=$(cargo cinstall --version 2>/dev/null) && grep -Eq '^cargo-c 0\.(1[0-9]|[2-9][0-9])\.' <<<"$v"
+}
+cargo_c_debian() {
+    local v
+    [ ! -e "$cargo_home/bin/cargo-cinstall" ] && v=$(/usr/bin/cargo-cinstall --version 2>/dev/null) &&
+        grep -Eq "^cargo-c $usable_cargo_c" <<<"$v"
+}
+if ! cargo_c_10 && ! cargo_c_debian && [ ! -e "$cargo_home/bin/cargo-cinstall" ] &&
+    [ "$(id -u)" = 0 ] && command -v apt-cache >/dev/null 2>&1 &&
+    grep -Eq "Candidate: $usable_cargo_c" <<<"$(apt-cache policy cargo-c 2>/dev/null)"; then
+    need+=(cargo-c)
+fi
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         need+=(chromium)
@@ -59,24 +80,48 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
-# cargo-c (cargo cinstall) for libheir's install test; built once, kept in
-# ~/.cargo/bin (13 min of CPU time: at most ~7 min of wall time on 2 idle
-# cores). Debian's cargo-c (0.9.14) cannot read this workspace's Cargo.lock
-# (version 4) and is older than the 0.10 libheir's metadata needs, so it
-# is not used. 0.10.24 builds with Rust 1.95; 0.10.26, the newest, needs
-# 1.97.
-if ! cargo cinstall --version 2>/dev/null | grep -Eq ' 0\.(1[0-9]|[2-9][0-9])\.'; then
-    echo "test.sh: installing cargo-c (cargo install --locked cargo-c --version 0.10.24: minutes, once)"
+# Which cargo-c: 0.10 or later where installed (cargo install cargo-c);
+# else Debian 12's 0.9.14 (installed above). It is built with cargo 0.66
+# (Rust 1.65), hence what the workspace keeps for it:
+#  - Cargo.lock stays at version 3 (version 4 needs cargo 1.78; cargo keeps
+#    an existing version 3 file, but `cargo update` or a new dependency
+#    writes version 4: set the line back to `version = 3`, the content is
+#    the same for a workspace without git dependencies; checked below);
+#  - its resolver turns a feature "dep/feat" of an optional dependency
+#    declared as "dep:dep" into a missing feature: proptest stays below
+#    1.12 (Cargo.toml; 1.12's rand 0.10 does it) and js-sys, wasm-only,
+#    at 0.3.104 in Cargo.lock (0.3.105 does it);
+#  - CARGO_UNSTABLE_SPARSE_REGISTRY=true makes it read crates.io's sparse
+#    index (its channel allows the then unstable flag); without it, it
+#    clones the whole git index from GitHub;
+#  - an absolute --libdir (it takes a relative one as relative to the
+#    working directory, and writes it so into heir.pc).
+# Elsewhere (no apt, not root) cargo-c 0.10.24 is built once into
+# ~/.cargo/bin: about 13 min of CPU (0.10.26, the newest, needs Rust 1.97).
+if ! grep -qx 'version = 3' Cargo.lock; then
+    echo "test.sh: Cargo.lock is not version 3 (\`cargo update\` or a new dependency rewrote it): set its 'version = 4' line back to 'version = 3' (Debian's cargo-c reads version 3 only; see test.sh)" >&2
+    exit 1
+fi
+if cargo_c_10; then
+    :
+elif cargo_c_debian; then
+    export CARGO_UNSTABLE_SPARSE_REGISTRY=true
+    echo "test.sh: cargo-c: the distribution's ($(/usr/bin/cargo-cinstall --version))"
+else
+    echo "test.sh: installing cargo-c (cargo install --locked cargo-c --version 0.10.24: about 13 min of CPU, once)"
     cargo install --locked --quiet cargo-c --version 0.10.24
 fi
 
-echo "== cargo fmt --check"
+# Each section says when it starts (minutes:seconds since test.sh began).
+section() { printf '== %s (at %d:%02d)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
+
+section "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy -D warnings"
+section "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-echo "== cargo doc (warnings are errors: broken links, missing docs)"
+section "cargo doc (warnings are errors: broken links, missing docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
-echo "== cargo test"
+section "cargo test"
 cargo test --workspace
 
 # The real-thread test binaries again, under load: one SCHED_OTHER busy
@@ -87,7 +132,7 @@ cargo test --workspace
 # Under CI=true always; elsewhere with HEIR_TEST_UNDER_LOAD=1.
 if [ "${CI:-}" = true ] || [ "${HEIR_TEST_UNDER_LOAD:-}" = 1 ]; then
     ncpu=$(nproc)
-    echo "== cargo test (real-thread tests) under load: $ncpu SCHED_OTHER busy loops"
+    section "cargo test (real-thread tests) under load: $ncpu SCHED_OTHER busy loops"
     # Built first (the workspace's features, as above: nothing recompiles),
     # so that the loops slow the tests, not the compiler.
     cargo test --workspace --test rt --test runner --test cli --no-run
@@ -104,7 +149,7 @@ if [ "${CI:-}" = true ] || [ "${HEIR_TEST_UNDER_LOAD:-}" = 1 ]; then
     trap - EXIT
 fi
 
-echo "== Python package: wheel (maturin), pytest"
+section "Python package: wheel (maturin), pytest"
 venv=target/py-venv
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
@@ -120,8 +165,9 @@ HEIR_BIN="$PWD/target/debug/heir" "$venv/bin/python" -m pytest -q -p no:cachepro
 # this machine's root, then used with no build tree and removed again):
 # under CI=true (a fresh VM) always; elsewhere, as root, with HEIR_TEST_DEB=1.
 if [ "${CI:-}" = true ] || [ "${HEIR_TEST_DEB:-}" = 1 ]; then
-    echo "== Debian package: build, dpkg -i, use, dpkg --purge"
+    section "Debian package: build, dpkg -i, use, dpkg --purge"
     scripts/test-deb.sh
 else
-    echo "== Debian package: skipped (CI=true or HEIR_TEST_DEB=1 installs it into this machine's root)"
+    section "Debian package: skipped (CI=true or HEIR_TEST_DEB=1 installs it into this machine's root)"
 fi
+section "done"

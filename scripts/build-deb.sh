@@ -35,8 +35,13 @@ mkdir -p "$stage/DEBIAN"
 echo "build-deb: release build of heir and libheir_preload.so" >&2
 cargo build --release --locked --quiet -p heir-cli -p heir-preload
 echo "build-deb: libheir (cargo cinstall --prefix /usr)" >&2
-# The same target directory as heir-rt's cinstall test: built once.
-cargo cinstall --release --locked -p heir-rt --prefix /usr \
+# The same target directory as heir-rt's cinstall test: built once. The
+# multiarch libdir is given: Debian 12's cargo-c (0.9.14) would use /usr/lib;
+# CARGO_UNSTABLE_SPARSE_REGISTRY lets it read crates.io's sparse index (see
+# test.sh); cargo-c 0.10 ignores it.
+CARGO_UNSTABLE_SPARSE_REGISTRY=true \
+    cargo cinstall --release --locked -p heir-rt --prefix /usr \
+    --libdir "/usr/lib/$multiarch" \
     --destdir "$stage" --target-dir target/cinstall >/dev/null
 
 install -Dm755 target/release/heir "$stage/usr/bin/heir"

@@ -169,7 +169,7 @@ fn cargo_c(test: &str) -> Option<String> {
             panic!("{test}: cargo-c (cargo cinstall) missing under CI=true: test.sh installs it")
         }
         false => {
-            eprintln!("{test}: SKIPPED: cargo-c missing (cargo install --locked cargo-c --version 0.10.24)");
+            eprintln!("{test}: SKIPPED: cargo-c missing (apt-get install cargo-c, or cargo install --locked cargo-c --version 0.10.24)");
             None
         }
     }
@@ -222,10 +222,16 @@ fn cinstall_into_a_prefix_then_the_examples_build_with_pkg_config_alone() {
             "--prefix",
         ])
         .arg(&prefix)
-        .args(["--libdir", "lib", "--manifest-path"])
+        .arg("--libdir")
+        .arg(prefix.join("lib"))
+        .arg("--manifest-path")
         .arg(root.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(root.join("target/cinstall"))
+        // Debian 12's cargo-c (0.9.14, cargo 0.66) reads crates.io's sparse
+        // index only with this; without it, it clones the git index. Later
+        // cargo-c versions ignore it.
+        .env("CARGO_UNSTABLE_SPARSE_REGISTRY", "true")
         .output()
         .expect("cargo cinstall");
     assert!(
