@@ -159,8 +159,8 @@ impl RawPiMutex {
     ///
     /// The uncontended case (the word 0: CAS to the caller's tid, linked
     /// on its robust list) is inlined; the rest is
-    /// [`RawPiMutex::lock_until_slow`]. A mutex made not recoverable is
-    /// free (0), so the fast path may take it: [`RawPiMutex::acquired`]
+    /// `lock_until_slow`. A mutex made not recoverable is
+    /// free (0), so the fast path may take it: `acquired`
     /// sees the state and lets it go again.
     #[inline]
     pub fn lock_until(&self, deadline_ns: Option<u64>) -> Result<(), Error> {
@@ -595,7 +595,7 @@ impl RawPiMutex {
     /// The uncontended case (the word is the caller's tid alone, the state
     /// consistent, the engine not recording the caller as owner: off the
     /// robust list, CAS to 0) is inlined; the rest is
-    /// [`RawPiMutex::unlock_slow`].
+    /// `unlock_slow`.
     #[inline]
     pub fn unlock(&self) -> Result<(), Error> {
         let me = rt::me();
