@@ -50,7 +50,7 @@
 
 use std::sync::atomic::Ordering;
 
-use heir_core::{LockResult, MutexId, TaskId};
+use heir_core::{LockResult, MutexId, Protocol, TaskId};
 
 use crate::lock::{Acquired, Mutex, MutexGuard, RawLock, RawTryLock};
 use crate::robust::{self, List, RobustWord, CONSISTENT, INCONSISTENT, NOT_RECOVERABLE};
@@ -84,9 +84,22 @@ pub struct RawPiMutex {
 }
 
 impl RawPiMutex {
-    /// A new unlocked mutex.
+    /// A new unlocked mutex (`inherit` in the engine).
     pub fn new() -> Self {
-        let id = rt::state().new_pi_mutex();
+        Self::with_protocol(Protocol::Inherit)
+    }
+
+    /// A new unlocked mutex that the engine knows as an M-BWI (`bwi`)
+    /// mutex: the same PI futex, the kernel's inheritance (heir-runner
+    /// adds M-BWI's budget accounting, [`crate::bwi`]); the engine walks
+    /// it as `inherit` for urgency and lends its waiters' scheduling
+    /// contexts along it.
+    pub fn new_bwi() -> Self {
+        Self::with_protocol(Protocol::Bwi)
+    }
+
+    fn with_protocol(protocol: Protocol) -> Self {
+        let id = rt::state().new_pi_mutex(protocol);
         RawPiMutex {
             w: Box::default(),
             id,
@@ -96,6 +109,13 @@ impl RawPiMutex {
     /// The engine's id of this mutex.
     pub fn id(&self) -> MutexId {
         self.id
+    }
+
+    /// Its protocol in the engine: `inherit`, or `bwi` ([`Self::new_bwi`]).
+    pub fn protocol(&self) -> Protocol {
+        rt::state()
+            .mutex_protocol(self.id)
+            .unwrap_or(Protocol::Inherit)
     }
 
     /// True if the calling thread owns it.
@@ -837,5 +857,25 @@ impl<T: ?Sized> MutexGuard<'_, RawPiMutex, T> {
     /// data is repaired, the mutex usable again.
     pub fn make_consistent(&self) -> Result<(), Error> {
         self.raw().make_consistent()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `bwi` mutex is a PI futex that the engine knows as `bwi`; a
+    /// plain one is `inherit`. Both lock and unlock alike.
+    #[test]
+    fn a_bwi_mutex_is_bwi_in_the_engine_and_locks_as_a_pi_mutex() {
+        let (pi, bwi) = (RawPiMutex::new(), RawPiMutex::new_bwi());
+        assert_eq!(pi.protocol(), Protocol::Inherit);
+        assert_eq!(bwi.protocol(), Protocol::Bwi);
+        for m in [&pi, &bwi] {
+            m.lock().expect("lock");
+            assert!(m.is_owned_by_current());
+            m.unlock().expect("unlock");
+            assert_eq!(m.owner_tid(), None);
+        }
     }
 }

@@ -988,7 +988,7 @@ impl State {
     /// (the base at the root of `t`'s boost) reaches `t` through kernel
     /// waits only — each thread on the way sleeps in `FUTEX_LOCK_PI` on a
     /// PI mutex owned by the next ([`crate::PiMutex`]: the engine's
-    /// `Protocol::Inherit` mutexes are all PI futexes) or on a
+    /// `inherit` and `bwi` mutexes are all PI futexes) or on a
     /// kernel-boosted condition-variable word naming the next
     /// ([`State::arm_kernel_wait`]). The kernel then boosts `t` — into the
     /// deadline class for a deadline donor (docs/DEADLINE.md §3) — which
@@ -1266,11 +1266,17 @@ impl State {
         self.engine.add_mutex(protocol)
     }
 
-    /// A new engine mutex for a [`crate::PiMutex`] (a PI futex).
-    pub(crate) fn new_pi_mutex(&mut self) -> MutexId {
-        let m = self.new_mutex(Protocol::Inherit);
+    /// A new engine mutex for a [`crate::PiMutex`] (a PI futex):
+    /// `protocol` is `inherit` or `bwi`, both the kernel's inheritance.
+    pub(crate) fn new_pi_mutex(&mut self, protocol: Protocol) -> MutexId {
+        let m = self.new_mutex(protocol);
         self.pi_futex.insert(m);
         m
+    }
+
+    /// Mutex `m`'s protocol in the engine (`None`: no such mutex).
+    pub(crate) fn mutex_protocol(&self, m: MutexId) -> Option<Protocol> {
+        self.engine.protocol(m).ok()
     }
 
     /// Removes a mutex from the engine if nobody owns or waits on it (else

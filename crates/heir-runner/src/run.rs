@@ -1323,7 +1323,7 @@ fn make_resources(scenario: &Scenario, pi_cv: bool) -> Result<Vec<Res>, Error> {
                 // protocols are the engine's, mapped as every face maps them.
                 ResourceKind::Mutex { protocol } => match protocol {
                     MutexProtocol::Inherit => Res::Pi(RawPiMutex::new()),
-                    MutexProtocol::Bwi => Res::Bwi(RawPiMutex::new()),
+                    MutexProtocol::Bwi => Res::Bwi(RawPiMutex::new_bwi()),
                     p => Res::Engine(RawEngineMutex::new(engine::protocol(p))),
                 },
                 ResourceKind::Cond { .. } => Res::Cond(PiCondvar::new()),
