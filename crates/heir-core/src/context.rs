@@ -330,55 +330,26 @@ impl Engine {
     ) -> Result<Option<Consumed>, EngineError> {
         let ts = self.live(t)?;
         let mut best = self.own_consumed(ts).filter(|b| usable(b.context));
-        if ts.targeted.is_empty() {
-            return Ok(best);
-        }
-        // Breadth-first up the time-lending edges (as [`Engine::lenders`],
-        // without listing them): `frontier` is made only when some object
-        // lends `t` time.
-        let mut frontier: Vec<TaskId> = Vec::new();
-        let mut next = 0;
-        let mut u = t;
-        loop {
-            for &o in &self.tasks[u.0 as usize].targeted {
-                let os = &self.objs[o.0 as usize];
-                if !Engine::lends_time(&os.spec) {
-                    continue;
-                }
-                for w in &os.queue.waiters {
-                    let w = w.task;
-                    if frontier.is_empty() {
-                        frontier.push(t);
-                    }
-                    if frontier.len() > Engine::MAX_LENDERS || frontier.contains(&w) {
-                        continue;
-                    }
-                    frontier.push(w);
-                    let Some(c) = self.tasks[w.0 as usize].context else {
-                        continue;
-                    };
-                    let cs = &self.contexts[c.0 as usize];
-                    let d = cs.budget.deadline_ns;
-                    if cs.reservation.is_none()
-                        || cs.budget.throttled
-                        || best.is_some_and(|b| d >= b.deadline_ns)
-                    {
-                        continue;
-                    }
-                    if usable(c) {
-                        best = Some(Consumed {
-                            context: c,
-                            deadline_ns: d,
-                        });
-                    }
-                }
+        self.for_each_lender_task(t, |w| {
+            let Some(c) = self.tasks[w.0 as usize].context else {
+                return;
+            };
+            let cs = &self.contexts[c.0 as usize];
+            let d = cs.budget.deadline_ns;
+            if cs.reservation.is_none()
+                || cs.budget.throttled
+                || best.is_some_and(|b| d >= b.deadline_ns)
+            {
+                return;
             }
-            next += 1;
-            match frontier.get(next) {
-                Some(&v) => u = v,
-                None => return Ok(best),
+            if usable(c) {
+                best = Some(Consumed {
+                    context: c,
+                    deadline_ns: d,
+                });
             }
-        }
+        });
+        Ok(best)
     }
 
     /// [`Engine::consumer`] when nothing lends `t` time (a face that knows
@@ -414,11 +385,29 @@ impl Engine {
     pub fn lenders(&self, t: TaskId, out: &mut Vec<ContextId>) -> Result<(), EngineError> {
         out.clear();
         self.live(t)?;
-        let mut frontier: Vec<TaskId> = vec![t];
+        self.for_each_lender_task(t, |w| {
+            if let Some(c) = self.tasks[w.0 as usize].context {
+                if self.contexts[c.0 as usize].reservation.is_some() {
+                    out.push(c);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// The walk of [`Engine::lenders`] and [`Engine::consumer`]: `f` of
+    /// each task blocked upstream of `t` through objects that lend time,
+    /// transitively, breadth-first (objects in the order `t` became their
+    /// target, waiters in wake order), each once, at most
+    /// [`Engine::MAX_LENDERS`] of them. Allocates only when some object
+    /// lends `t` time (the scheduling path calls it for every pick).
+    ///
+    /// Pre: `t` is live.
+    fn for_each_lender_task(&self, t: TaskId, mut f: impl FnMut(TaskId)) {
+        let mut frontier: Vec<TaskId> = Vec::new();
         let mut next = 0;
-        while next < frontier.len() {
-            let u = frontier[next];
-            next += 1;
+        let mut u = t;
+        loop {
             for &o in &self.tasks[u.0 as usize].targeted {
                 let os = &self.objs[o.0 as usize];
                 if !Engine::lends_time(&os.spec) {
@@ -426,19 +415,22 @@ impl Engine {
                 }
                 for w in &os.queue.waiters {
                     let w = w.task;
+                    if frontier.is_empty() {
+                        frontier.push(t);
+                    }
                     if frontier.len() > Engine::MAX_LENDERS || frontier.contains(&w) {
                         continue;
                     }
                     frontier.push(w);
-                    if let Some(c) = self.tasks[w.0 as usize].context {
-                        if self.contexts[c.0 as usize].reservation.is_some() {
-                            out.push(c);
-                        }
-                    }
+                    f(w);
                 }
             }
+            next += 1;
+            match frontier.get(next) {
+                Some(&v) => u = v,
+                None => return,
+            }
         }
-        Ok(())
     }
 
     /// The most tasks [`Engine::lenders`] follows upstream of one task.

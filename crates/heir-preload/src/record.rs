@@ -242,9 +242,12 @@ pub fn sched_now() {
         sched_changed();
         return;
     }
-    let tid = heir::rt::tid();
+    write_sched(base, heir::rt::tid(), heir::sys::now_ns(), cpu_ns());
+}
+
+/// A [`Kind::Sched`] record of thread `tid` at (`mono`, `cpu`).
+fn write_sched(base: *mut u8, tid: i32, mono: u64, cpu: u64) {
     let (policy, prio, mask) = sched_of(tid);
-    let (mono, cpu) = (heir::sys::now_ns(), cpu_ns());
     write(
         base,
         [mono, cpu, mono, cpu, mask, 0],
@@ -303,15 +306,7 @@ fn put(
     let tid = heir::rt::tid();
     if !SEEN.try_with(|s| s.replace(true)).unwrap_or(true) {
         let _ = EXIT.try_with(|e| e.tid.set(tid));
-        let (policy, prio, mask) = sched_of(tid);
-        write(
-            base,
-            [b.mono, b.cpu, b.mono, b.cpu, mask, 0],
-            tid,
-            Kind::Sched,
-            policy,
-            prio,
-        );
+        write_sched(base, tid, b.mono, b.cpu);
         let mut name = [0u8; 16];
         // SAFETY: PR_GET_NAME writes at most 16 bytes into `name`.
         unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
